@@ -1,0 +1,188 @@
+"""TableSpec: which dimensions a table has and which of their crossings are published.
+
+A published cell fixes one code per dimension, at any level of that dimension's hierarchy
+("Total" at the top). A formula such as ``"party*age + party*sex"`` publishes the crossings
+party×age and party×sex *with all their margins* (party, age, sex and the grand total) but
+not party×age×sex, as the formulas of SSBtools' ModelMatrix do (Langsrud & Lupp 2022).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from protab.errors import SpecError, show_values
+from protab.hierarchy import Hierarchy
+
+_NAME = re.compile(r"^[^\s*+~:()]+$")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One dimension of a table: a microdata column and, optionally, its hierarchy.
+
+    ``hierarchy`` is None for a flat dimension whose codes are the values found in the data,
+    with a single margin named ``total``.
+    """
+
+    column: str
+    hierarchy: Hierarchy | None = None
+    total: str = "Total"
+
+    @property
+    def root(self) -> str:
+        return self.hierarchy.root if self.hierarchy is not None else self.total
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Dimensions, published crossings, and the values to tabulate.
+
+    Parameters
+    ----------
+    dims:
+        Mapping of microdata column → ``None`` (flat: codes from the data), a list of codes
+        (flat with a fixed code list, so absent codes still appear as zero cells), or a
+        :class:`Hierarchy`. A plain sequence of column names means all flat.
+    formula:
+        Published crossings with ``*`` (crossing with all its margins) and ``+`` (union),
+        e.g. ``"party*age + party*sex"``. A leading ``~`` is allowed.
+    crossings:
+        The same as an explicit list, e.g. ``[("party", "age"), ("party", "sex")]``.
+        Default (neither given): the full crossing of all dimensions with all margins.
+    weight:
+        Optional weight column: weighted counts are tabulated beside the counts.
+    sums:
+        Numeric columns to sum per cell (magnitudes).
+    drop_empty:
+        Leave out cells with no records (for sparse tables such as national grids); by
+        default every combination of the dimensions' codes is published, as R cellKey does.
+    null_code:
+        Code given to NULLs in a dimension column; by default NULLs are an error.
+    freq:
+        Integer column of frequencies when the rows are already aggregated (e.g. inner
+        cells): counts are sums of it instead of numbers of rows. Cell keys need records.
+    total:
+        Name of the margin code of flat dimensions.
+    """
+
+    dims: Mapping[str, object]
+    formula: str | None = None
+    crossings: Sequence[Sequence[str]] | None = None
+    weight: str | None = None
+    sums: Sequence[str] = ()
+    drop_empty: bool = False
+    null_code: str | None = None
+    total: str = "Total"
+    freq: str | None = None
+    dimensions: tuple[Dimension, ...] = field(init=False, repr=False)
+    terms: tuple[frozenset[str], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        dims = self.dims
+        if isinstance(dims, str) or not isinstance(dims, (Mapping, Sequence)):
+            raise SpecError(
+                "TableSpec: dims must be a mapping of column name to None, a code list or a "
+                f"Hierarchy (or a list of column names), not {type(dims).__name__}"
+            )
+        items = list(dims.items()) if isinstance(dims, Mapping) else [(d, None) for d in dims]
+        if not items:
+            raise SpecError("TableSpec: at least one dimension is needed")
+        dimensions = []
+        for name, h in items:
+            if not isinstance(name, str) or not name:
+                raise SpecError(f"TableSpec: dimension names must be non-empty strings, got {name!r}")
+            if h is None:
+                dimensions.append(Dimension(name, None, self.total))
+            elif isinstance(h, Hierarchy):
+                dimensions.append(Dimension(name, h, h.root))
+            elif isinstance(h, (list, tuple)) or hasattr(h, "__array__"):
+                codes = [str(c) for c in list(h)]
+                dimensions.append(Dimension(name, Hierarchy.flat(codes, root=self.total), self.total))
+            else:
+                raise SpecError(
+                    f"TableSpec: dimension {name!r} must be None, a list of codes or a Hierarchy, "
+                    f"not {type(h).__name__}"
+                )
+        names = [d.column for d in dimensions]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise SpecError(f"TableSpec: dimension named twice: {show_values(dup)}")
+        object.__setattr__(self, "dimensions", tuple(dimensions))
+        object.__setattr__(self, "terms", self._parse_terms(names))
+        for col in [self.weight, self.freq, *self.sums]:
+            if col is not None and col in names:
+                raise SpecError(f"TableSpec: column {col!r} is both a dimension and a value to sum")
+        if isinstance(self.sums, str):
+            object.__setattr__(self, "sums", (self.sums,))
+        object.__setattr__(self, "sums", tuple(self.sums))
+
+    # -- published crossings -------------------------------------------------------------
+    def _parse_terms(self, names: list[str]) -> tuple[frozenset[str], ...]:
+        if self.formula is not None and self.crossings is not None:
+            raise SpecError("TableSpec: give either formula or crossings, not both")
+        if self.formula is not None:
+            text = self.formula.strip()
+            if text.startswith("~"):
+                text = text[1:]
+            if not text.strip():
+                raise SpecError(f"TableSpec: empty formula {self.formula!r}")
+            raw = []
+            for part in text.split("+"):
+                factors = [f.strip() for f in part.split("*")]
+                if any(not f or not _NAME.match(f) for f in factors):
+                    raise SpecError(
+                        f"TableSpec: cannot read the formula term {part.strip()!r} in "
+                        f"{self.formula!r}; write crossings with '*' and join them with '+', "
+                        "e.g. 'party*age + party*sex'"
+                    )
+                raw.append(factors)
+        elif self.crossings is not None:
+            raw = [[c] if isinstance(c, str) else list(c) for c in self.crossings]
+            if not raw:
+                raise SpecError("TableSpec: crossings is empty")
+        else:
+            raw = [names]
+        unknown = sorted({f for term in raw for f in term if f not in names})
+        if unknown:
+            raise SpecError(
+                f"TableSpec: the crossings name {show_values(unknown)}, which are not dimensions "
+                f"of this table (dimensions: {', '.join(names)})"
+            )
+        terms = {frozenset(t) for t in raw}
+        # keep only maximal terms: a term inside another adds no cells
+        maximal = [t for t in terms if not any(t < u for u in terms)]
+        order = {n: k for k, n in enumerate(names)}
+        maximal.sort(key=lambda t: sorted(order[n] for n in t))
+        return tuple(maximal)
+
+    @property
+    def columns(self) -> list[str]:
+        """The dimension columns, in order."""
+        return [d.column for d in self.dimensions]
+
+    @property
+    def full(self) -> bool:
+        """True when every combination of levels is published (the full crossing)."""
+        return any(len(t) == len(self.dimensions) for t in self.terms)
+
+    def published_subsets(self) -> list[frozenset[str]]:
+        """Every set of dimensions that is below its total in some published cell."""
+        out: set[frozenset[str]] = set()
+        for t in self.terms:
+            for k in range(len(t) + 1):
+                out.update(frozenset(c) for c in itertools.combinations(sorted(t), k))
+        return sorted(out, key=lambda s: (len(s), sorted(s)))
+
+    def is_published(self, below_total: Iterable[str]) -> bool:
+        """Whether a cell whose dimensions ``below_total`` are not at their total is published."""
+        s = frozenset(below_total)
+        return any(s <= t for t in self.terms)
+
+    def dimension(self, column: str) -> Dimension:
+        for d in self.dimensions:
+            if d.column == column:
+                return d
+        raise SpecError(f"TableSpec: no dimension named {column!r}")

@@ -1,0 +1,182 @@
+"""Session: registering microdata and record keys."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import protab as pt
+
+
+def expected_key(seed: str, pid: object, bits: int = 32) -> int:
+    """The documented record key: first 32 bits of SHA-256(seed ‖ U+001F ‖ id), mod 2^bits."""
+    digest = hashlib.sha256(f"{seed}\x1f{pid}".encode()).hexdigest()
+    return int(digest[:8], 16) % 2**bits
+
+
+# -- register ------------------------------------------------------------------------------
+def test_register_sources(session, tmp_path, persons):
+    persons.write_parquet(tmp_path / "a.parquet")
+    persons.head(10).write_parquet(tmp_path / "b.parquet")
+    persons.write_csv(tmp_path / "p.csv")
+    session.register("pq", tmp_path / "a.parquet")
+    session.register("glob", str(tmp_path / "*.parquet"))
+    session.register("lst", [tmp_path / "a.parquet", tmp_path / "b.parquet"])
+    session.register("csv", str(tmp_path / "p.csv"))
+    session.register("arrow", persons.to_arrow())
+    session.register("polars", persons)
+    session.register("lazy", persons.lazy())
+    session.register("pandas", persons.to_pandas())
+    session.register("alias", "polars")
+    n = persons.height
+    counts = {t: session.sql(f'SELECT count(*) AS c FROM "{t}"')["c"][0]
+              for t in ["pq", "glob", "lst", "csv", "arrow", "polars", "lazy", "pandas", "alias"]}
+    assert counts == {"pq": n, "glob": n + 10, "lst": n + 10, "csv": n, "arrow": n, "polars": n,
+                      "lazy": n, "pandas": n, "alias": n}
+    # files are views: nothing copied unless asked
+    assert session._kind("pq") == "view"
+    session.register("copy", tmp_path / "a.parquet", materialize=True)
+    assert session._kind("copy") == "table"
+
+
+def test_register_errors(session, persons, tmp_path):
+    session.register("p", persons)
+    with pytest.raises(pt.InputError, match="exists already"):
+        session.register("p", persons)
+    session.register("p", persons.head(3), replace=True)
+    assert session.sql('SELECT count(*) AS c FROM p')["c"][0] == 3
+    with pytest.raises(pt.InputError, match="neither an existing file nor a table"):
+        session.register("q", "no_such_table")
+    with pytest.raises(pt.InputError, match="cannot read"):
+        session.register("q", str(tmp_path / "missing*.parquet"))
+    with pytest.raises(pt.InputError, match="unsupported source"):
+        session.register("q", {"a": [1]})
+    assert not session.exists("q")
+
+
+def test_database_file_and_default_path(tmp_path, persons, monkeypatch):
+    db = tmp_path / "census.duckdb"
+    with pt.Session(db) as s:
+        s.register("persons", persons)
+        s.add_record_keys("persons", id_column="pid", seed="secret")
+    with pt.Session(db) as s:  # keys and their modulus survive in the file
+        assert s.record_key("persons") == ("rkey", 2**32)
+    monkeypatch.chdir(tmp_path)
+    with pt.Session() as s:
+        assert s.database == pt.DEFAULT_DATABASE == "protab.duckdb"
+    assert (tmp_path / "protab.duckdb").exists()
+
+
+# -- record keys ---------------------------------------------------------------------------
+@pytest.mark.parametrize("bits", [32, 8, 12])
+def test_hash_keys_match_documented_formula(session, persons, bits):
+    session.register("p", persons)
+    session.add_record_keys("p", id_column="pid", seed="s3cr3t", bits=bits)
+    got = session.sql("SELECT pid, rkey FROM p ORDER BY pid")
+    want = [expected_key("s3cr3t", pid, bits) for pid in got["pid"]]
+    assert got["rkey"].to_list() == want
+    assert session.record_key("p") == ("rkey", 2**bits)
+    assert max(want) < 2**bits
+
+
+def test_hash_keys_string_ids_and_determinism(session):
+    ids = pl.DataFrame({"id": ["a", "b", "ü-7", "x'y"]})
+    session.register("p", ids)
+    session.register("q", ids)
+    session.add_record_keys("p", id_column="id", seed=12345)
+    session.add_record_keys("q", id_column="id", seed=12345)
+    p = session.sql("SELECT id, rkey FROM p ORDER BY id")
+    assert p.equals(session.sql("SELECT id, rkey FROM q ORDER BY id"))
+    assert p["rkey"].to_list() == [expected_key("12345", i) for i in p["id"]]
+    session.register("r", ids)
+    session.add_record_keys("r", id_column="id", seed=12346)
+    assert session.sql("SELECT rkey FROM r ORDER BY id")["rkey"].to_list() != p["rkey"].to_list()
+
+
+def test_keys_on_a_parquet_view_copy_it_into_a_table(session, tmp_path, persons):
+    persons.write_parquet(tmp_path / "p.parquet")
+    session.register("p", tmp_path / "p.parquet")
+    session.add_record_keys("p", id_column="pid", seed="x")
+    assert session._kind("p") == "table"
+    assert session.sql("SELECT count(rkey) AS c FROM p")["c"][0] == persons.height
+
+
+def test_missing_or_duplicate_ids(session):
+    session.register("p", pl.DataFrame({"pid": [1, 2, None, 4], "x": [1, 2, 3, 4]}))
+    with pytest.raises(pt.InputError, match=r"1 record\(s\).*missing"):
+        session.add_record_keys("p", id_column="pid", seed="s")
+    session.register("d", pl.DataFrame({"pid": [1, 2, 2, 3, 3, 3]}))
+    with pytest.raises(pt.InputError, match=r"2 value\(s\) occur more than once, e\.g\. 3 \(3×\), 2 \(2×\)"):
+        session.add_record_keys("d", id_column="pid", seed="s")
+    # nothing half-written: the tables are as they were
+    assert "rkey" not in session.columns("p") and "rkey" not in session.columns("d")
+    with pytest.raises(pt.InputError, match="no id column 'nope'"):
+        session.add_record_keys("d", id_column="nope", seed="s")
+    with pytest.raises(pt.InputError, match="seed"):
+        session.add_record_keys("d", id_column="pid", seed="")
+    with pytest.raises(pt.InputError, match="bits"):
+        session.add_record_keys("d", id_column="pid", seed="s", bits=40)
+
+
+def test_seed_never_in_errors(session):
+    session.register("d", pl.DataFrame({"pid": [1, 1]}))
+    with pytest.raises(pt.InputError) as err:
+        session.add_record_keys("d", id_column="pid", seed="TOPSECRET-SEED")
+    assert "TOPSECRET" not in str(err.value)
+
+
+def test_existing_integer_and_decimal_keys(session):
+    session.register("ons", pl.DataFrame({"k": [0, 255, 17]}))
+    session.add_record_keys("ons", record_key_column="k", bits=8)
+    assert session.record_key("ons") == ("rkey", 256)
+    assert session.sql("SELECT rkey FROM ons")["rkey"].to_list() == [0, 255, 17]
+    # decimal keys as R cellKey / tau-ARGUS make them, held exactly as integers below 10^8
+    session.register("ck", pl.DataFrame({"u": [0.9, 0.3, 0.6, 0.12345678, 1.0]}))
+    session.add_record_keys("ck", record_key_column="u", decimals=8)
+    assert session.record_key("ck") == ("rkey", 10**8)
+    assert session.sql("SELECT rkey FROM ck")["rkey"].to_list() == [90000000, 30000000, 60000000, 12345678, 100000000]
+    # the key column itself may be used when it already holds integer keys
+    session.register("own", pl.DataFrame({"rkey": [1, 2, 3]}))
+    session.add_record_keys("own", record_key_column="rkey", bits=4)
+    assert session.record_key("own") == ("rkey", 16)
+
+
+def test_bad_existing_keys(session):
+    session.register("a", pl.DataFrame({"k": [0, 256]}))
+    with pytest.raises(pt.InputError, match=r"1 key\(s\).*outside 0 … 2\^8"):
+        session.add_record_keys("a", record_key_column="k", bits=8)
+    session.register("b", pl.DataFrame({"k": [0.5, 0.123456789]}))
+    with pytest.raises(pt.InputError, match="at most 8 digits"):
+        session.add_record_keys("b", record_key_column="k", decimals=8)
+    session.register("c", pl.DataFrame({"k": [0.5, 1.5]}))
+    with pytest.raises(pt.InputError, match=r"not decimals in \[0, 1\]"):
+        session.add_record_keys("c", record_key_column="k", decimals=8)
+    session.register("d", pl.DataFrame({"k": [0.5, None]}))
+    with pytest.raises(pt.InputError, match="no key"):
+        session.add_record_keys("d", record_key_column="k", decimals=8)
+    session.register("e", pl.DataFrame({"k": ["a"]}))
+    with pytest.raises(pt.InputError, match="must be numbers"):
+        session.add_record_keys("e", record_key_column="k", bits=8)
+    with pytest.raises(pt.InputError, match="has no record keys"):
+        session.record_key("e")
+
+
+def test_existing_column_needs_replace(session):
+    session.register("p", pl.DataFrame({"pid": [1, 2], "rkey": [5, 6]}))
+    with pytest.raises(pt.InputError, match="replace=True"):
+        session.add_record_keys("p", id_column="pid", seed="s")
+    session.add_record_keys("p", id_column="pid", seed="s", replace=True)
+    assert session.sql("SELECT rkey FROM p ORDER BY pid")["rkey"].to_list() == [expected_key("s", 1), expected_key("s", 2)]
+
+
+def test_hierarchy_from_columns(session, persons):
+    session.register("p", persons.with_columns(region=pl.col("municipality").str.slice(0, 2)))
+    h = session.hierarchy_from_columns("p", ["region", "municipality"])
+    assert h.root == "Total" and h.parent_of("R2003") == "R2" and h.parent_of("R1") == "Total"
+    session.register("bad", pl.DataFrame({"r": ["A", "B"], "m": ["x", "x"]}))
+    with pytest.raises(pt.HierarchyError, match="x"):
+        session.hierarchy_from_columns("bad", ["r", "m"])

@@ -1,0 +1,81 @@
+"""sql/protab.sql in the plain duckdb command line (`.read`), as an analyst would use it."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import protab as pt
+from protab.session import sql_text
+from refdata import HANDBOOK
+
+SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+DUCKDB = shutil.which("duckdb")
+
+pytestmark = pytest.mark.skipif(DUCKDB is None, reason="the duckdb CLI (pip package duckdb-cli) is not installed")
+
+
+def run_cli(*statements: str) -> str:
+    args = [DUCKDB, ":memory:", "-csv", "-noheader", "-c", f".read {SQL_DIR / 'protab.sql'}"]
+    for s in statements:
+        args += ["-c", s]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+def install_statements(ptable: pt.PTable, modulus: int) -> list[str]:
+    """The rows `protab ptable install` writes, as INSERTs (numbers only)."""
+    ks = ptable.keyspace(modulus)
+    values = ", ".join(f"({i}, {v}, {lo}, {hi})" for i, v, lo, hi in ks.select("i", "v", "klo", "khi").rows())
+    imin = int(ks["i"].min())
+    return [
+        f"INSERT INTO protab_ptable VALUES {values}",
+        f"INSERT INTO protab_ptable_meta VALUES ({imin}, {ptable.imax}, {ptable.period}, {modulus})",
+    ]
+
+
+def test_sql_file_is_shipped_with_the_package():
+    assert sql_text() == (SQL_DIR / "protab.sql").read_text(encoding="utf-8")
+
+
+def test_handbook_example_in_the_duckdb_cli():
+    p = pt.PTable.from_frame(HANDBOOK)
+    out = run_cli(
+        *install_statements(p, 10**8),
+        "CREATE TABLE micro AS SELECT * FROM (VALUES ('A', 'male', 90000000), ('B', 'male', 30000000), "
+        "('C', 'male', 60000000)) t(id, sex, rkey)",
+        "SELECT sex, ckm(count(*), sum(rkey)) FROM micro GROUP BY ALL",
+    )
+    assert out == "male,4"
+
+
+def test_cli_macros_agree_with_the_python_session():
+    with pt.Session(":memory:") as s:
+        s.con.execute(sql_text("demo_population.sql"))
+        s.con.execute("CREATE TABLE persons AS SELECT * FROM protab_demo_population(3000)")
+        s.add_record_keys("persons", id_column="pid", seed="cli-seed", bits=16)
+        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+        out = s.cell_key("persons", pt.TableSpec({"region": None, "sex": None}), p)
+        want = {(r, x): n for r, x, n in out.filter(
+            (out["region_level"] == 1) & (out["sex_level"] == 1)).select("region", "sex", "n_pert").rows()}
+    got = run_cli(
+        *install_statements(p, 2**16),
+        f".read {SQL_DIR / 'demo_population.sql'}",
+        "CREATE TABLE persons AS SELECT *, protab_record_key('cli-seed', pid, 16) AS rkey "
+        "FROM protab_demo_population(3000)",
+        "SELECT region, sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL ORDER BY ALL",
+    )
+    rows = [line.split(",") for line in got.splitlines()]
+    assert {(r, x): int(n) for r, x, n in rows} == want
+
+
+def test_record_key_macro_matches_the_documented_hash():
+    out = run_cli("SELECT protab_record_key('s', 42, 32), protab_record_key('s', 'abc', 8)")
+    a, b = (int(x) for x in out.split(","))
+    assert a == int(hashlib.sha256(b"s\x1f42").hexdigest()[:8], 16)
+    assert b == int(hashlib.sha256(b"s\x1fabc").hexdigest()[:8], 16) % 256
