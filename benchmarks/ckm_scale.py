@@ -1,0 +1,111 @@
+"""Benchmark: a cell-key protected table with all margins, against a plain DuckDB GROUP BY.
+
+    python benchmarks/ckm_scale.py                # 1e6 and 1e7 records
+    python benchmarks/ckm_scale.py --sizes 1e6    # one size
+    python benchmarks/ckm_scale.py --large        # adds 5e7 records
+
+Synthetic microdata (generated in SQL, record keys added once) with three hierarchical
+dimensions: municipality (8 regions → 400 municipalities), age (3 broad groups → 18 five-year
+groups) and occupation (10 groups → 40 codes). The timed protab run is the whole
+`Session.cell_key` call — one scan to inner cells, the roll-up to every margin at every
+level, the p-table join and the result in polars. The baseline, in the same process on the
+same table, is a plain `SELECT m, a, o, count(*) FROM t GROUP BY ALL` of the inner cells
+fetched as Arrow. Each is run once to warm up and then `--repeat` times; the best time counts.
+Peak memory is the process's resident high-water mark (DuckDB's allocations included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import polars as pl
+
+import protab as pt
+
+GEN = """
+CREATE OR REPLACE TABLE t AS
+SELECT range AS pid,
+       'R' || CAST(m % 8 + 1 AS VARCHAR) || lpad(CAST(m // 8 + 1 AS VARCHAR), 3, '0') AS m,
+       lpad(CAST(a AS VARCHAR), 2, '0') AS a,
+       'O' || lpad(CAST(o AS VARCHAR), 2, '0') AS o
+FROM (
+    SELECT range,
+           CAST(floor(400 * pow((hash(range * 3) % 1000003) / 1000003.0, 2)) AS INTEGER) AS m,
+           CAST(floor(18 * (hash(range * 3 + 1) % 1000003) / 1000003.0) AS INTEGER) AS a,
+           CAST(floor(40 * pow((hash(range * 3 + 2) % 1000003) / 1000003.0, 1.5)) AS INTEGER) AS o
+    FROM range(?)
+)
+"""
+
+
+def hierarchies() -> dict[str, pt.Hierarchy]:
+    muni = [f"R{r}{k:03d}" for r in range(1, 9) for k in range(1, 51)]
+    ages = [f"{a:02d}" for a in range(18)]
+    occ = [f"O{o:02d}" for o in range(40)]
+    return {
+        "m": pt.Hierarchy.from_code_lengths(muni, [2, 3]),
+        "a": pt.Hierarchy.from_parent_child(
+            [("young" if int(a) < 4 else "working" if int(a) < 13 else "old", a) for a in ages]),
+        "o": pt.Hierarchy.from_parent_child([(f"G{int(c[1:]) // 4}", c) for c in occ]),
+    }
+
+
+def best(fn, repeat: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def run(n: int, repeat: int, threads: int | None) -> dict[str, float]:
+    with pt.Session(":memory:", threads=threads, progress=False) as s:
+        s.con.execute(GEN, [n])
+        s.add_record_keys("t", id_column="pid", seed="benchmark-seed")
+        spec = pt.TableSpec(hierarchies())
+        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+        cells = {}
+
+        def protab_run() -> None:
+            cells["out"] = s.cell_key("t", spec, p)
+
+        def baseline() -> None:
+            cells["inner"] = s.con.sql("SELECT m, a, o, count(*) AS n FROM t GROUP BY ALL").to_arrow_table()
+
+        t_base = best(baseline, repeat)
+        t_protab = best(protab_run, repeat)
+        out: pl.DataFrame = cells["out"]
+        return {
+            "records": n,
+            "inner_cells": cells["inner"].num_rows,
+            "published_cells": out.height,
+            "baseline_s": t_base,
+            "protab_s": t_protab,
+            "ratio": t_protab / t_base,
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", nargs="*", type=float, default=[1e6, 1e7])
+    ap.add_argument("--large", action="store_true", help="also 5e7 records")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes] + ([50_000_000] if args.large else [])
+    print(f"{'records':>12}{'inner':>10}{'published':>11}{'GROUP BY s':>12}{'protab s':>10}"
+          f"{'ratio':>8}{'peak RSS GiB':>14}")
+    for n in sizes:
+        r = run(n, args.repeat, args.threads)
+        print(f"{r['records']:>12,}{r['inner_cells']:>10,}{r['published_cells']:>11,}"
+              f"{r['baseline_s']:>12.3f}{r['protab_s']:>10.3f}{r['ratio']:>8.2f}{r['peak_rss_gib']:>14.2f}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
