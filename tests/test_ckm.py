@@ -168,3 +168,28 @@ def test_same_cell_same_value_in_every_table_and_never_negative(recs, seed, bits
         return dict(f.filter(cond).select("x", "n_pert").rows())
     a, b, c = x_cells(one, ["y"]), x_cells(two, ["z"]), x_cells(three, ["y", "z"])
     assert a == b == c
+
+
+def test_ons_package_reproduced_cell_for_cell_through_the_session(session):
+    """ONSdigital cell-key-perturbation 3.1.0 on its own example data and 10-5 p-table."""
+    import pandas as pd
+    from cell_key_perturbation.create_perturbed_table import create_perturbed_table
+    from cell_key_perturbation.utils.generate_test_data import generate_test_data
+    from cell_key_perturbation.utils.generate_test_ptable import generate_ptable_10_5_rule
+
+    micro = generate_test_data()
+    ons_ptable = generate_ptable_10_5_rule()
+    theirs = create_perturbed_table(data=micro, ptable=ons_ptable, geog=["var1"],
+                                    tab_vars=["var5", "var8"], record_key="record_key")
+    session.register("micro", micro)
+    session.add_record_keys("micro", record_key_column="record_key", bits=8)
+    p = pt.PTable.from_ons(ons_ptable)
+    ours = session.cell_key("micro", pt.TableSpec({"var1": None, "var5": None, "var8": None}), p,
+                            threshold=10, original=True)
+    inner = ours.filter((pl.col("var1_level") == 1) & (pl.col("var5_level") == 1) & (pl.col("var8_level") == 1))
+    want = {(str(a), str(b), str(c)): (int(n), None if pd.isna(m) else int(m))
+            for a, b, c, n, m in theirs[["var1", "var5", "var8", "pre_sdc_count", "count"]]
+            .astype(object).itertuples(index=False)}
+    got = {(a, b, c): (n, m) for a, b, c, n, m in inner.select("var1", "var5", "var8", "n", "n_pert").rows()}
+    assert len(want) == 5 * 10 * 4
+    assert got == want

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-import pandas as pd
 import polars as pl
-import pyarrow as pa
 import pytest
 
 import protab as pt

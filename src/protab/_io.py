@@ -29,6 +29,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write a text file (UTF-8, newlines as given) atomically."""
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+    return target
+
+
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write a polars frame as CSV or Parquet (by suffix), atomically and deterministically."""
     target = Path(path)

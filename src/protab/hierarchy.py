@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from protab._io import write_text
 from protab.errors import HierarchyError, show_values
 
 __all__ = ["Hierarchy"]
@@ -621,19 +621,7 @@ class Hierarchy:
 
     def write_hrc(self, path: str | os.PathLike[str], *, leadstring: str = "@") -> None:
         """Write the tau-ARGUS ``.hrc`` file atomically (a temporary file, then renamed)."""
-        data = self.to_hrc(leadstring=leadstring).encode("utf-8")
-        target = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_text(path, self.to_hrc(leadstring=leadstring))
 
     def relation(self) -> pa.Table:
         """The bridge ``(leaf, ancestor, level)``: one row per leaf and each of its ancestors.

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -27,6 +26,7 @@ import numpy as np
 import polars as pl
 from scipy.optimize import linprog, minimize
 
+from protab._io import write_text
 from protab.errors import InputError, PTableError, PTableWarning, show_values
 
 __all__ = ["PTable", "Interval"]
@@ -169,22 +169,6 @@ def _fmt_units(num: int, den: int) -> str:
     if digits == 0 or frac == 0:
         return f"{sign}{whole}"
     return f"{sign}{whole}.{str(frac).zfill(digits).rstrip('0')}"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write text to a temporary file beside ``path`` and rename it into place."""
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _per_row(value: Any, ncat: int, name: str) -> list[Any]:
@@ -938,7 +922,7 @@ class PTable:
             raise PTableError(
                 f"unknown p-table format {format!r}; use 'ptable', 'tauargus' or 'ons'"
             )
-        _atomic_write(path, text)
+        write_text(path, text)
 
     def to_ons(self, modulus: int | None = None) -> pl.DataFrame:
         """The ONS/ABS table (pcv, ckey, pvalue) for cell keys 0..modulus-1 (default den).
