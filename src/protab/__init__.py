@@ -15,7 +15,7 @@ from protab.errors import (
 )
 from protab.hierarchy import Hierarchy
 from protab.ptable import PTable
-from protab.session import DEFAULT_DATABASE, Session
+from protab.session import DEFAULT_DATABASE, Session, model_matrix
 from protab.table import TableSpec
 
 __version__ = "0.1.0"
@@ -34,4 +34,5 @@ __all__ = [
     "TableSpec",
 
     "measures",
+    "model_matrix",
 ]

@@ -9,6 +9,7 @@ seeds, codes) are always quoted identifiers or bound parameters, never spliced i
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -19,10 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import duckdb
+import numpy as np
 import polars as pl
 import pyarrow as pa
+from scipy import sparse
 
-from protab.errors import InputError, ProtabError, SpecError, show_values
+from protab._rollup import TableRun, keyspace_arrow, quote_ident
+from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,11 +42,6 @@ _NUMERIC = re.compile(
     r"FLOAT|DOUBLE|REAL|DECIMAL.*)$"
 )
 _INTEGER = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$")
-
-
-def quote_ident(name: str) -> str:
-    """Quote an SQL identifier (double quotes, inner quotes doubled)."""
-    return '"' + str(name).replace('"', '""') + '"'
 
 
 def sql_text(name: str = "protab.sql") -> str:
@@ -461,6 +460,43 @@ class Session:
         return [r[0] for r in rows if r[0] is not None]
 
     # -- tabulation -----------------------------------------------------------------------
+    def _run(
+        self,
+        table: str,
+        spec: TableSpec,
+        *,
+        keys: bool = False,
+        extend0: bool = False,
+        structural: pl.DataFrame | None = None,
+    ) -> TableRun:
+        """Check a table request against the catalog and prepare its SQL run."""
+        self._require(table)
+        if not isinstance(spec, TableSpec):
+            raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
+        cols = self._require_columns(table, spec.columns, "dimension column")
+        values = ([spec.weight] if spec.weight else []) + list(spec.sums)
+        self._require_columns(table, values + ([spec.freq] if spec.freq else []), "value column")
+        for v in values:
+            if not _NUMERIC.match(cols[v]):
+                raise InputError(
+                    f"column {v!r} of table {table!r} has type {cols[v]}; weights and sums must "
+                    "be numeric"
+                )
+        if spec.freq is not None and not _INTEGER.match(cols[spec.freq]):
+            raise InputError(
+                f"frequency column {spec.freq!r} of table {table!r} has type "
+                f"{cols[spec.freq]}; frequencies must be integers"
+            )
+        key = None
+        if keys:
+            if spec.freq is not None:
+                raise SpecError(
+                    "the cell key method needs microdata (one row per record with its key); "
+                    f"table {table!r} is aggregated (freq={spec.freq!r})"
+                )
+            key = self.record_key(table)
+        return TableRun(self._con, table, spec, key=key, extend0=extend0, structural=structural)
+
     def tabulate(self, table: str, spec: TableSpec, *, cell_keys: bool = False) -> pl.DataFrame:
         """Every published cell of ``spec`` with its original count (and weight sum, sums).
 
@@ -470,21 +506,43 @@ class Session:
         sums if the spec asks for them, and ``cell_key`` (the integer key sum modulo the key
         modulus) only when ``cell_keys=True``. Unprotected: for trusted use only.
         """
-        with self._cells(table, spec, keys=cell_keys) as (cells, codes, _):
-            out = self._select_cells(cells, codes, spec, keys=cell_keys)
-        return out
+        with self._run(table, spec, keys=cell_keys) as run:
+            return run.published()
 
-    def inner_cells(self, table: str, spec: TableSpec) -> pl.DataFrame:
-        """The inner cells (finest crossing) of ``spec`` that hold records: dims, n, w, sums."""
-        with self._inner(table, spec, keys=False) as (inner, _):
-            cols = self._value_columns(spec, keys=False)
-            q = ", ".join(
-                [f"_d{k}" for k in range(len(spec.dimensions))]
-                + [src if src == "_n" else f"CAST({src} AS DOUBLE) AS {src}" for src, _ in cols]
-            )
-            order = ", ".join(f"_d{k}" for k in range(len(spec.dimensions)))
-            frame = self._arrow(f"SELECT {q} FROM {inner} ORDER BY {order}")
-        return frame.rename(self._names(spec, frame.columns, levels=False))
+    def inner_cells(self, table: str, spec: TableSpec, *, extend0: bool = False) -> pl.DataFrame:
+        """The inner cells (finest crossing) of ``spec``: dims, n, w, sums.
+
+        Only cells that hold records, unless ``extend0``: then also a zero cell for every
+        combination of the codes that occur (SSBtools' Extend0).
+        """
+        with self._run(table, spec, extend0=extend0) as run:
+            return run.inner_frame()
+
+    def model_matrix(
+        self,
+        table: str,
+        spec: TableSpec,
+        *,
+        extend0: bool = True,
+        structural_zeros: pl.DataFrame | None = None,
+    ) -> tuple[sparse.csc_matrix, pl.DataFrame, pl.DataFrame]:
+        """The dummy matrix X (inner × published, z = Xᵀy) of a table, from the microdata.
+
+        Returns ``(X, inner, published)``: ``inner`` holds the inner cells (rows of X: dims,
+        n …), ``published`` the published cells (columns of X: dims, levels, n …), so that
+        ``X.T @ inner["n"] == published["n"]``. X is built from the (inner, published) pairs
+        of the SQL roll-up, which cross as Arrow arrays. With ``extend0`` (default) zero inner
+        cells are added for every combination of occurring codes, except the combinations in
+        ``structural_zeros`` (a frame with the dimension columns).
+        """
+        with self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
+            inner = run.inner_frame()
+            published = run.published()
+            rows, cols, n_inner, n_pub = run.pairs()
+        X = sparse.csc_matrix(
+            (np.ones(rows.size, dtype=np.float64), (rows, cols)), shape=(n_inner, n_pub)
+        )
+        return X, inner, published
 
     def cell_key(
         self,
@@ -509,14 +567,8 @@ class Session:
 
         if not isinstance(ptable, PTable):
             raise InputError(f"cell_key: ptable must be a protab.PTable, not {type(ptable).__name__}")
-        self.record_key(table)
-        with self._cells(table, spec, keys=True) as (cells, codes, modulus):
-            pt = self._ptable_relation(ptable, modulus)
-            try:
-                out = self._perturb(cells, codes, spec, ptable, pt, original, threshold)
-            finally:
-                self._con.execute(f"DROP TABLE IF EXISTS {pt}")
-        return out
+        with self._run(table, spec, keys=True) as run:
+            return run.perturb(ptable, original=original, threshold=threshold)
 
     def install_ptable(self, ptable: "PTable", *, table: str | None = None, modulus: int | None = None) -> None:
         """Install ``ptable`` as the p-table of the SQL macro ``ckm(count(*), sum(rkey))``.
@@ -535,7 +587,7 @@ class Session:
             self._con.execute("DELETE FROM protab_ptable")
             self._con.execute("DELETE FROM protab_ptable_meta")
             tmp = f"_protab_pt_{uuid.uuid4().hex}"
-            self._con.register(tmp, _keyspace_arrow(ks))
+            self._con.register(tmp, keyspace_arrow(ks))
             try:
                 self._con.execute(
                     f"INSERT INTO protab_ptable SELECT i, v, klo, khi FROM {quote_ident(tmp)}"
@@ -547,337 +599,37 @@ class Session:
                 [imin, int(ptable.imax), int(ptable.period), m],
             )
 
-    # -- internals of the roll-up ---------------------------------------------------------
     def _arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         rel = self._con.sql(query, params=list(params) if params else None)
         return pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
 
-    def _value_columns(self, spec: TableSpec, *, keys: bool) -> list[tuple[str, str]]:
-        """(internal column, output name) of the values carried per cell."""
-        cols = [("_n", "n")]
-        if spec.weight is not None:
-            cols.append(("_w", "w"))
-        cols += [(f"_s{k}", s) for k, s in enumerate(spec.sums)]
-        if keys:
-            cols.append(("_k", "cell_key"))
-        return cols
 
-    def _names(self, spec: TableSpec, columns: Sequence[str], *, levels: bool) -> dict[str, str]:
-        """Map internal column names to output names, refusing clashes."""
-        mapping: dict[str, str] = {}
-        for k, d in enumerate(spec.dimensions):
-            mapping[f"_d{k}"] = d.column
-            mapping[f"_l{k}"] = f"{d.column}_level"
-        mapping.update(dict(self._value_columns(spec, keys=True)))
-        mapping.update({"_np": "n_pert", "_wp": "w_pert"})
-        out = {c: mapping[c] for c in columns if c in mapping}
-        names = list(out.values())
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise SpecError(
-                f"the output would have two columns named {show_values(dup)}; rename the "
-                "dimension or value column"
-            )
-        return out
+def model_matrix(
+    inner: pl.DataFrame | pa.Table | Any,
+    spec: TableSpec,
+    *,
+    freq: str | None = None,
+    extend0: bool = True,
+    structural_zeros: pl.DataFrame | None = None,
+) -> tuple[sparse.csc_matrix, pl.DataFrame, pl.DataFrame]:
+    """The dummy matrix X (inner × published, z = Xᵀy) of a table of inner cells.
 
-    @contextmanager
-    def _inner(self, table: str, spec: TableSpec, *, keys: bool) -> Iterator[tuple[str, int]]:
-        """One scan of the microdata into a temporary table of inner cells."""
-        self._require(table)
-        if not isinstance(spec, TableSpec):
-            raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
-        dims = spec.columns
-        cols = self._require_columns(table, dims, "dimension column")
-        values = ([spec.weight] if spec.weight else []) + list(spec.sums)
-        self._require_columns(table, values + ([spec.freq] if spec.freq else []), "value column")
-        if spec.freq is not None and not _INTEGER.match(cols[spec.freq]):
-            raise InputError(
-                f"frequency column {spec.freq!r} of table {table!r} has type "
-                f"{cols[spec.freq]}; frequencies must be integers"
-            )
-        for v in values:
-            if not _NUMERIC.match(cols[v]):
-                raise InputError(
-                    f"column {v!r} of table {table!r} has type {cols[v]}; weights and sums must "
-                    "be numeric"
-                )
-        modulus = 0
-        key_col = None
-        if keys:
-            if spec.freq is not None:
-                raise SpecError(
-                    "the cell key method needs microdata (one row per record with its key); "
-                    f"table {table!r} is aggregated (freq={spec.freq!r})"
-                )
-            key_col, modulus = self.record_key(table)
-        raw = [f"{quote_ident(c)} AS _r{k}" for k, c in enumerate(dims)]
-        aggs = [
-            "count(*) AS _n" if spec.freq is None
-            else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
-        ]
-        if spec.weight is not None:
-            aggs.append(f"sum(CAST({quote_ident(spec.weight)} AS DECIMAL(38, 8))) AS _w")
-        aggs += [f"sum(CAST({quote_ident(s)} AS DECIMAL(38, 8))) AS _s{k}" for k, s in enumerate(spec.sums)]
-        params: list[Any] = []
-        if key_col is not None:
-            aggs.append(f"CAST(sum({quote_ident(key_col)}) % ? AS BIGINT) AS _k")
-            params.append(modulus)
-        if spec.null_code is not None:
-            outer = [f"coalesce(CAST(_r{k} AS VARCHAR), ?) AS _d{k}" for k in range(len(dims))]
-            # parameters bind in text order: the outer select's null codes come first
-            params = [spec.null_code] * len(dims) + params
-        else:
-            outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(len(dims))]
-        rest = ", ".join(c for c, _ in self._value_columns(spec, keys=key_col is not None))
-        name = f"_protab_inner_{uuid.uuid4().hex}"
-        self._con.execute(
-            f"CREATE TEMP TABLE {name} AS SELECT {', '.join(outer)}, {rest} FROM ("
-            f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(table)} GROUP BY ALL)",
-            params,
+    ``inner`` is a frame with the dimension columns and a frequency column (``freq``, or the
+    spec's ``freq``, or ``n``). Runs the same SQL roll-up as :meth:`Session.model_matrix` in
+    an in-memory database; see there for what is returned.
+    """
+    frame = inner if isinstance(inner, pl.DataFrame) else pl.DataFrame(pl.from_arrow(inner) if isinstance(inner, pa.Table) else inner)
+    col = freq or spec.freq or "n"
+    if col not in frame.columns:
+        raise InputError(
+            f"model_matrix: the inner frame has no frequency column {col!r}; pass freq= "
+            f"(columns: {show_values(frame.columns, 10)})"
         )
-        try:
-            self._check_inner(name, table, spec)
-            yield name, modulus
-        finally:
-            self._con.execute(f"DROP TABLE IF EXISTS {name}")
-
-    def _check_inner(self, inner: str, table: str, spec: TableSpec) -> None:
-        """NULL codes, codes missing from hierarchies, codes equal to a margin code."""
-        for k, d in enumerate(spec.dimensions):
-            if spec.null_code is None:
-                nulls = self._con.execute(
-                    f"SELECT coalesce(sum(_n), 0) FROM {inner} WHERE _d{k} IS NULL"
-                ).fetchall()[0][0]
-                if nulls:
-                    raise InputError(
-                        f"column {d.column!r} of table {table!r} is missing (NULL) in {nulls} "
-                        "record(s); remove them, or publish them as a category with "
-                        "TableSpec(..., null_code='Unknown')"
-                    )
-            codes = [r[0] for r in self._con.execute(f"SELECT DISTINCT _d{k} FROM {inner}").fetchall()]
-            if d.hierarchy is not None:
-                d.hierarchy.check_codes(codes, table=table, column=d.column)
-            elif d.root in codes:
-                raise SpecError(
-                    f"column {d.column!r} of table {table!r} has the code {d.root!r}, which is "
-                    "also the name of its margin; pass TableSpec(..., total='...') with "
-                    "another margin name"
-                )
-
-    def _bridges(self, inner: str, spec: TableSpec) -> list[tuple[str, str]]:
-        """Per dimension two temporary relations over integer code numbers.
-
-        ``codes(ord, code, level)`` numbers the codes in publication order (by level, then
-        numeric codes numerically and other codes as text); ``bridge(leaf, anc, level)`` links
-        each leaf to itself, its ancestors and the total. The roll-up groups integers only.
-        """
-        out = []
-        for k, d in enumerate(spec.dimensions):
-            raw, codes, bridge = (f"_protab_{w}_{uuid.uuid4().hex}" for w in ("braw", "codes", "bridge"))
-            if d.hierarchy is not None:
-                tmp = f"_protab_h_{uuid.uuid4().hex}"
-                self._con.register(tmp, d.hierarchy.relation())
-                try:
-                    self._con.execute(
-                        f"CREATE TEMP TABLE {raw} AS SELECT CAST(leaf AS VARCHAR) AS leaf, "
-                        f"CAST(ancestor AS VARCHAR) AS ancestor, CAST(level AS INTEGER) AS level "
-                        f"FROM {quote_ident(tmp)}"
-                    )
-                finally:
-                    self._con.unregister(tmp)
-            else:
-                self._con.execute(
-                    f"CREATE TEMP TABLE {raw} AS "
-                    f"SELECT DISTINCT _d{k} AS leaf, _d{k} AS ancestor, 1 AS level FROM {inner} "
-                    f"UNION ALL SELECT DISTINCT _d{k}, CAST(? AS VARCHAR), 0 FROM {inner}",
-                    [d.root],
-                )
-            try:
-                self._con.execute(
-                    f"CREATE TEMP TABLE {codes} AS SELECT CAST(row_number() OVER (ORDER BY level, "
-                    f"TRY_CAST(ancestor AS DOUBLE) NULLS LAST, ancestor) AS INTEGER) AS ord, "
-                    f"ancestor AS code, level FROM (SELECT DISTINCT ancestor, level FROM {raw})"
-                )
-                self._con.execute(
-                    f"CREATE TEMP TABLE {bridge} AS SELECT l.ord AS leaf, a.ord AS anc, b.level "
-                    f"FROM {raw} b JOIN {codes} l ON b.leaf = l.code JOIN {codes} a ON b.ancestor = a.code"
-                )
-            finally:
-                self._con.execute(f"DROP TABLE IF EXISTS {raw}")
-            out.append((codes, bridge))
-        return out
-
-    @staticmethod
-    def _published_filter(spec: TableSpec, level: dict[int, str] | None = None) -> str:
-        """SQL condition keeping the cells that some published crossing holds.
-
-        ``level`` maps dimension positions to their level expressions (default ``_l<k>`` for
-        every dimension); with only some dimensions given, it keeps the partial cells that
-        can still become published ones, so the roll-up prunes early.
-        """
-        if level is None:
-            level = {k: f"_l{k}" for k in range(len(spec.dimensions))}
-        cols = spec.columns
-        ors = []
-        for term in spec.terms:
-            ands = [f"{expr} = 0" for k, expr in level.items() if cols[k] not in term]
-            if not ands:
-                return "TRUE"
-            ors.append("(" + " AND ".join(ands) + ")")
-        return " OR ".join(ors)
-
-    @contextmanager
-    def _cells(
-        self, table: str, spec: TableSpec, *, keys: bool
-    ) -> Iterator[tuple[str, list[str], int]]:
-        """Every published cell in a temporary table: _o*, _l*, _n, _w, _s*, (_k).
-
-        Yields (cells, code tables, key modulus); ``_o<k>`` is the code number of dimension k
-        in its code table (see _bridges).
-        """
-        with self._inner(table, spec, keys=keys) as (inner, modulus):
-            bridges = self._bridges(inner, spec)
-            names = [f"_protab_agg_{uuid.uuid4().hex}", f"_protab_cells_{uuid.uuid4().hex}"]
-            try:
-                cells = self._rollup(inner, bridges, spec, names, keys, modulus)
-                yield cells, [c for c, _ in bridges], modulus
-            finally:
-                for t in [t for pair in bridges for t in pair] + names:
-                    self._con.execute(f"DROP TABLE IF EXISTS {t}")
-
-    def _rollup(
-        self,
-        inner: str,
-        bridges: list[tuple[str, str]],
-        spec: TableSpec,
-        names: list[str],
-        keys: bool,
-        modulus: int,
-    ) -> str:
-        """Roll inner cells up one dimension at a time through its bridge (leaf → ancestor).
-
-        Codes become integers first; each step multiplies the rows by that dimension's depth
-        + 1 only, and rows that no published crossing can hold are dropped as soon as they
-        appear. Counts and key sums are integers, so the order of summation does not matter.
-        """
-        nd = len(spec.dimensions)
-        values = [c for c, _ in self._value_columns(spec, keys=keys)]
-        ids = ", ".join(f"c{k}.ord AS _o{k}" for k in range(nd))
-        joins = " ".join(f"JOIN {codes} c{k} ON i._d{k} = c{k}.code" for k, (codes, _) in enumerate(bridges))
-        steps = [f"_step AS (SELECT {ids}, {', '.join('i.' + v for v in values)} FROM {inner} i {joins})"]
-        params: list[Any] = []
-        prev = "_step"
-        for k in range(nd):
-            dims = []
-            for j in range(nd):
-                if j < k:
-                    dims += [f"r._o{j}", f"r._l{j}"]
-                elif j == k:
-                    dims += [f"b.anc AS _o{j}", f"b.level AS _l{j}"]
-                else:
-                    dims.append(f"r._o{j}")
-            aggs = []
-            for v in values:
-                if v == "_k":
-                    aggs.append("CAST(sum(r._k) % ? AS BIGINT) AS _k")
-                    params.append(modulus)
-                elif v == "_n":
-                    aggs.append("CAST(sum(r._n) AS BIGINT) AS _n")
-                else:
-                    aggs.append(f"sum(r.{v}) AS {v}")
-            where = self._published_filter(
-                spec, {j: (f"r._l{j}" if j < k else "b.level") for j in range(k + 1)}
-            )
-            steps.append(
-                f"_step{k} AS (SELECT {', '.join(dims + aggs)} FROM {prev} r "
-                f"JOIN {bridges[k][1]} b ON r._o{k} = b.leaf WHERE {where} GROUP BY ALL)"
-            )
-            prev = f"_step{k}"
-        agg, cells = names
-        self._con.execute(f"CREATE TEMP TABLE {agg} AS WITH {', '.join(steps)} SELECT * FROM {prev}", params)
-        if spec.drop_empty:
-            return agg
-        # every combination of codes is published: add the empty cells, if any are missing
-        codes = ", ".join(
-            f"(SELECT ord AS _o{k}, level AS _l{k} FROM {c})" for k, (c, _) in enumerate(bridges)
+    with Session(":memory:", progress=False) as s:
+        s.register("inner", frame)
+        return s.model_matrix(
+            "inner", dataclasses.replace(spec, freq=col), extend0=extend0, structural_zeros=structural_zeros
         )
-        frame = f"SELECT * FROM {codes} WHERE {self._published_filter(spec)}"
-        have = self._con.execute(f"SELECT count(*) FROM {agg}").fetchall()[0][0]
-        want = self._con.execute(f"SELECT count(*) FROM ({frame})").fetchall()[0][0]
-        if have == want:
-            return agg
-        zero = [f"coalesce(a.{v}, 0) AS {v}" for v in values]
-        using = ", ".join(f"_o{k}" for k in range(nd))
-        self._con.execute(
-            f"CREATE TEMP TABLE {cells} AS SELECT f.*, {', '.join(zero)} FROM ({frame}) f "
-            f"LEFT JOIN (SELECT {using}, {', '.join(values)} FROM {agg}) a USING ({using})"
-        )
-        return cells
-
-    @staticmethod
-    def _decode(spec: TableSpec, codes: list[str]) -> tuple[list[str], str, str]:
-        """Select items, joins and ORDER BY that turn code numbers of cells ``c`` into codes."""
-        nd = len(spec.dimensions)
-        cols = [f"k{k}.code AS _d{k}" for k in range(nd)] + [f"c._l{k}" for k in range(nd)]
-        joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(codes))
-        order = ", ".join(f"c._o{k}" for k in range(nd))
-        return cols, joins, order
-
-    def _select_cells(self, cells: str, codes: list[str], spec: TableSpec, *, keys: bool) -> pl.DataFrame:
-        cols, joins, order = self._decode(spec, codes)
-        for src, _ in self._value_columns(spec, keys=keys):
-            cols.append(f"CAST(c.{src} AS DOUBLE) AS {src}" if src == "_w" or src.startswith("_s") else f"c.{src}")
-        frame = self._arrow(f"SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}")
-        return frame.rename(self._names(spec, frame.columns, levels=True))
-
-    def _ptable_relation(self, ptable: "PTable", modulus: int) -> str:
-        name = f"_protab_pt_{uuid.uuid4().hex}"
-        tmp = f"_protab_ks_{uuid.uuid4().hex}"
-        self._con.register(tmp, _keyspace_arrow(ptable.keyspace(modulus)))
-        try:
-            self._con.execute(
-                f"CREATE TEMP TABLE {name} AS SELECT i AS protab_i, v AS protab_v, "
-                f"klo AS protab_klo, khi AS protab_khi FROM {quote_ident(tmp)}"
-            )
-        finally:
-            self._con.unregister(tmp)
-        return name
-
-    def _perturb(
-        self,
-        cells: str,
-        codes: list[str],
-        spec: TableSpec,
-        ptable: "PTable",
-        pt: str,
-        original: bool,
-        threshold: int | None,
-    ) -> pl.DataFrame:
-        imin = int(ptable.frame["i"].min())  # type: ignore[arg-type]
-        cols, joins, order = self._decode(spec, codes)
-        if original:
-            cols.append("c._n")
-            if spec.weight is not None:
-                cols.append("CAST(c._w AS DOUBLE) AS _w")
-        pert = "c._n + coalesce(p.protab_v, 0)"
-        params: list[Any] = []
-        if threshold is not None:
-            pert = f"CASE WHEN {pert} < ? THEN NULL ELSE {pert} END"
-            params.append(int(threshold))
-        cols.append(f"{pert} AS _np")
-        if spec.weight is not None:
-            wp = f"CASE WHEN c._n = 0 THEN 0.0 ELSE ({pert}) * CAST(c._w AS DOUBLE) / c._n END"
-            if threshold is not None:
-                params.append(int(threshold))
-            cols.append(f"{wp} AS _wp")
-        params += [imin, int(ptable.imax), int(ptable.period)]
-        frame = self._arrow(
-            f"SELECT {', '.join(cols)} FROM {cells} c {joins} LEFT JOIN {pt} p "
-            f"ON p.protab_i = protab_row_class(c._n, ?, ?, ?) "
-            f"AND c._k BETWEEN p.protab_klo AND p.protab_khi ORDER BY {order}",
-            params,
-        )
-        return frame.rename(self._names(spec, frame.columns, levels=True))
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -885,13 +637,6 @@ def _check_bits(bits: int) -> int:
     if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 32:
         raise InputError("bits must be an integer from 1 to 32 (record keys are below 2^bits)")
     return bits
-
-
-def _keyspace_arrow(ks: pl.DataFrame) -> pa.Table:
-    return ks.select(
-        pl.col("i").cast(pl.Int64), pl.col("v").cast(pl.Int64),
-        pl.col("klo").cast(pl.Int64), pl.col("khi").cast(pl.Int64),
-    ).to_arrow()
 
 
 def _file_kind(path: str) -> str | None:
@@ -916,4 +661,4 @@ def _as_paths(source: Any) -> list[str] | None:
     return None
 
 
-__all__ = ["DEFAULT_DATABASE", "Session", "quote_ident", "sql_text", "ProtabError"]
+__all__ = ["DEFAULT_DATABASE", "Session", "model_matrix", "quote_ident", "sql_text"]

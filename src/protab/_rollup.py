@@ -1,0 +1,437 @@
+"""The SQL of one table request: inner cells, code numbers, roll-up, perturbation, pairs.
+
+A :class:`TableRun` owns the temporary relations of one request on a connection the
+Session lends it, and drops them when it closes. DESIGN.md ideas 1–4:
+
+1. one scan of the microdata to *inner cells* (count, weight sum, sums as exact decimals,
+   record-key sum modulo the key modulus);
+2. codes become integers (``codes`` tables, in publication order) and every hierarchy a
+   ``bridge(leaf, anc, level)`` relation, the leaf itself and the total included; the
+   roll-up joins one dimension's bridge at a time and groups integers only, dropping rows
+   that no published crossing can hold as soon as they appear;
+3. perturbation is a join of cells with the p-table's integer key ranges;
+4. the (inner, published) pairs of the same joins are the sparse model matrix X.
+
+Identifiers are internal (``_d0``, ``_o0``, …) or quoted; every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, Sequence
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from protab.errors import InputError, SpecError, show_values
+from protab.table import TableSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from protab.ptable import PTable
+
+
+def quote_ident(name: str) -> str:
+    """Quote an SQL identifier (double quotes, inner quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _tmp(kind: str) -> str:
+    return f"_protab_{kind}_{uuid.uuid4().hex}"
+
+
+def value_columns(spec: TableSpec, *, keys: bool) -> list[tuple[str, str]]:
+    """(internal column, output name) of the values carried per cell."""
+    cols = [("_n", "n")]
+    if spec.weight is not None:
+        cols.append(("_w", "w"))
+    cols += [(f"_s{k}", s) for k, s in enumerate(spec.sums)]
+    if keys:
+        cols.append(("_k", "cell_key"))
+    return cols
+
+
+def output_names(spec: TableSpec, columns: Sequence[str]) -> dict[str, str]:
+    """Map internal column names to output names, refusing clashes."""
+    mapping: dict[str, str] = {}
+    for k, d in enumerate(spec.dimensions):
+        mapping[f"_d{k}"] = d.column
+        mapping[f"_l{k}"] = f"{d.column}_level"
+    mapping.update(dict(value_columns(spec, keys=True)))
+    mapping.update({"_np": "n_pert", "_wp": "w_pert"})
+    out = {c: mapping[c] for c in columns if c in mapping}
+    names = list(out.values())
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SpecError(
+            f"the output would have two columns named {show_values(dup)}; rename the "
+            "dimension or value column"
+        )
+    return out
+
+
+def published_filter(spec: TableSpec, level: dict[int, str] | None = None) -> str:
+    """SQL condition keeping the cells that some published crossing holds.
+
+    ``level`` maps dimension positions to their level expressions (default ``_l<k>`` for
+    every dimension); given only some dimensions, it keeps the partial cells that can still
+    become published ones, so the roll-up prunes early.
+    """
+    if level is None:
+        level = {k: f"_l{k}" for k in range(len(spec.dimensions))}
+    cols = spec.columns
+    ors = []
+    for term in spec.terms:
+        ands = [f"{expr} = 0" for k, expr in level.items() if cols[k] not in term]
+        if not ands:
+            return "TRUE"
+        ors.append("(" + " AND ".join(ands) + ")")
+    return " OR ".join(ors)
+
+
+class TableRun:
+    """The temporary relations of one table request (use as a context manager).
+
+    ``key``: (record key column, modulus) to carry cell keys, or None. ``extend0``: add a
+    zero inner cell for every combination of the codes that occur (SSBtools' Extend0),
+    except the combinations in ``structural`` (a frame of dimension codes).
+    """
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        table: str,
+        spec: TableSpec,
+        *,
+        key: tuple[str, int] | None = None,
+        extend0: bool = False,
+        structural: pl.DataFrame | None = None,
+    ) -> None:
+        self.con, self.table, self.spec = con, table, spec
+        self.key = key
+        self.modulus = key[1] if key else 0
+        self.extend0, self.structural = extend0, structural
+        self.nd = len(spec.dimensions)
+        self.values = [c for c, _ in value_columns(spec, keys=key is not None)]
+        self._temps: list[str] = []
+        self._cells: str | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> "TableRun":
+        try:
+            self.inner = self._scan()
+            self._check_inner()
+            if self.extend0:
+                self.inner = self._extend0()
+            self.codes, self.bridges = self._bridges()
+            self.ids = self._number_inner()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    @property
+    def cells(self) -> str:
+        """The published cells (rolled up on first use): _o*, _l*, and the values."""
+        if self._cells is None:
+            self._cells = self._rollup()
+        return self._cells
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for t in reversed(self._temps):
+            self.con.execute(f"DROP TABLE IF EXISTS {t}")
+        self._temps.clear()
+
+    def _create(self, kind: str, select: str, params: Sequence[Any] | None = None) -> str:
+        name = _tmp(kind)
+        self._temps.append(name)
+        self.con.execute(f"CREATE TEMP TABLE {name} AS {select}", list(params) if params else [])
+        return name
+
+    def _count(self, query: str) -> int:
+        return int(self.con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0])
+
+    def arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        rel = self.con.sql(query, params=list(params) if params else None)
+        return pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
+
+    # -- 1. one scan to inner cells ---------------------------------------------------------
+    def _scan(self) -> str:
+        spec = self.spec
+        raw = [f"{quote_ident(c)} AS _r{k}" for k, c in enumerate(spec.columns)]
+        aggs = [
+            "count(*) AS _n" if spec.freq is None
+            else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
+        ]
+        if spec.weight is not None:
+            aggs.append(f"sum(CAST({quote_ident(spec.weight)} AS DECIMAL(38, 8))) AS _w")
+        aggs += [f"sum(CAST({quote_ident(s)} AS DECIMAL(38, 8))) AS _s{k}" for k, s in enumerate(spec.sums)]
+        params: list[Any] = []
+        if self.key is not None:
+            aggs.append(f"CAST(sum({quote_ident(self.key[0])}) % ? AS BIGINT) AS _k")
+            params.append(self.modulus)
+        if spec.null_code is not None:
+            outer = [f"coalesce(CAST(_r{k} AS VARCHAR), ?) AS _d{k}" for k in range(self.nd)]
+            params = [spec.null_code] * self.nd + params  # parameters bind in text order
+        else:
+            outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
+        return self._create(
+            "inner",
+            f"SELECT {', '.join(outer)}, {', '.join(self.values)} FROM ("
+            f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(self.table)} GROUP BY ALL)",
+            params,
+        )
+
+    def _check_inner(self) -> None:
+        """NULL codes, codes missing from hierarchies, codes equal to a margin code."""
+        for k, d in enumerate(self.spec.dimensions):
+            if self.spec.null_code is None:
+                nulls = self.con.execute(
+                    f"SELECT coalesce(sum(_n), 0) FROM {self.inner} WHERE _d{k} IS NULL"
+                ).fetchall()[0][0]
+                if nulls:
+                    raise InputError(
+                        f"column {d.column!r} of table {self.table!r} is missing (NULL) in {nulls} "
+                        "record(s); remove them, or publish them as a category with "
+                        "TableSpec(..., null_code='Unknown')"
+                    )
+            codes = [r[0] for r in self.con.execute(f"SELECT DISTINCT _d{k} FROM {self.inner}").fetchall()]
+            if d.hierarchy is not None:
+                d.hierarchy.check_codes(codes, table=self.table, column=d.column)
+            elif d.root in codes:
+                raise SpecError(
+                    f"column {d.column!r} of table {self.table!r} has the code {d.root!r}, which is "
+                    "also the name of its margin; pass TableSpec(..., total='...') with another "
+                    "margin name"
+                )
+
+    def _extend0(self) -> str:
+        """Inner cells plus a zero cell for every missing combination of occurring codes."""
+        dims = ", ".join(f"_d{k}" for k in range(self.nd))
+        grid = ", ".join(f"(SELECT DISTINCT _d{k} FROM {self.inner})" for k in range(self.nd))
+        zeros = ", ".join(f"coalesce(i.{v}, 0) AS {v}" for v in self.values)
+        select = f"SELECT g.*, {zeros} FROM (SELECT * FROM {grid}) g LEFT JOIN {self.inner} i USING ({dims})"
+        if self.structural is None:
+            return self._create("inner0", select)
+        missing = [d for d in self.spec.columns if d not in self.structural.columns]
+        if missing:
+            raise InputError(f"structural zeros: the frame has no column {show_values(missing)}")
+        frame = self.structural.select(
+            [pl.col(c).cast(pl.String).alias(f"_d{k}") for k, c in enumerate(self.spec.columns)]
+        ).to_arrow()
+        reg = _tmp("structural")
+        self.con.register(reg, frame)
+        match = " AND ".join(f"z._d{k} = g._d{k}" for k in range(self.nd))
+        try:
+            return self._create(
+                "inner0",
+                f"{select} WHERE i._n IS NOT NULL OR NOT EXISTS (SELECT 1 FROM {reg} z WHERE {match})",
+            )
+        finally:
+            self.con.unregister(reg)
+
+    # -- 2. integer codes, bridges, roll-up -------------------------------------------------
+    def _bridges(self) -> tuple[list[str], list[str]]:
+        """Per dimension ``codes(ord, code, level)`` and ``bridge(leaf, anc, level)``.
+
+        ``ord`` numbers the codes in publication order: by level, then numeric codes
+        numerically and other codes as text.
+        """
+        codes_out, bridges_out = [], []
+        for k, d in enumerate(self.spec.dimensions):
+            if d.hierarchy is not None:
+                reg = _tmp("h")
+                self.con.register(reg, d.hierarchy.relation())
+                try:
+                    raw = self._create(
+                        "braw",
+                        f"SELECT CAST(leaf AS VARCHAR) AS leaf, CAST(ancestor AS VARCHAR) AS ancestor, "
+                        f"CAST(level AS INTEGER) AS level FROM {reg}",
+                    )
+                finally:
+                    self.con.unregister(reg)
+            else:
+                raw = self._create(
+                    "braw",
+                    f"SELECT DISTINCT _d{k} AS leaf, _d{k} AS ancestor, 1 AS level FROM {self.inner} "
+                    f"UNION ALL SELECT DISTINCT _d{k}, CAST(? AS VARCHAR), 0 FROM {self.inner}",
+                    [d.root],
+                )
+            codes = self._create(
+                "codes",
+                f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
+                f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
+                f"FROM (SELECT DISTINCT ancestor, level FROM {raw})",
+            )
+            bridge = self._create(
+                "bridge",
+                f"SELECT l.ord AS leaf, a.ord AS anc, b.level FROM {raw} b "
+                f"JOIN {codes} l ON b.leaf = l.code JOIN {codes} a ON b.ancestor = a.code",
+            )
+            codes_out.append(codes)
+            bridges_out.append(bridge)
+        return codes_out, bridges_out
+
+    def _number_inner(self) -> str:
+        """Inner cells with integer codes ``_o<k>`` and a row number ``_id`` in code order."""
+        ids = ", ".join(f"c{k}.ord AS _o{k}" for k in range(self.nd))
+        joins = " ".join(f"JOIN {c} c{k} ON i._d{k} = c{k}.code" for k, c in enumerate(self.codes))
+        order = ", ".join(f"c{k}.ord" for k in range(self.nd))
+        return self._create(
+            "ids",
+            f"SELECT CAST(row_number() OVER (ORDER BY {order}) - 1 AS BIGINT) AS _id, {ids}, "
+            f"{', '.join('i.' + v for v in self.values)} FROM {self.inner} i {joins}",
+        )
+
+    def _rollup(self) -> str:
+        """Roll the inner cells up one dimension at a time through its bridge.
+
+        Each step multiplies the rows by that dimension's depth + 1 only. Counts and key sums
+        are integers, so the order of summation does not matter.
+        """
+        spec, nd = self.spec, self.nd
+        params: list[Any] = []
+        steps = []
+        prev = f"(SELECT {', '.join(f'_o{k}' for k in range(nd))}, {', '.join(self.values)} FROM {self.ids})"
+        for k in range(nd):
+            dims = []
+            for j in range(nd):
+                if j < k:
+                    dims += [f"r._o{j}", f"r._l{j}"]
+                elif j == k:
+                    dims += [f"b.anc AS _o{j}", f"b.level AS _l{j}"]
+                else:
+                    dims.append(f"r._o{j}")
+            aggs = []
+            for v in self.values:
+                if v == "_k":
+                    aggs.append("CAST(sum(r._k) % ? AS BIGINT) AS _k")
+                    params.append(self.modulus)
+                elif v == "_n":
+                    aggs.append("CAST(sum(r._n) AS BIGINT) AS _n")
+                else:
+                    aggs.append(f"sum(r.{v}) AS {v}")
+            where = published_filter(spec, {j: (f"r._l{j}" if j < k else "b.level") for j in range(k + 1)})
+            steps.append(
+                f"_step{k} AS (SELECT {', '.join(dims + aggs)} FROM {prev} r "
+                f"JOIN {self.bridges[k]} b ON r._o{k} = b.leaf WHERE {where} GROUP BY ALL)"
+            )
+            prev = f"_step{k}"
+        agg = self._create("agg", f"WITH {', '.join(steps)} SELECT * FROM {prev}", params)
+        if spec.drop_empty:
+            return agg
+        # every combination of codes is published: add the empty cells, if any are missing
+        grid = ", ".join(f"(SELECT ord AS _o{k}, level AS _l{k} FROM {c})" for k, c in enumerate(self.codes))
+        frame = f"SELECT * FROM {grid} WHERE {published_filter(spec)}"
+        if self._count(f"SELECT * FROM {agg}") == self._count(frame):
+            return agg
+        zeros = ", ".join(f"coalesce(a.{v}, 0) AS {v}" for v in self.values)
+        using = ", ".join(f"_o{k}" for k in range(nd))
+        return self._create(
+            "cells",
+            f"SELECT f.*, {zeros} FROM ({frame}) f "
+            f"LEFT JOIN (SELECT {using}, {', '.join(self.values)} FROM {agg}) a USING ({using})",
+        )
+
+    # -- results ----------------------------------------------------------------------------
+    def _decode(self) -> tuple[list[str], str, str]:
+        """Select items, joins and ORDER BY that turn the code numbers of cells ``c`` into codes."""
+        cols = [f"k{k}.code AS _d{k}" for k in range(self.nd)] + [f"c._l{k}" for k in range(self.nd)]
+        joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(self.codes))
+        return cols, joins, ", ".join(f"c._o{k}" for k in range(self.nd))
+
+    @staticmethod
+    def _value_select(src: str, alias: str = "c.") -> str:
+        return f"CAST({alias}{src} AS DOUBLE) AS {src}" if src == "_w" or src.startswith("_s") else f"{alias}{src}"
+
+    def published(self) -> pl.DataFrame:
+        """Every published cell: dims, levels, n (w, sums, cell_key), in publication order."""
+        cols, joins, order = self._decode()
+        cols += [self._value_select(v) for v in self.values]
+        frame = self.arrow(f"SELECT {', '.join(cols)} FROM {self.cells} c {joins} ORDER BY {order}")
+        return frame.rename(output_names(self.spec, frame.columns))
+
+    def inner_frame(self) -> pl.DataFrame:
+        """The inner cells (with the zeros of extend0) in the order of their ``_id``."""
+        cols = [f"k{k}.code AS _d{k}" for k in range(self.nd)]
+        joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(self.codes))
+        cols += [self._value_select(v) for v in self.values if v != "_k"]
+        frame = self.arrow(f"SELECT {', '.join(cols)} FROM {self.ids} c {joins} ORDER BY c._id")
+        return frame.rename(output_names(self.spec, frame.columns))
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """(inner id, published id) of every inner cell under every published cell.
+
+        Published ids number the cells in publication order (as :meth:`published`).
+        """
+        nd = self.nd
+        pub = self._create(
+            "pub",
+            f"SELECT CAST(row_number() OVER (ORDER BY {', '.join(f'_o{k}' for k in range(nd))}) - 1 "
+            f"AS BIGINT) AS _pid, {', '.join(f'_o{k}' for k in range(nd))} FROM {self.cells}",
+        )
+        joins = " ".join(f"JOIN {b} b{k} ON i._o{k} = b{k}.leaf" for k, b in enumerate(self.bridges))
+        match = " AND ".join(f"p._o{k} = b{k}.anc" for k in range(nd))
+        where = published_filter(self.spec, {k: f"b{k}.level" for k in range(nd)})
+        tab = self.con.sql(
+            f"SELECT i._id, p._pid FROM {self.ids} i {joins} JOIN {pub} p ON {match} WHERE {where}"
+        ).to_arrow_table()
+        n_inner = self._count(f"SELECT 1 FROM {self.ids}")
+        n_pub = self._count(f"SELECT 1 FROM {pub}")
+        return (
+            tab.column("_id").to_numpy(),
+            tab.column("_pid").to_numpy(),
+            n_inner,
+            n_pub,
+        )
+
+    def perturb(self, ptable: "PTable", *, original: bool, threshold: int | None) -> pl.DataFrame:
+        """Cells joined to the p-table's integer key ranges: n_pert (and w_pert)."""
+        pt = self._ptable(ptable)
+        imin = int(ptable.frame["i"].min())  # type: ignore[arg-type]
+        cols, joins, order = self._decode()
+        if original:
+            cols.append("c._n")
+            if self.spec.weight is not None:
+                cols.append("CAST(c._w AS DOUBLE) AS _w")
+        pert = "c._n + coalesce(p.protab_v, 0)"
+        params: list[Any] = []
+        if threshold is not None:
+            pert = f"CASE WHEN {pert} < ? THEN NULL ELSE {pert} END"
+            params.append(int(threshold))
+        cols.append(f"{pert} AS _np")
+        if self.spec.weight is not None:
+            cols.append(f"CASE WHEN c._n = 0 THEN 0.0 ELSE ({pert}) * CAST(c._w AS DOUBLE) / c._n END AS _wp")
+            if threshold is not None:
+                params.append(int(threshold))
+        params += [imin, int(ptable.imax), int(ptable.period)]
+        frame = self.arrow(
+            f"SELECT {', '.join(cols)} FROM {self.cells} c {joins} LEFT JOIN {pt} p "
+            f"ON p.protab_i = protab_row_class(c._n, ?, ?, ?) "
+            f"AND c._k BETWEEN p.protab_klo AND p.protab_khi ORDER BY {order}",
+            params,
+        )
+        return frame.rename(output_names(self.spec, frame.columns))
+
+    def _ptable(self, ptable: "PTable") -> str:
+        reg = _tmp("ks")
+        self.con.register(reg, keyspace_arrow(ptable.keyspace(self.modulus)))
+        try:
+            return self._create(
+                "pt",
+                f"SELECT i AS protab_i, v AS protab_v, klo AS protab_klo, khi AS protab_khi FROM {reg}",
+            )
+        finally:
+            self.con.unregister(reg)
+
+
+def keyspace_arrow(ks: pl.DataFrame) -> pa.Table:
+    """The integer lookup relation (i, v, klo, khi) of a p-table as Arrow, int64."""
+    return ks.select(
+        pl.col("i").cast(pl.Int64), pl.col("v").cast(pl.Int64),
+        pl.col("klo").cast(pl.Int64), pl.col("khi").cast(pl.Int64),
+    ).to_arrow()
