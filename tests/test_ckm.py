@@ -193,3 +193,24 @@ def test_ons_package_reproduced_cell_for_cell_through_the_session(session):
     got = {(a, b, c): (n, m) for a, b, c, n, m in inner.select("var1", "var5", "var8", "n", "n_pert").rows()}
     assert len(want) == 5 * 10 * 4
     assert got == want
+
+
+def test_perturb_inner_is_additive_and_consistent_for_inner_cells(session, persons, h_muni):
+    session.register("p", persons)
+    session.add_record_keys("p", id_column="pid", seed="inner")
+    p = pt.PTable.from_frame(HANDBOOK)
+    spec = pt.TableSpec({"municipality": h_muni, "sex": None}, weight="weight")
+    out = session.perturb_inner("p", spec, p, original=True)
+    X, inner, published = session.model_matrix("p", spec, extend0=False)
+    assert out.select("municipality", "sex").equals(published.select("municipality", "sex"))
+    inner_out = out.filter((pl.col("municipality_level") == 2) & (pl.col("sex_level") == 1))
+    by_cell = dict(zip(zip(inner_out["municipality"], inner_out["sex"]), inner_out["n_pert"]))
+    y = np.array([by_cell[(m, s)] for m, s in inner.select("municipality", "sex").rows()])
+    np.testing.assert_array_equal(X.T @ y, out["n_pert"].to_numpy())  # margins are sums
+    w = dict(zip(zip(inner_out["municipality"], inner_out["sex"]), inner_out["w_pert"]))
+    total = out.filter((pl.col("municipality_level") == 0) & (pl.col("sex_level") == 0))
+    assert total["w_pert"][0] == pytest.approx(sum(w.values()))
+    # inner cells get the same value as the cell key method gives them
+    ck = session.cell_key("p", spec, p)
+    ck_inner = ck.filter((pl.col("municipality_level") == 2) & (pl.col("sex_level") == 1))
+    assert ck_inner["n_pert"].to_list() == inner_out["n_pert"].to_list()

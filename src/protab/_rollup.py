@@ -287,16 +287,19 @@ class TableRun:
             f"{', '.join('i.' + v for v in self.values)} FROM {self.inner} i {joins}",
         )
 
-    def _rollup(self) -> str:
-        """Roll the inner cells up one dimension at a time through its bridge.
+    def _rollup(self, source: str | None = None, values: list[str] | None = None) -> str:
+        """Roll inner cells (``source``, default the numbered inner cells) up one dimension at
+        a time through its bridge, summing ``values``.
 
         Each step multiplies the rows by that dimension's depth + 1 only. Counts and key sums
         are integers, so the order of summation does not matter.
         """
         spec, nd = self.spec, self.nd
+        source = source or self.ids
+        values = values or self.values
         params: list[Any] = []
         steps = []
-        prev = f"(SELECT {', '.join(f'_o{k}' for k in range(nd))}, {', '.join(self.values)} FROM {self.ids})"
+        prev = f"(SELECT {', '.join(f'_o{k}' for k in range(nd))}, {', '.join(values)} FROM {source})"
         for k in range(nd):
             dims = []
             for j in range(nd):
@@ -307,12 +310,12 @@ class TableRun:
                 else:
                     dims.append(f"r._o{j}")
             aggs = []
-            for v in self.values:
+            for v in values:
                 if v == "_k":
                     aggs.append("CAST(sum(r._k) % ? AS BIGINT) AS _k")
                     params.append(self.modulus)
-                elif v == "_n":
-                    aggs.append("CAST(sum(r._n) AS BIGINT) AS _n")
+                elif v in ("_n", "_np"):
+                    aggs.append(f"CAST(sum(r.{v}) AS BIGINT) AS {v}")
                 else:
                     aggs.append(f"sum(r.{v}) AS {v}")
             where = published_filter(spec, {j: (f"r._l{j}" if j < k else "b.level") for j in range(k + 1)})
@@ -329,12 +332,12 @@ class TableRun:
         frame = f"SELECT * FROM {grid} WHERE {published_filter(spec)}"
         if self._count(f"SELECT * FROM {agg}") == self._count(frame):
             return agg
-        zeros = ", ".join(f"coalesce(a.{v}, 0) AS {v}" for v in self.values)
+        zeros = ", ".join(f"coalesce(a.{v}, 0) AS {v}" for v in values)
         using = ", ".join(f"_o{k}" for k in range(nd))
         return self._create(
             "cells",
             f"SELECT f.*, {zeros} FROM ({frame}) f "
-            f"LEFT JOIN (SELECT {using}, {', '.join(self.values)} FROM {agg}) a USING ({using})",
+            f"LEFT JOIN (SELECT {using}, {', '.join(values)} FROM {agg}) a USING ({using})",
         )
 
     # -- results ----------------------------------------------------------------------------
@@ -415,6 +418,32 @@ class TableRun:
             f"AND c._k BETWEEN p.protab_klo AND p.protab_khi ORDER BY {order}",
             params,
         )
+        return frame.rename(output_names(self.spec, frame.columns))
+
+    def perturb_inner(self, ptable: "PTable", *, original: bool) -> pl.DataFrame:
+        """Inner cells perturbed through the p-table by their own cell keys, margins as sums.
+
+        Additive by construction (every published cell is a sum of perturbed inner cells), as
+        for Barnardisation and small cell adjustment; consistent across tables only for
+        cells at the finest level. Weighted inner counts move with the inner mean weight.
+        """
+        pt = self._ptable(ptable)
+        imin = int(ptable.frame["i"].min())  # type: ignore[arg-type]
+        wp = ", CASE WHEN i._n = 0 THEN 0.0 ELSE _np * CAST(i._w AS DOUBLE) / i._n END AS _wp" if self.spec.weight else ""
+        src = self._create(
+            "pinner",
+            f"SELECT *{wp} FROM (SELECT i.*, i._n + coalesce(p.protab_v, 0) AS _np FROM {self.ids} i "
+            f"LEFT JOIN {pt} p ON p.protab_i = protab_row_class(i._n, ?, ?, ?) "
+            f"AND i._k BETWEEN p.protab_klo AND p.protab_khi) i",
+            [imin, int(ptable.imax), int(ptable.period)],
+        )
+        values = ["_n", "_np"] + (["_w", "_wp"] if self.spec.weight else [])
+        cells = self._rollup(src, values)
+        cols, joins, order = self._decode()
+        if original:
+            cols += [self._value_select(v) for v in values if v in ("_n", "_w")]
+        cols += [f"c.{v}" for v in values if v in ("_np", "_wp")]
+        frame = self.arrow(f"SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}")
         return frame.rename(output_names(self.spec, frame.columns))
 
     def _ptable(self, ptable: "PTable") -> str:

@@ -570,6 +570,24 @@ class Session:
         with self._run(table, spec, keys=True) as run:
             return run.perturb(ptable, original=original, threshold=threshold)
 
+    def perturb_inner(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False
+    ) -> pl.DataFrame:
+        """Perturb the *inner* cells through ``ptable`` and publish margins as their sums.
+
+        Each inner cell's noise comes from its own cell key, so the same inner cell moves the
+        same way in every table; margins are sums of perturbed inner cells, so the table is
+        additive (unlike :meth:`cell_key`, whose margins are perturbed on their own). This is
+        how Barnardisation, small cell adjustment and other pre-aggregation noise run as a
+        p-table join. Columns as :meth:`cell_key`.
+        """
+        from protab.ptable import PTable
+
+        if not isinstance(ptable, PTable):
+            raise InputError(f"perturb_inner: ptable must be a protab.PTable, not {type(ptable).__name__}")
+        with self._run(table, spec, keys=True) as run:
+            return run.perturb_inner(ptable, original=original)
+
     def install_ptable(self, ptable: "PTable", *, table: str | None = None, modulus: int | None = None) -> None:
         """Install ``ptable`` as the p-table of the SQL macro ``ckm(count(*), sum(rkey))``.
 
