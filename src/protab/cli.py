@@ -251,6 +251,10 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("request")
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
+
+    rp = sub.add_parser("report", help="risk-utility report of protected tables (TOML request file)")
+    rp.add_argument("request")
+    rp.add_argument("--out", help="report folder (overrides the request's output)")
     return p
 
 
@@ -295,6 +299,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"p-table installed in {args.db}; use ckm(count(*), sum(rkey)) in SQL")
         elif args.cmd == "protect":
             protect(args.request, args.db, args.out)
+        elif args.cmd == "report":
+            from protab.report import run_request
+
+            run_request(args.request, args.out)
     except ProtabError as exc:
         print(f"protab: error: {exc}", file=sys.stderr)
         return 2
