@@ -116,6 +116,7 @@ class TableRun:
         self.values = [c for c, _ in value_columns(spec, keys=key is not None)]
         self._temps: list[str] = []
         self._cells: str | None = None
+        self._ids: str | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> "TableRun":
@@ -125,7 +126,6 @@ class TableRun:
             if self.extend0:
                 self.inner = self._extend0()
             self.codes, self.bridges = self._bridges()
-            self.ids = self._number_inner()
         except BaseException:
             self.close()
             raise
@@ -276,39 +276,54 @@ class TableRun:
             bridges_out.append(bridge)
         return codes_out, bridges_out
 
-    def _number_inner(self) -> str:
-        """Inner cells with integer codes ``_o<k>`` and a row number ``_id`` in code order."""
+    def _ids_select(self, *, with_id: bool) -> str:
+        """Inner cells with integer codes ``_o<k>`` (and a row number ``_id`` in code order)."""
         ids = ", ".join(f"c{k}.ord AS _o{k}" for k in range(self.nd))
         joins = " ".join(f"JOIN {c} c{k} ON i._d{k} = c{k}.code" for k, c in enumerate(self.codes))
         order = ", ".join(f"c{k}.ord" for k in range(self.nd))
-        return self._create(
-            "ids",
-            f"SELECT CAST(row_number() OVER (ORDER BY {order}) - 1 AS BIGINT) AS _id, {ids}, "
-            f"{', '.join('i.' + v for v in self.values)} FROM {self.inner} i {joins}",
-        )
+        number = f"CAST(row_number() OVER (ORDER BY {order}) - 1 AS BIGINT) AS _id, " if with_id else ""
+        return f"SELECT {number}{ids}, {', '.join('i.' + v for v in self.values)} FROM {self.inner} i {joins}"
 
-    def _rollup(self, source: str | None = None, values: list[str] | None = None) -> str:
-        """Roll inner cells (``source``, default the numbered inner cells) up one dimension at
-        a time through its bridge, summing ``values``.
+    @property
+    def ids(self) -> str:
+        """The numbered inner cells, materialised on first use (rows of the model matrix)."""
+        if self._ids is None:
+            self._ids = self._create("ids", self._ids_select(with_id=True))
+        return self._ids
 
-        Each step multiplies the rows by that dimension's depth + 1 only. Counts and key sums
-        are integers, so the order of summation does not matter.
+    def _rollup_ctes(
+        self, source: str | None = None, values: list[str] | None = None
+    ) -> tuple[str, str, list[Any]]:
+        """The roll-up as common table expressions: (WITH clause, last name, parameters).
+
+        Rolls inner cells (``source``, default the numbered inner cells) up one dimension at
+        a time, summing ``values``.
+
+        Step k keeps every row at its leaf code of dimension k as it is (the rows are unique,
+        so nothing to add up) and adds the rows of that leaf's proper ancestors, aggregated
+        through the bridge; rows that no published crossing can hold are dropped as soon as
+        they appear. Counts and key sums are integers, so the order of summation does not
+        matter.
         """
         spec, nd = self.spec, self.nd
-        source = source or self.ids
+        if source is None:
+            source = self._ids or self._create("codes_inner", self._ids_select(with_id=False))
         values = values or self.values
         params: list[Any] = []
         steps = []
         prev = f"(SELECT {', '.join(f'_o{k}' for k in range(nd))}, {', '.join(values)} FROM {source})"
         for k in range(nd):
-            dims = []
+            keep, up = [], []
             for j in range(nd):
                 if j < k:
-                    dims += [f"r._o{j}", f"r._l{j}"]
+                    keep += [f"r._o{j}", f"r._l{j}"]
+                    up += [f"r._o{j}", f"r._l{j}"]
                 elif j == k:
-                    dims += [f"b.anc AS _o{j}", f"b.level AS _l{j}"]
+                    keep += [f"r._o{j}", f"c.level AS _l{j}"]
+                    up += [f"b.anc AS _o{j}", f"b.level AS _l{j}"]
                 else:
-                    dims.append(f"r._o{j}")
+                    keep.append(f"r._o{j}")
+                    up.append(f"r._o{j}")
             aggs = []
             for v in values:
                 if v == "_k":
@@ -318,13 +333,43 @@ class TableRun:
                     aggs.append(f"CAST(sum(r.{v}) AS BIGINT) AS {v}")
                 else:
                     aggs.append(f"sum(r.{v}) AS {v}")
-            where = published_filter(spec, {j: (f"r._l{j}" if j < k else "b.level") for j in range(k + 1)})
+            levels = {j: f"r._l{j}" for j in range(k)}
+            keep_where = published_filter(spec, {**levels, k: "c.level"})
+            up_where = published_filter(spec, {**levels, k: "b.level"})
             steps.append(
-                f"_step{k} AS (SELECT {', '.join(dims + aggs)} FROM {prev} r "
-                f"JOIN {self.bridges[k]} b ON r._o{k} = b.leaf WHERE {where} GROUP BY ALL)"
+                f"_step{k} AS (SELECT {', '.join(keep + ['r.' + v for v in values])} FROM {prev} r "
+                f"JOIN {self.codes[k]} c ON r._o{k} = c.ord WHERE {keep_where} "
+                f"UNION ALL SELECT {', '.join(up + aggs)} FROM {prev} r "
+                f"JOIN {self.bridges[k]} b ON r._o{k} = b.leaf AND b.anc <> b.leaf "
+                f"WHERE {up_where} GROUP BY ALL)"
             )
             prev = f"_step{k}"
-        agg = self._create("agg", f"WITH {', '.join(steps)} SELECT * FROM {prev}", params)
+        return f"WITH {', '.join(steps)} ", prev, params
+
+    def _complete(self) -> bool:
+        """True when the roll-up gives every published cell by itself: empty cells are left
+        out (drop_empty), or every combination of leaf codes is an inner cell."""
+        if self.spec.drop_empty:
+            return True
+        leaves = 1
+        for b in self.bridges:
+            leaves *= self._count(f"SELECT DISTINCT leaf FROM {b}")
+        return self._count(f"SELECT 1 FROM {self._ids or self.inner}") == leaves
+
+    def _cells_source(self) -> tuple[str, str, list[Any]]:
+        """(WITH clause, relation, parameters) that give the published cells: the roll-up's
+        own query when it is complete (no temporary table), else the materialised cells."""
+        if self._cells is None and self._complete():
+            return self._rollup_ctes()
+        return "", self.cells, []
+
+    def _rollup(self, source: str | None = None, values: list[str] | None = None) -> str:
+        """The published cells in a temporary table: the roll-up of :meth:`_rollup_ctes`,
+        plus the empty cells (every combination of codes is published) if any are missing."""
+        spec, nd = self.spec, self.nd
+        values = values or self.values
+        ctes, last, params = self._rollup_ctes(source, values)
+        agg = self._create("agg", f"{ctes}SELECT * FROM {last}", params)
         if spec.drop_empty:
             return agg
         # every combination of codes is published: add the empty cells, if any are missing
@@ -355,7 +400,8 @@ class TableRun:
         """Every published cell: dims, levels, n (w, sums, cell_key), in publication order."""
         cols, joins, order = self._decode()
         cols += [self._value_select(v) for v in self.values]
-        frame = self.arrow(f"SELECT {', '.join(cols)} FROM {self.cells} c {joins} ORDER BY {order}")
+        ctes, cells, params = self._cells_source()
+        frame = self.arrow(f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}", params)
         return frame.rename(output_names(self.spec, frame.columns))
 
     def inner_frame(self) -> pl.DataFrame:
@@ -402,7 +448,7 @@ class TableRun:
             if self.spec.weight is not None:
                 cols.append("CAST(c._w AS DOUBLE) AS _w")
         pert = "c._n + coalesce(p.protab_v, 0)"
-        params: list[Any] = []
+        ctes, cells, params = self._cells_source()
         if threshold is not None:
             pert = f"CASE WHEN {pert} < ? THEN NULL ELSE {pert} END"
             params.append(int(threshold))
@@ -413,7 +459,7 @@ class TableRun:
                 params.append(int(threshold))
         params += [imin, int(ptable.imax), int(ptable.period)]
         frame = self.arrow(
-            f"SELECT {', '.join(cols)} FROM {self.cells} c {joins} LEFT JOIN {pt} p "
+            f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} LEFT JOIN {pt} p "
             f"ON p.protab_i = protab_row_class(c._n, ?, ?, ?) "
             f"AND c._k BETWEEN p.protab_klo AND p.protab_khi ORDER BY {order}",
             params,
