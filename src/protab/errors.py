@@ -30,6 +30,15 @@ class PTableError(ProtabError, ValueError):
     """A perturbation table that is not a valid distribution per original value."""
 
 
+class ConvergenceError(ProtabError):
+    """A numerical method asked to be strict did not meet its tolerance (e.g. ``fit.ipf``
+    with inconsistent targets)."""
+
+
+class RoundingError(ProtabError, ValueError):
+    """A rounding problem without a solution (e.g. no zero-restricted controlled rounding)."""
+
+
 class PTableWarning(UserWarning):
     """A p-table that is valid but does not meet what was asked of it (e.g. its variance)."""
 
