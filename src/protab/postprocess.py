@@ -1,0 +1,246 @@
+"""From a protected table back to additive values and expected inner frequencies.
+
+Pipelines over :mod:`protab.fit` that carry the dimension codes (Langsrud 2019; Langsrud &
+Lupp 2022; METHODS.md §4):
+
+- :func:`expected_frequencies` — a protected table (cell key method, rounding, any noise)
+  → additivity-restored published values (``lsfit_nonneg``) → expected inner frequencies
+  (``ipf``), as polars frames with the table's codes;
+- :func:`fill_suppressed` — suppressed cells replaced by decimals: Method A (minimum-norm
+  least squares) on the published cells that are not suppressed, optionally plus random
+  residuals that leave every published cell unchanged, scaled to a chosen root mean square
+  (the RegSDC idea of Langsrud 2019);
+- :func:`laplace_margins` — differentially private margins: Lap(k/ε) noise on chosen
+  margins, then Method B or C (non-negative, weighted least squares), then IPF.
+
+The model matrix X comes from the SQL roll-up (:func:`protab.model_matrix`), so the cells
+and their order are those of protab's published tables.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import ArrayLike
+from scipy import sparse
+
+from protab import fit
+from protab.errors import InputError, show_values
+from protab.session import model_matrix
+from protab.table import TableSpec
+
+
+@dataclass(frozen=True)
+class PostProcessed:
+    """Result of :func:`expected_frequencies`.
+
+    ``published``: the published cells (dims, levels), the protected value, ``additive``
+    (the least-squares, non-negative, additive fit of the protected values) and
+    ``expected`` (Xᵀŷ of the expected inner frequencies); ``inner``: the inner cells (dims)
+    with ``expected`` (ŷ, the log-linear fit for which the additive values are sufficient).
+    ``converged``/``max_deviation``: IPF's convergence record.
+    """
+
+    published: pl.DataFrame
+    inner: pl.DataFrame
+    X: sparse.csc_matrix
+    converged: bool
+    max_deviation: float
+    iterations: int
+
+
+def _inner_grid(published: pl.DataFrame, spec: TableSpec) -> pl.DataFrame:
+    """Every combination of the leaf codes of each dimension (Extend0 on the leaf grid)."""
+    leaves = []
+    for d in spec.dimensions:
+        if d.column not in published.columns:
+            raise InputError(
+                f"the protected table has no column {d.column!r} for dimension {d.column!r}; "
+                f"its columns are {show_values(published.columns, 12)}"
+            )
+        if d.hierarchy is not None:
+            leaves.append(d.hierarchy.leaves)
+        else:
+            codes = published[d.column].cast(pl.String).unique().sort().to_list()
+            leaves.append([c for c in codes if c is not None and c != d.root])
+    rows = list(itertools.product(*leaves))
+    frame = pl.DataFrame(rows, schema=spec.columns, orient="row")
+    return frame.with_columns(pl.lit(0, dtype=pl.Int64).alias("n"))
+
+
+def _aligned(published: pl.DataFrame, spec: TableSpec, value: str) -> tuple[sparse.csc_matrix, pl.DataFrame, pl.DataFrame]:
+    """X over the full leaf grid, the published cells of X joined to the protected values."""
+    if value not in published.columns:
+        raise InputError(
+            f"the protected table has no value column {value!r}; pass value= (columns: "
+            f"{show_values(published.columns, 12)})"
+        )
+    grid_spec = dataclasses.replace(spec, drop_empty=False, freq=None, weight=None, sums=())
+    X, inner, cells = model_matrix(_inner_grid(published, spec), grid_spec, extend0=False)
+    keyed = published.select(
+        [pl.col(c).cast(pl.String) for c in spec.columns] + [pl.col(value).cast(pl.Float64).alias("_value")]
+    )
+    dup = keyed.select(spec.columns).is_duplicated()
+    if dup.any():
+        raise InputError(
+            f"the protected table has {int(dup.sum())} rows whose codes occur more than once; "
+            "give one row per published cell"
+        )
+    cells = cells.drop("n").join(keyed, on=spec.columns, how="left", maintain_order="left")
+    return X, inner.drop("n"), cells
+
+
+def expected_frequencies(
+    published: pl.DataFrame,
+    spec: TableSpec,
+    *,
+    value: str = "n_pert",
+    weights: ArrayLike | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+) -> PostProcessed:
+    """Additivity-restored values and expected inner frequencies of a protected table.
+
+    ``published`` is a protected table of ``spec`` (e.g. ``Session.cell_key`` output, or
+    any additive protected table such as a rounded one) with the protected values in
+    ``value``. Cells that are absent or null (suppressed, blanked below a threshold) are not
+    used as constraints. Steps: X over every combination of leaf codes (zeros included);
+    ``fit.lsfit_nonneg`` (a no-op for values that are already additive and non-negative);
+    ``fit.ipf`` to the fitted values, from ones (CKM → lsfit_nonneg → ipf; an additive table
+    such as SCR goes to ipf unchanged). ``weights`` per published cell of X (in the order of
+    ``result.published``) for a weighted fit.
+    """
+    X, inner, cells = _aligned(published, spec, value)
+    known = cells["_value"].is_not_null().to_numpy()
+    if not known.any():
+        raise InputError(f"the protected table has no values in {value!r}")
+    Xk = X[:, known]
+    z = cells["_value"].to_numpy()[known]
+    w = None if weights is None else np.asarray(weights, dtype=float)[known]
+    ls = fit.lsfit_nonneg(Xk, z, weights=w)
+    res = fit.ipf(Xk, ls.z, tol=tol, max_iter=max_iter)
+    additive = np.full(cells.height, np.nan)
+    additive[known] = ls.z
+    expected = np.asarray(X.T @ res.y).ravel()
+    out = cells.rename({"_value": value}).with_columns(
+        pl.Series("additive", additive).fill_nan(None), pl.Series("expected", expected)
+    )
+    return PostProcessed(
+        published=out,
+        inner=inner.with_columns(pl.Series("expected", res.y)),
+        X=X,
+        converged=bool(res.converged),
+        max_deviation=float(res.max_deviation),
+        iterations=int(res.iterations),
+    )
+
+
+def fill_suppressed(
+    published: pl.DataFrame,
+    spec: TableSpec,
+    *,
+    value: str = "n",
+    suppressed: str | ArrayLike | None = None,
+    rms: float | None = None,
+    seed: int | None = None,
+) -> pl.DataFrame:
+    """Replace suppressed cells by decimals (Method A of Langsrud 2019, optionally RegSDC).
+
+    The inner values ŷ = (X_safeᵀ)⁺ z_safe are the minimum-norm solution that reproduces
+    every published cell that is not suppressed; each suppressed cell gets X_cellᵀŷ. With
+    ``rms``, random residuals e with X_safeᵀe = 0 (so every safe cell keeps its value),
+    scaled so that their root mean square over the inner cells is ``rms``, are added first
+    (``seed`` required): the filled values then vary as real data would (RegSDC).
+    ``suppressed``: a boolean column name or mask; by default the null cells of ``value``.
+    Returns the table of X's published cells with ``<value>`` and ``filled``.
+    """
+    X, _, cells = _aligned(published, spec, value)
+    if suppressed is None:
+        mask = cells["_value"].is_null().to_numpy()
+    elif isinstance(suppressed, str):
+        if suppressed not in published.columns:
+            raise InputError(f"the protected table has no column {suppressed!r}")
+        flags = published.select(
+            [pl.col(c).cast(pl.String) for c in spec.columns] + [pl.col(suppressed).cast(pl.Boolean).alias("_s")]
+        )
+        mask = cells.join(flags, on=spec.columns, how="left", maintain_order="left")["_s"].fill_null(True).to_numpy()
+    else:
+        mask = np.asarray(suppressed, dtype=bool)
+        if mask.shape != (cells.height,):
+            raise InputError(f"suppressed: expected {cells.height} flags, one per published cell of X")
+    safe = ~mask & cells["_value"].is_not_null().to_numpy()
+    if not safe.any():
+        raise InputError("fill_suppressed: every cell is suppressed; nothing to fit")
+    X_safe = X[:, safe]
+    y = fit.min_norm(X_safe, cells["_value"].to_numpy()[safe])
+    if rms is not None:
+        if seed is None:
+            raise InputError("fill_suppressed: random residuals (rms=) need an explicit seed")
+        if rms < 0:
+            raise InputError("fill_suppressed: rms must be non-negative")
+        r = np.random.default_rng(seed).standard_normal(X.shape[0])
+        # the part of r orthogonal to the columns of X_safe leaves every safe cell unchanged
+        coef = fit.min_norm(X_safe.T.tocsc(), r)
+        e = r - X_safe @ coef
+        size = float(np.sqrt(np.mean(e**2)))
+        if size > 1e-12:
+            y = y + e * (rms / size)
+    filled = np.where(mask, np.asarray(X.T @ y).ravel(), cells["_value"].to_numpy())
+    return cells.rename({"_value": value}).with_columns(pl.Series("filled", filled))
+
+
+@dataclass(frozen=True)
+class LaplaceFit:
+    """Result of :func:`laplace_margins`: the noisy published values, the fitted inner
+    values of Method B/C and the expected inner frequencies of IPF to their margins."""
+
+    z_noisy: np.ndarray
+    y_fit: np.ndarray
+    y_expected: np.ndarray
+    converged: bool
+
+
+def laplace_margins(
+    X: Any,
+    z: ArrayLike,
+    perturb: ArrayLike,
+    *,
+    epsilon: float,
+    k: int,
+    seed: int,
+    method: str = "B",
+    ridge: float = 1e-4,
+    exact_weight: float = 1000.0,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+) -> LaplaceFit:
+    """Differentially private margins, then a non-negative fit and expected frequencies.
+
+    Lap(k/ε) noise (seeded) is added to the published cells flagged in ``perturb`` — ``k``
+    perturbed margins, each record contributing once to each, give sensitivity k (Langsrud &
+    Lupp 2022, METHODS.md §4). Then Method B (``fit.nnls`` with a ridge) or Method C (the
+    same, cells not perturbed weighted ``exact_weight`` so the fit reproduces them almost
+    exactly), then ``fit.ipf`` to the fitted margins. Negative noisy values are allowed.
+    """
+    if not (isinstance(epsilon, (int, float)) and epsilon > 0):
+        raise InputError("laplace_margins: epsilon must be a positive number")
+    if not (isinstance(k, (int, np.integer)) and k >= 1):
+        raise InputError("laplace_margins: k (the number of perturbed margins) must be a positive integer")
+    if method not in ("B", "C"):
+        raise InputError("laplace_margins: method must be 'B' or 'C'")
+    z = np.asarray(z, dtype=float)
+    flag = np.asarray(perturb, dtype=bool)
+    if flag.shape != z.shape:
+        raise InputError(f"laplace_margins: perturb has {flag.size} flags for {z.size} published cells")
+    noise = np.random.default_rng(seed).laplace(0.0, k / epsilon, size=z.size)
+    z_noisy = np.where(flag, z + noise, z)
+    weights = None if method == "B" else np.where(flag, 1.0, exact_weight)
+    y = fit.nnls(X, z_noisy, ridge=ridge, weights=weights)
+    Xc = sparse.csc_matrix(X)
+    res = fit.ipf(Xc, np.asarray(Xc.T @ y).ravel(), tol=tol, max_iter=max_iter)
+    return LaplaceFit(z_noisy=z_noisy, y_fit=y, y_expected=res.y, converged=bool(res.converged))
