@@ -4,13 +4,14 @@
 >>> spec = pt.TableSpec({"sex": None, "age": None})
 """
 
-from protab import measures
+from protab import fit, measures, noise, postprocess, rounding
 from protab.errors import (
     HierarchyError,
     InputError,
     ProtabError,
     PTableError,
     PTableWarning,
+    RoundingError,
     SpecError,
 )
 from protab.hierarchy import Hierarchy
@@ -29,10 +30,14 @@ __all__ = [
     "PTableError",
     "PTableWarning",
     "ProtabError",
+    "RoundingError",
     "Session",
     "SpecError",
     "TableSpec",
-
+    "fit",
     "measures",
+    "noise",
+    "postprocess",
+    "rounding",
     "model_matrix",
 ]
