@@ -101,6 +101,11 @@ def test_cli_errors_are_clear_and_write_nothing(tmp_path, capsys, monkeypatch):
         '[ptable]\nmaximum_entropy = { D = 5, V = 3 }\n[[tables]]\nname = "x"\nsource = "nope"\ndims = ["a"]\n',
         encoding="utf-8")
     assert cli.main(["protect", str(tmp_path / "bad.toml"), "--db", db, "--out", str(tmp_path / "o")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "e.duckdb").exists()  # a failed request creates no database
+    with pt.Session(db):
+        pass
+    assert cli.main(["protect", str(tmp_path / "bad.toml"), "--db", db, "--out", str(tmp_path / "o")]) == 2
     assert "no table named 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
     with pytest.raises(SystemExit):

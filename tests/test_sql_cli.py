@@ -79,3 +79,22 @@ def test_record_key_macro_matches_the_documented_hash():
     a, b = (int(x) for x in out.split(","))
     assert a == int(hashlib.sha256(b"s\x1f42").hexdigest()[:8], 16)
     assert b == int(hashlib.sha256(b"s\x1fabc").hexdigest()[:8], 16) % 256
+
+
+def test_the_cli_opens_a_database_file_written_by_the_session(tmp_path):
+    """The duckdb CLI from PyPI may be older than the Python package: the file must open."""
+    db = tmp_path / "census.duckdb"
+    with pt.Session(db) as s:
+        s.con.execute(sql_text("demo_population.sql"))
+        s.con.execute("CREATE TABLE persons AS SELECT * FROM protab_demo_population(2000)")
+        s.add_record_keys("persons", id_column="pid", seed="file-seed")
+        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+        s.install_ptable(p, table="persons")
+        want = s.sql("SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1").rows()
+    res = subprocess.run(
+        [DUCKDB, str(db), "-csv", "-noheader", "-c", f".read {SQL_DIR / 'protab.sql'}",
+         "-c", "SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL ORDER BY 1"],
+        capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    got = [tuple(line.split(",")) for line in res.stdout.strip().splitlines()]
+    assert [(s, int(n)) for s, n in got] == want

@@ -1,4 +1,4 @@
-"""The ``protab`` command: demo, register, keys, ptable, protect.
+"""The ``protab`` command: demo, register, keys, ptable, protect, report.
 
 Secrets stay off the command line where it matters: record-key seeds are read from an
 environment variable or a file (``--seed-env``, ``--seed-file``), and no command prints a
@@ -140,6 +140,15 @@ def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, b
     )
 
 
+def _require_database(db: str, hint: str = "") -> None:
+    """Commands that read tables must not create an empty database file by mistake."""
+    if db != ":memory:" and not Path(db).exists():
+        raise ProtabError(
+            f"the database {db!r} does not exist ({hint}create it with `protab register` or "
+            "`protab demo`, or pass --db)"
+        )
+
+
 def protect(request: str, database: str | None = None, out: str | None = None) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (see README) and write them."""
     path = Path(request)
@@ -159,6 +168,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     tables = cfg.get("tables", [])
     if not tables:
         raise SpecError(f"request {request!r} lists no [[tables]]")
+    _require_database(db, "paths in a request file are relative to the file; ")
     ptable = _load_ptable(cfg.get("ptable", {}), base)
     rows = []
     with Session(db) as s:
@@ -268,13 +278,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 s.register(args.name, args.source, materialize=args.materialize, replace=args.replace)
             print(f"registered {args.name} in {args.db}")
         elif args.cmd == "keys":
+            seed = None if args.record_key_column else _seed(args)
+            _require_database(args.db)
             with Session(args.db) as s:
                 if args.record_key_column:
                     s.add_record_keys(args.table, record_key_column=args.record_key_column,
                                       decimals=args.decimals, bits=args.bits, name=args.name,
                                       replace=args.replace)
                 else:
-                    s.add_record_keys(args.table, id_column=args.id_column, seed=_seed(args),
+                    s.add_record_keys(args.table, id_column=args.id_column, seed=seed,
                                       bits=args.bits, name=args.name, replace=args.replace)
             print(f"record keys added to {args.table} as column {args.name}")
         elif args.cmd == "ptable":
@@ -287,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"wrote {args.target}")
             else:
                 p = PTable.read(args.source)
+                _require_database(args.db)
                 with Session(args.db) as s:
                     if args.table:
                         s.install_ptable(p, table=args.table)

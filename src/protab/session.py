@@ -60,7 +60,9 @@ class Session:
     """A DuckDB database holding microdata, and the protab operations on it.
 
     ``Session()`` opens :data:`DEFAULT_DATABASE` (``protab.duckdb`` in the working
-    directory); ``Session(":memory:")`` keeps everything in memory.
+    directory); ``Session(":memory:")`` keeps everything in memory. New database files are
+    written in the storage format of ``storage_version`` (DuckDB 1.2 by default), so that
+    older duckdb command lines can open them; ``None`` uses the library's newest format.
     """
 
     def __init__(
@@ -70,11 +72,16 @@ class Session:
         read_only: bool = False,
         threads: int | None = None,
         progress: bool | None = None,
+        storage_version: str | None = "v1.2.0",
     ) -> None:
         self.database = str(database)
         config: dict[str, Any] = {}
         if threads is not None:
             config["threads"] = int(threads)
+        if storage_version is not None and not read_only:
+            # new database files in a storage format every DuckDB since 1.2 reads, so that an
+            # analyst's duckdb CLI (which may lag the Python package) opens them too
+            config["storage_compatibility_version"] = storage_version
         try:
             self._con = duckdb.connect(self.database, read_only=read_only, config=config)
         except duckdb.Error as exc:
@@ -143,7 +150,7 @@ class Session:
             raise InputError(
                 f"no table named {table!r} in {self.database!r}"
                 + (f" (tables: {show_values(known, 8)})" if known else "")
-                + "; register it first with Session.register(name, source)"
+                + "; register it first (Session.register, or `protab register NAME SOURCE`)"
             )
 
     def _require_columns(self, table: str, columns: Sequence[str], what: str = "column") -> dict[str, str]:
