@@ -1,0 +1,112 @@
+"""Shared array types, input checks and the exact zero reduction of the fit package."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from protab.errors import InputError, show_values
+
+FloatArray = NDArray[np.float64]
+BoolArray = NDArray[np.bool_]
+IntArray = NDArray[np.int64]
+Solver = Literal["auto", "dense", "lsqr", "lsmr"]
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+def _as_csc(X: object, *, nonneg: bool = False, what: str = "X") -> sp.csc_array:
+    """X as a float64 CSC array with summed duplicates, checked for finiteness (and sign)."""
+    if sp.issparse(X):
+        A = sp.csc_array(X, dtype=np.float64)
+    elif isinstance(X, np.ndarray) and X.ndim == 2:
+        A = sp.csc_array(np.asarray(X, dtype=np.float64))
+    else:
+        raise InputError(
+            f"{what} must be a scipy.sparse matrix (or 2-D numpy array) of shape "
+            f"(inner cells × published cells), got {type(X).__name__}"
+        )
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    if not np.isfinite(A.data).all():
+        raise InputError(f"{what} has {int((~np.isfinite(A.data)).sum())} NaN/inf entries")
+    if nonneg and (A.data < 0).any():
+        raise InputError(
+            f"{what} has {int((A.data < 0).sum())} negative entries; this method needs a "
+            "non-negative (0/1) dummy matrix of inner cells × published cells"
+        )
+    return A
+
+
+def _vector(
+    v: ArrayLike, n: int, name: str, kind: str, *, X_shape: tuple[int, int] | None = None
+) -> FloatArray:
+    """A finite float vector of length n, or an InputError naming what is wrong."""
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim == 2 and 1 in a.shape:
+        a = a.reshape(-1)
+    if a.ndim != 1:
+        raise InputError(f"{name} must be a 1-D vector, got an array of shape {a.shape}")
+    if a.size != n:
+        hint = ""
+        if X_shape is not None and kind == "published" and a.size == X_shape[0]:
+            hint = " (is X transposed? it must be inner cells × published cells, z = X.T @ y)"
+        raise InputError(
+            f"{name} has {a.size} values but X has {n} {kind} cells "
+            f"(X has shape {X_shape or '?'}){hint}"
+        )
+    bad_nan = np.flatnonzero(np.isnan(a))
+    if bad_nan.size:
+        raise InputError(
+            f"{name} has {bad_nan.size} NaN values at {kind} cells {show_values(bad_nan.tolist())}"
+        )
+    bad_inf = np.flatnonzero(np.isinf(a))
+    if bad_inf.size:
+        raise InputError(
+            f"{name} has {bad_inf.size} infinite values at {kind} cells "
+            f"{show_values(bad_inf.tolist())}"
+        )
+    return a
+
+
+def _nonneg(a: FloatArray, name: str, kind: str) -> None:
+    bad = np.flatnonzero(a < 0)
+    if bad.size:
+        raise InputError(
+            f"{name} has {bad.size} negative values at {kind} cells {show_values(bad.tolist())} "
+            f"(e.g. {a[bad[0]]:g}); it must be ≥ 0"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Exact reductions (SSBtools Reduce0exact)
+
+
+def _pattern(X: sp.csc_array) -> sp.csc_array:
+    P = X.copy()
+    P.data = np.ones_like(P.data)
+    return P
+
+
+def _reduce_zeros(
+    X: sp.sparray, zero_cols: BoolArray, zero_rows: BoolArray | None = None
+) -> tuple[BoolArray, BoolArray]:
+    """The zero step of Reduce0exact: published cells known to be 0 force their inner cells to 0.
+
+    ``X`` is non-negative (inner × published); ``zero_cols`` marks published cells whose value is
+    exactly 0, ``zero_rows`` inner cells already known to be 0. Returns ``(rows_zero,
+    cols_removed)``: the inner cells forced to 0, and the published cells to drop from the
+    reduced problem (the zero ones, plus those left with no free inner cell).
+    """
+    zc = np.asarray(zero_cols, dtype=bool)
+    rows_zero = np.asarray(X @ zc.astype(np.float64)) > 0
+    if zero_rows is not None:
+        rows_zero |= np.asarray(zero_rows, dtype=bool)
+    free_count = np.asarray(X.T @ (~rows_zero).astype(np.float64))
+    cols_removed = zc | (free_count <= 0)
+    return rows_zero, cols_removed

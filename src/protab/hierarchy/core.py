@@ -1,0 +1,442 @@
+"""The Hierarchy class: an immutable tree of codes, its constructors, relation and lookups."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from protab._io import write_text
+from protab.errors import HierarchyError
+from protab.hierarchy import _formats
+from protab.hierarchy._build import _level_bounds, build
+from protab.hierarchy._common import (
+    DEFAULT_ROOT,
+    _as_codes,
+    _columns,
+    _key,
+    _listing,
+    _to_frame,
+)
+
+__all__ = ["Hierarchy"]
+
+
+class Hierarchy:
+    """An immutable tree of string codes with one root, and its ``(leaf, ancestor, level)`` relation.
+
+    Build one with :meth:`from_parent_child`, :meth:`from_code_lengths`, :meth:`from_frame`
+    (SSBtools), :meth:`read_hrc` (tau-ARGUS) or :meth:`flat`. Every constructor validates
+    the tree (no cycles, one parent per code, non-empty codes, one root) and raises
+    :class:`~protab.errors.HierarchyError` naming the offending codes.
+
+    >>> h = Hierarchy.from_code_lengths(["DE11", "DE12", "DE21", "FR10"], (2, 1, 1))
+    >>> h.root, h.depth, h.parent_of("DE11"), h.level_of("DE1")
+    ('Total', 3, 'DE1', 2)
+    """
+
+    __slots__ = ("_cache", "_code", "_is_leaf", "_level", "_parent")
+
+    _code: pl.Series
+    _parent: np.ndarray
+    _level: np.ndarray
+    _is_leaf: np.ndarray
+    _cache: dict[str, Any]
+
+    # ---- construction ----------------------------------------------------------------
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "build a Hierarchy with Hierarchy.from_parent_child, .from_code_lengths, .from_frame, .read_hrc or .flat"
+        )
+
+    @classmethod
+    def _new(cls, code: pl.Series, parent: np.ndarray, level: np.ndarray) -> Hierarchy:
+        """Wrap validated, level-sorted arrays (root at id 0)."""
+        self = object.__new__(cls)
+        n = parent.size
+        has_child = np.zeros(n, dtype=bool)
+        has_child[parent[parent >= 0]] = True
+        arrays: dict[str, np.ndarray] = {
+            "_parent": parent.astype(np.int64, copy=False),
+            "_level": level.astype(np.int32, copy=False),
+            "_is_leaf": ~has_child,
+        }
+        for name, arr in arrays.items():
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, "_code", code.alias("code"))
+        object.__setattr__(self, "_cache", {})
+        return self
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Hierarchy is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Hierarchy is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Hierarchy._new, (self._code, np.array(self._parent), np.array(self._level)))
+
+    def __copy__(self) -> Hierarchy:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Hierarchy:
+        return self
+
+    @classmethod
+    def _build(
+        cls,
+        parent: pl.Series,
+        child: pl.Series,
+        *,
+        root: object | None,
+        source: str,
+        default_root: str = DEFAULT_ROOT,
+    ) -> Hierarchy:
+        """Validate parent-child links (a null parent marks a top code) and build the tree."""
+        return build(cls, parent, child, root=root, source=source, default_root=default_root)
+
+    @classmethod
+    def from_parent_child(
+        cls,
+        pairs: Iterable[tuple[object, object]] | Any,
+        *,
+        root: str | None = None,
+        parent: str = "parent",
+        child: str = "child",
+    ) -> Hierarchy:
+        """A hierarchy from (parent, child) links: tuples, or a polars/pandas/pyarrow frame.
+
+        With a frame, the columns named by ``parent`` and ``child`` are used. The root is the
+        one code that is never a child. If several codes are never children, a total named
+        ``root`` (default ``"Total"``) is added above them; if ``root`` is given and does not
+        occur in the pairs, it is added above all top codes. A null parent marks its child as
+        a top code (so ``h.to_frame()`` round-trips). Integer codes become strings.
+        """
+        what = "parent-child pairs"
+        frame = _to_frame(pairs)
+        if frame is not None:
+            _columns(frame, (parent, child), what)
+            p = _as_codes(frame[parent], f"{what}, column {parent!r}")
+            c = _as_codes(frame[child], f"{what}, column {child!r}")
+        else:
+            if isinstance(pairs, (str, bytes)):
+                raise HierarchyError(f"{what}: expected (parent, child) tuples or a frame, got a string")
+            rows = list(pairs)
+            bad = [i for i, r in enumerate(rows) if not isinstance(r, (tuple, list)) or len(r) != 2]
+            if bad:
+                raise HierarchyError(
+                    f"{what}: rows that are not (parent, child) pairs (counted from 0): {_listing(bad)}, "
+                    f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child)."
+                )
+            cols = list(zip(*rows)) if rows else [(), ()]
+            p = _as_codes(list(cols[0]), f"{what}, parents")
+            c = _as_codes(list(cols[1]), f"{what}, children")
+        return cls._build(p, c, root=root, source=what)
+
+    @classmethod
+    def from_code_lengths(
+        cls, codes: Iterable[object] | Any, lengths: Iterable[int], *, root: str = DEFAULT_ROOT
+    ) -> Hierarchy:
+        """A hierarchy from positional codes whose prefixes are their ancestors (e.g. NUTS).
+
+        Like sdcHierarchies' ``hier_compute(method = "len")``: ``lengths`` gives the number of
+        characters each level adds, so ``(2, 1, 1)`` makes ``"DE" → "DE1" → "DE11"`` (the
+        level-k ancestor of a code is its first ``sum(lengths[:k])`` characters). ``codes``
+        are usually the finest codes; shorter codes are placed at their own level, and
+        intermediate codes are created as needed. ``root`` names the total above level 1.
+        """
+        return _formats.from_code_lengths(cls, codes, lengths, root=root)
+
+    @classmethod
+    def from_frame(cls, frame: Any, *, root: str | None = None) -> Hierarchy:
+        """A hierarchy from an SSBtools to-from frame (``mapsFrom``, ``mapsTo``, ``sign``, ``level``).
+
+        ``mapsFrom`` is the child code and ``mapsTo`` its parent. ``sign`` (optional) must be
+        +1 (or ``"+"``): protab publishes sums only, so -1 rows are refused. ``level`` is
+        ignored (it is SSBtools' order of computation; protab computes levels itself). A code
+        mapping to two parents is refused: SSBtools allows that, but protab publishes trees.
+        Top codes are handled as in :meth:`from_parent_child`.
+        """
+        return _formats.from_frame(cls, frame, root=root)
+
+    @classmethod
+    def read_hrc(
+        cls,
+        source: str | os.PathLike[str],
+        *,
+        root: str = DEFAULT_ROOT,
+        leadstring: str = "@",
+        encoding: str = "utf-8-sig",
+    ) -> Hierarchy:
+        """A hierarchy from a tau-ARGUS ``.hrc`` file (a path, or the text itself).
+
+        One code per line, prefixed by ``leadstring`` once per level below level 1: no prefix
+        is level 1 (children of the total ``root``, which the file does not list), ``@`` level
+        2, ``@@`` level 3. Each code's parent is the nearest line above it one level up. A
+        ``str`` containing a newline is taken as the text; any other ``str`` or path is read.
+        Blank lines are skipped; surrounding whitespace is stripped.
+        """
+        return _formats.read_hrc(cls, source, root=root, leadstring=leadstring, encoding=encoding)
+
+    @classmethod
+    def flat(cls, codes: Iterable[object] | Any, *, root: str = DEFAULT_ROOT) -> Hierarchy:
+        """A one-level hierarchy: every code a child of ``root`` (sdcHierarchies ``hier_create``)."""
+        s = _as_codes(codes, "codes")
+        p = pl.repeat(str(root), s.len(), eager=True, dtype=pl.String)
+        return cls._build(p, s, root=root, source="flat codes")
+
+    # ---- output formats ----------------------------------------------------------------
+
+    def to_hrc(self, *, leadstring: str = "@") -> str:
+        """The tau-ARGUS ``.hrc`` text: codes depth-first, ``leadstring`` × (level − 1) before each."""
+        return _formats.to_hrc(self, leadstring=leadstring)
+
+
+    def write_hrc(self, path: str | os.PathLike[str], *, leadstring: str = "@") -> None:
+        """Write the tau-ARGUS ``.hrc`` file atomically (a temporary file, then renamed)."""
+        write_text(path, self.to_hrc(leadstring=leadstring))
+
+    def relation(self) -> pa.Table:
+        """The bridge ``(leaf, ancestor, level)``: one row per leaf and each of its ancestors.
+
+        Each leaf is paired with itself and with every code above it up to the root;
+        ``level`` is the ancestor's level (root 0). Margins are this relation joined to inner
+        cells on ``leaf``, grouped by ``ancestor``. Rows are ordered by leaf (in code order),
+        then from the leaf itself up to the root. Its length is Σ over leaves (level + 1).
+        """
+        leaf = np.flatnonzero(self._is_leaf)
+        anc = leaf
+        leaf_parts, anc_parts, step_parts = [], [], []
+        step = 0
+        while anc.size:
+            leaf_parts.append(leaf)
+            anc_parts.append(anc)
+            step_parts.append(np.full(anc.size, step, dtype=np.int32))
+            p = self._parent[anc]
+            keep = p >= 0
+            leaf, anc, step = leaf[keep], p[keep], step + 1
+        leaf_ids = np.concatenate(leaf_parts)
+        anc_ids = np.concatenate(anc_parts)
+        order = np.lexsort((np.concatenate(step_parts), leaf_ids))
+        leaf_ids, anc_ids = leaf_ids[order], anc_ids[order]
+        codes = self._pa_codes()
+        return pa.table(
+            {
+                "leaf": codes.take(pa.array(leaf_ids)),
+                "ancestor": codes.take(pa.array(anc_ids)),
+                "level": pa.array(self._level[anc_ids], type=pa.int32()),
+            }
+        )
+
+    def code_levels(self) -> pa.Table:
+        """Every code with its ``level`` (int32, root 0), ``parent`` (null for the root) and ``is_leaf``."""
+        codes = self._pa_codes()
+        root = self._parent < 0
+        pidx = pa.array(np.where(root, 0, self._parent), mask=root)
+        return pa.table(
+            {
+                "code": codes,
+                "level": pa.array(self._level, type=pa.int32()),
+                "parent": codes.take(pidx),
+                "is_leaf": pa.array(self._is_leaf, type=pa.bool_()),
+            }
+        )
+
+    def to_frame(self) -> pl.DataFrame:
+        """Columns ``code``, ``parent`` (null for the root), ``level``; from_parent_child reads it back."""
+        out = pl.from_arrow(self.code_levels().select(["code", "parent", "level"]))
+        assert isinstance(out, pl.DataFrame)
+        return out
+
+    def to_ssb_frame(self) -> pl.DataFrame:
+        """The SSBtools to-from frame: ``mapsFrom`` (child), ``mapsTo`` (parent), ``sign`` (1), ``level``.
+
+        ``level`` follows SSBtools' AutoLevel: the order of computation, i.e. the height of
+        ``mapsTo`` (1 for a parent of leaves only). :meth:`from_frame` reads it back.
+        """
+        return _formats.to_ssb_frame(self)
+
+
+    # ---- validation of data against the hierarchy ---------------------------------------
+
+    def check_codes(
+        self, codes: Iterable[object] | Any, *, table: str | None = None, column: str | None = None
+    ) -> None:
+        """Raise :class:`HierarchyError` unless every code found in the data is a leaf.
+
+        ``codes`` are the (distinct) codes of a data column. Unknown codes and codes that are
+        internal nodes (margins) are listed separately, as are NULLs: data must be coded at
+        the leaves. Returns None when all codes are leaves.
+        """
+        where = (
+            f"column {column!r} of table {table!r}"
+            if table and column
+            else f"column {column!r}"
+            if column
+            else f"table {table!r}"
+            if table
+            else "the data"
+        )
+        s = _as_codes(codes, where)
+        n_null = s.null_count()
+        distinct = s.drop_nulls().unique()
+        known = pl.DataFrame({"code": self._code, "is_leaf": self._is_leaf})
+        j = pl.DataFrame({"code": distinct}).join(known, on="code", how="left").sort("code")
+        unknown = j.filter(pl.col("is_leaf").is_null())["code"].to_list()
+        internal = j.filter(pl.col("is_leaf").not_())["code"].to_list()
+        if not unknown and not internal and not n_null:
+            return
+        parts = []
+        if unknown:
+            parts.append(
+                f"codes unknown to the hierarchy: {_listing(unknown)}; add them to the "
+                f"hierarchy, or recode these records to codes it has"
+            )
+        if internal:
+            parts.append(
+                f"codes that are internal nodes (margins), not leaves: {_listing(internal)}; "
+                f"data must be coded at the leaves, so recode these records to leaf codes, or "
+                f"drop these codes' children from the hierarchy so that they become leaves"
+            )
+        if n_null:
+            parts.append(f"NULL values ({n_null} in all): fill them in with a leaf code or drop those records")
+        raise HierarchyError(
+            f"{where} holds codes that are not leaves of the hierarchy with root {self.root!r}. "
+            + ". ".join(p[0].upper() + p[1:] for p in parts)
+            + "."
+        )
+
+    # ---- properties and lookups ---------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        """The root code (the grand total)."""
+        return str(self._code[0])
+
+    @property
+    def codes(self) -> list[str]:
+        """All codes, root first, by level then input order (see the module docstring)."""
+        return self._code.to_list()
+
+    @property
+    def leaves(self) -> list[str]:
+        """The codes without children (the codes data are coded in), in code order."""
+        return self._code.filter(pl.Series(self._is_leaf)).to_list()
+
+    @property
+    def depth(self) -> int:
+        """The largest level (0 for a root alone, 1 for a flat hierarchy)."""
+        return int(self._level[-1])
+
+    def level_of(self, code: object) -> int:
+        """The level of ``code`` (root 0)."""
+        return int(self._level[self._id(code)])
+
+    def parent_of(self, code: object) -> str | None:
+        """The parent of ``code``; None for the root."""
+        p = int(self._parent[self._id(code)])
+        return None if p < 0 else str(self._code[p])
+
+    def children_of(self, code: object) -> list[str]:
+        """The children of ``code`` in code order; empty for a leaf."""
+        i = self._id(code)
+        order, offsets = self._children_csr()
+        return self._code.gather(order[offsets[i] : offsets[i + 1]]).to_list()
+
+    def __len__(self) -> int:
+        return int(self._parent.size)
+
+    def __contains__(self, code: object) -> bool:
+        k = _key(code)
+        return k is not None and k in self._index()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Hierarchy):
+            return NotImplemented
+        if self is other:
+            return True
+        if len(self) != len(other) or self.root != other.root:
+            return False
+        a = self.to_frame().select("code", "parent").sort("code")
+        b = other.to_frame().select("code", "parent").sort("code")
+        return a.equals(b)
+
+    def __hash__(self) -> int:
+        return hash((self.root, len(self), self.depth, int(self._is_leaf.sum())))
+
+    def __repr__(self) -> str:
+        return (
+            f"Hierarchy(root={self.root!r}, codes={len(self)}, leaves={int(self._is_leaf.sum())}, depth={self.depth})"
+        )
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _pa_codes(self) -> pa.Array:
+        c = self._cache.get("pa")
+        if c is None:
+            arr = self._code.to_arrow()
+            if isinstance(arr, pa.ChunkedArray):
+                arr = arr.combine_chunks()
+            c = self._cache["pa"] = arr.cast(pa.string())
+        return c
+
+    def _index(self) -> dict[str, int]:
+        d = self._cache.get("index")
+        if d is None:
+            d = self._cache["index"] = dict(zip(self._code.to_list(), range(len(self))))
+        return d
+
+    def _id(self, code: object) -> int:
+        k = _key(code)
+        i = None if k is None else self._index().get(k)
+        if i is None:
+            raise HierarchyError(f"{code!r} is not a code of the hierarchy with root {self.root!r}")
+        return i
+
+    def _children_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        c = self._cache.get("csr")
+        if c is None:
+            nonroot = np.flatnonzero(self._parent >= 0)
+            order = nonroot[np.argsort(self._parent[nonroot], kind="stable")]
+            counts = np.bincount(self._parent[nonroot], minlength=len(self))
+            offsets = np.concatenate([[0], np.cumsum(counts)])
+            c = self._cache["csr"] = (order, offsets)
+        return c
+
+    def _height(self) -> np.ndarray:
+        """Height of each code: 0 for a leaf, 1 + the largest height of its children."""
+        bounds = _level_bounds(self._level, self.depth)
+        height = np.zeros(len(self), dtype=np.int64)
+        for lev in range(self.depth, 0, -1):
+            ids = np.arange(bounds[lev], bounds[lev + 1])
+            np.maximum.at(height, self._parent[ids], height[ids] + 1)
+        return height
+
+    def _preorder(self) -> np.ndarray:
+        """Code ids depth-first (each code before its children, siblings in code order)."""
+        n = len(self)
+        bounds = _level_bounds(self._level, self.depth)
+        size = np.ones(n, dtype=np.int64)
+        for lev in range(self.depth, 0, -1):
+            ids = np.arange(bounds[lev], bounds[lev + 1])
+            size += np.bincount(self._parent[ids], weights=size[ids], minlength=n).astype(np.int64)
+        order, offsets = self._children_csr()
+        # Offset of each child inside its parent's block: sizes of its earlier siblings.
+        s = size[order]
+        cs = np.cumsum(s) - s
+        group_start = np.repeat(offsets[:-1], np.diff(offsets))
+        before = np.empty(n, dtype=np.int64)
+        before[order] = cs - cs[group_start] if order.size else cs
+        pos = np.zeros(n, dtype=np.int64)
+        for lev in range(1, self.depth + 1):
+            ids = np.arange(bounds[lev], bounds[lev + 1])
+            pos[ids] = pos[self._parent[ids]] + 1 + before[ids]
+        out = np.empty(n, dtype=np.int64)
+        out[pos] = np.arange(n)
+        return out

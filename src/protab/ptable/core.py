@@ -1,0 +1,515 @@
+"""The PTable class: construction, validation, maximum entropy, lookup, keyspace and views."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import polars as pl
+
+from protab.errors import InputError, PTableError, PTableWarning, show_values
+from protab.ptable import _formats
+from protab.ptable._common import (
+    _FRAME_SCHEMA,
+    _INTERVALS,
+    _ONS_PERIOD,
+    Interval,
+    _as_int,
+    _int_array,
+    _is_integral,
+    _name_i,
+    _to_polars,
+)
+from protab.ptable._maxent import maximum_entropy_rows
+
+__all__ = ["Interval", "PTable"]
+
+
+class PTable:
+    """A perturbation table: for original value i, move to j = i + v with probability p.
+
+    ``frame`` holds the rows (i, j, p, v, lb, ub, lb_n, ub_n): the intervals [lb_n, ub_n) over
+    ``den`` of one i partition [0, den). Values n > imax use row ``key(n)`` (``period``); the
+    lookup convention for a cell key on a boundary is ``interval`` ("[lb,ub)" as R cellKey,
+    ptable and tau-ARGUS; "(lb,ub]" as the ESSnet handbook and SSBcellKey).
+    Build one with :meth:`maximum_entropy`, :meth:`from_frame`, :meth:`from_ons` or
+    :meth:`read`; the constructor itself takes the integer frame (i, v, lb_n, ub_n) and den.
+    """
+
+    frame: pl.DataFrame
+    den: int
+    imax: int
+    period: int
+    interval: str
+
+    def __init__(
+        self,
+        frame: Any,
+        *,
+        den: int,
+        imax: int | None = None,
+        period: int = 1,
+        interval: Interval = "[lb,ub)",
+    ) -> None:
+        df = _to_polars(frame)
+        missing = [c for c in ("i", "v", "lb_n", "ub_n") if c not in df.columns]
+        if missing:
+            raise PTableError(
+                f"p-table frame lacks column(s) {show_values(missing)}; PTable() takes the "
+                "integer frame (i, v, lb_n, ub_n) — use PTable.from_frame for other layouts"
+            )
+        if not _is_integral(den) or int(den) < 1:
+            raise PTableError("den must be a positive integer (the bounds are lb_n/den, ub_n/den)")
+        i = _int_array(df, "i")
+        core = pl.DataFrame(
+            {
+                "i": i,
+                "v": _int_array(df, "v"),
+                "lb_n": _int_array(df, "lb_n"),
+                "ub_n": _int_array(df, "ub_n"),
+            },
+            schema={"i": pl.Int64, "v": pl.Int64, "lb_n": pl.Int64, "ub_n": pl.Int64},
+        )
+        self._var_reached: dict[int, bool] | None = None
+        self._set(core, int(den), imax, period, interval)
+
+    # ---------------------------------------------------------------- validation and layout
+
+    def _set(
+        self, core: pl.DataFrame, den: int, imax: int | None, period: int, interval: str
+    ) -> None:
+        """Validate (i, v, lb_n, ub_n) over den, merge adjacent equal noise, fill the frame."""
+        if interval not in _INTERVALS:
+            raise PTableError(f"interval must be one of {_INTERVALS}, not {interval!r}")
+        if not _is_integral(period) or int(period) < 1:
+            raise PTableError("period must be an integer >= 1")
+        period = int(period)
+        if core.height == 0:
+            raise PTableError("the p-table has no rows; it needs at least one row per i")
+
+        bad = core.filter(pl.col("i") + pl.col("v") < 0)
+        if bad.height:
+            raise PTableError(
+                "p-table has negative outcomes j = i + v < 0 for "
+                f"{_name_i(bad['i'].to_list())} ({bad.height} rows); "
+                "a count must not be perturbed below zero — remove or fix those rows"
+            )
+        bad = core.filter(pl.col("i") < 0)
+        if bad.height:
+            raise PTableError(
+                f"p-table has negative original values {_name_i(bad['i'].to_list())}; i >= 0"
+            )
+        bad = core.filter(pl.col("ub_n") < pl.col("lb_n"))
+        if bad.height:
+            raise PTableError(
+                "p-table has intervals with ub < lb (negative width) for "
+                f"{_name_i(bad['i'].to_list())}; each interval must run upward"
+            )
+        bad = core.filter((pl.col("lb_n") < 0) | (pl.col("ub_n") > den))
+        if bad.height:
+            raise PTableError(
+                "p-table has interval bounds outside [0, 1] for "
+                f"{_name_i(bad['i'].to_list())}; bounds must lie in [0, 1]"
+            )
+        core = core.filter(pl.col("ub_n") > pl.col("lb_n")).sort(
+            ["i", "lb_n", "ub_n"], maintain_order=True
+        )
+        chk = core.with_columns(
+            prev_ub=pl.col("ub_n").shift(1).over("i"),
+            last_ub=pl.col("ub_n").last().over("i"),
+        )
+        not_from_zero = chk.filter(pl.col("prev_ub").is_null() & (pl.col("lb_n") != 0))
+        not_to_one = chk.filter(pl.col("last_ub") != den)
+        gaps = chk.filter(pl.col("lb_n") > pl.col("prev_ub"))
+        overlaps = chk.filter(pl.col("lb_n") < pl.col("prev_ub"))
+        for rows, what in (
+            (not_from_zero, "intervals that do not start at 0"),
+            (not_to_one, "intervals that do not end at 1 (probabilities do not sum to 1)"),
+            (gaps, "gaps between intervals"),
+            (overlaps, "overlapping intervals"),
+        ):
+            if rows.height:
+                raise PTableError(
+                    f"p-table intervals are not a partition of [0, 1): {what} for "
+                    f"{_name_i(rows['i'].to_list())}; the intervals of each i must tile "
+                    "[0, 1) without gap or overlap (sorted by lb, each ub = next lb)"
+                )
+
+        ivals = np.unique(core["i"].to_numpy())
+        imin, top = int(ivals[0]), int(ivals[-1])
+        if imax is None:
+            imax = top
+        elif not _is_integral(imax) or int(imax) != top:
+            raise PTableError(
+                "imax must equal the largest i of the p-table (rows past imax are not used); "
+                "leave imax=None to take it from the table"
+            )
+        imax = int(imax)
+        missing = sorted(set(range(imin, imax + 1)) - set(ivals.tolist()))
+        if missing:
+            raise PTableError(
+                f"p-table lacks rows for {_name_i(missing)}: every i from the smallest to "
+                "imax needs its rows"
+            )
+        base = imax - period + 1
+        if base < imin or (period > 1 and base < 1):
+            raise PTableError(
+                "period is too long for this p-table: the repeated rows imax - period + 1 .. "
+                "imax must all exist (and start at i >= 1 when period > 1)"
+            )
+
+        run = (
+            ((pl.col("v") != pl.col("v").shift(1)) | (pl.col("i") != pl.col("i").shift(1)))
+            .fill_null(True)
+            .cum_sum()
+        )
+        core = (
+            core.with_columns(_run=run)
+            .group_by("_run", maintain_order=True)
+            .agg(
+                pl.col("i").first(),
+                pl.col("v").first(),
+                pl.col("lb_n").min(),
+                pl.col("ub_n").max(),
+            )
+            .drop("_run")
+        )
+        self.frame = core.select(
+            pl.col("i"),
+            (pl.col("i") + pl.col("v")).alias("j"),
+            ((pl.col("ub_n") - pl.col("lb_n")) / den).alias("p"),
+            pl.col("v"),
+            (pl.col("lb_n") / den).alias("lb"),
+            (pl.col("ub_n") / den).alias("ub"),
+            pl.col("lb_n"),
+            pl.col("ub_n"),
+        ).cast(_FRAME_SCHEMA)  # type: ignore[arg-type]
+        self.den = den
+        self.imax = imax
+        self.period = period
+        self.interval = interval
+
+    # ------------------------------------------------------------------------ constructors
+
+    @classmethod
+    def maximum_entropy(
+        cls,
+        D: int,
+        V: float,
+        js: int = 0,
+        pstay: float | Sequence[float] | None = None,
+        mono: bool | Sequence[bool] = True,
+        optim: int | Sequence[int] = 1,
+    ) -> "PTable":
+        """A count p-table by maximum entropy, as R ptable 1.0.0 ``create_cnt_ptable``.
+
+        Rows i = 0..ncat (ncat = D, or D + js + 1 when js > 0); row 0 keeps zeros. Row i
+        allows j in [max(0, i-D), i+D] except 1..js and maximises entropy subject to
+        unbiasedness, variance <= V (= V for optim 4), p >= max(pstay at v = 0, 1e-8) and,
+        with ``mono``, p non-decreasing up to v = 0. A row that misses the variance lowers its
+        pstay bound by 0.05 and retries (up to 20 solves). Bounds are cumulative sums rounded
+        to 8 decimals (den = 10**8). ``pstay``, ``mono`` and ``optim`` may be given per row
+        i = 1..ncat. Warns (PTableWarning) naming the rows whose variance was not reached.
+
+        Differences from R, all outside its normal use: the variance counts as met within
+        5e-4 of V (R: rounded to 3 decimals equal to V — the same for V with <= 3 decimals);
+        blocked rows (i <= js) are judged too (R flags none); where no distribution meets
+        the variance cap, the row takes the smallest attainable variance and is flagged (R's
+        solver returns some point that breaks a constraint); a row with no distribution at all
+        raises PTableError.
+        """
+        core, scale, reached = maximum_entropy_rows(D, V, js, pstay, mono, optim)
+        out = cls(core, den=scale)
+        out._var_reached = reached
+        missed = sorted(i for i, ok in reached.items() if not ok)
+        if missed:
+            warnings.warn(
+                f"p-table: the variance target was not met for {_name_i(missed)} (the "
+                "other constraints do not allow it); see PTable.diagnostics, and change V, "
+                "js or mono for those rows if that matters",
+                PTableWarning,
+                stacklevel=2,
+            )
+        return out
+
+    @classmethod
+    def from_frame(
+        cls,
+        frame: Any,
+        *,
+        imax: int | None = None,
+        period: int = 1,
+        interval: Interval = "[lb,ub)",
+        den: int | None = None,
+        digits: int | None = None,
+    ) -> "PTable":
+        """A p-table from a polars, pandas or pyarrow table.
+
+        Columns: ``i``; ``v`` or ``j`` (both: they must agree); then either bounds — ``lb``/``ub``
+        or R's ``p_int_lb``/``p_int_ub`` (``p_ij_ub`` as tau-ARGUS' example), or only the upper
+        bound, whose lower bound is then the previous upper bound of that i in the given order —
+        or only ``p``, whose intervals are cumulative sums in ascending j rounded to 8 decimals
+        (as R ptable). Integer bounds ``lb_n``/``ub_n`` are taken as they are with ``den``.
+        Decimal bounds are held over den = 10**8, or 10**d when they carry d = 9..12 decimals;
+        more than 12 decimals raise PTableError unless ``digits`` says to round them (to 8, as
+        R ptable does). Other columns (R's ``type``) are ignored.
+        """
+        return _formats.from_frame(
+            cls, frame, imax=imax, period=period, interval=interval, den=den, digits=digits
+        )
+
+    @classmethod
+    def from_ons(
+        cls,
+        frame: Any,
+        *,
+        period: int = _ONS_PERIOD,
+        imax: int | None = None,
+        fill_missing: bool = False,
+    ) -> "PTable":
+        """A p-table from an ONS/ABS table (pcv, ckey, pvalue), as ONS cell-key-perturbation.
+
+        The ONS package adds pvalue of the row (pcv, ckey) with pcv = n for n <= 750, else
+        ((n - 1) mod 250) + 501, and cell key = (sum of record keys) mod (max ckey + 1). Here
+        den = max ckey + 1, row (pcv, c) is the interval [c, c + 1) over den, i = pcv,
+        v = pvalue, adjacent ckeys with equal pvalue merge; imax = max pcv and period 250
+        reproduce the ONS rule when the table runs to pcv 750. Every pcv needs every ckey
+        0..max: ``fill_missing=True`` instead gives absent (pcv, ckey) — and absent pcv up to
+        ``imax`` — noise 0, as the ONS package's left join does.
+        """
+        return _formats.from_ons(
+            cls, frame, period=period, imax=imax, fill_missing=fill_missing
+        )
+
+    # ------------------------------------------------------------------------ files
+
+    @classmethod
+    def read(
+        cls,
+        path: str | os.PathLike[str],
+        format: Literal["auto", "ptable", "tauargus", "ons"] = "auto",
+        *,
+        period: int | None = None,
+        interval: Interval = "[lb,ub)",
+    ) -> "PTable":
+        """Read a p-table file: "ptable" (R ptable CSV), "tauargus" (``pt_export`` ';' file,
+        also the SAS variant with p_int_lb) or "ons" (pcv,ckey,pvalue CSV); "auto" detects
+        it from the header and separator. Files do not store ``period`` (default 1, 250 for
+        ONS) or ``interval``: pass them."""
+        return _formats.read(cls, path, format, period=period, interval=interval)
+
+    def write(
+        self,
+        path: str | os.PathLike[str],
+        format: Literal["ptable", "tauargus", "ons"] = "ptable",
+        *,
+        modulus: int | None = None,
+    ) -> None:
+        """Write the p-table atomically (temporary file, then rename): "ptable" is R ptable's
+        CSV (``"i","j","p","v","p_int_lb","p_int_ub","type"``), "tauargus" the ';' file of
+        ``pt_export(SDCtool = "TauArgus")`` (``i;j;p;v;p_int_ub``), "ons" the (pcv, ckey,
+        pvalue) CSV of :meth:`to_ons` (``modulus`` as there). Decimals are exact (8 of them for
+        den = 10**8)."""
+        _formats.write(self, path, format, modulus=modulus)
+
+    # -- the other mechanisms that are p-tables (built in protab.noise / protab.rounding) --
+    @classmethod
+    def discrete_laplace(cls, epsilon: float, cap: int, sensitivity: float = 1, **kwargs: Any) -> "PTable":
+        """Capped discrete Laplace (DP); see :func:`protab.noise.discrete_laplace`."""
+        from protab.noise import discrete_laplace
+
+        return discrete_laplace(epsilon, cap, sensitivity, **kwargs)
+
+    @classmethod
+    def pram(cls, small: Any, large: Any, **kwargs: Any) -> "PTable":
+        """PRAM of counts from two transition matrices; see :func:`protab.noise.pram`."""
+        from protab.noise import pram
+
+        return pram(small, large, **kwargs)
+
+    @classmethod
+    def drop_add_q(cls, rate: float = 0.01, cap: int = 7, **kwargs: Any) -> "PTable":
+        """Drop/add-up-to-q; see :func:`protab.noise.drop_add_q`."""
+        from protab.noise import drop_add_q
+
+        return drop_add_q(rate, cap, **kwargs)
+
+    @classmethod
+    def random_rounding(cls, base: int) -> "PTable":
+        """Unbiased random rounding to ``base`` (period b); see :func:`protab.rounding.random_rounding_ptable`."""
+        from protab.rounding import random_rounding_ptable
+
+        return random_rounding_ptable(base)
+
+    @classmethod
+    def barnardisation(cls, p: float) -> "PTable":
+        """Barnardisation (±1 with probability p/2 each); see :func:`protab.rounding.barnardisation_ptable`."""
+        from protab.rounding import barnardisation_ptable
+
+        return barnardisation_ptable(p)
+
+    def to_ons(self, modulus: int | None = None) -> pl.DataFrame:
+        """The ONS/ABS table (pcv, ckey, pvalue) for cell keys 0..modulus-1 (default den).
+
+        pcv runs 1..750 as the ONS package reads it (pcv = n up to 750, then
+        ((n - 1) mod 250) + 501), each with the noise of row ``key(pcv)``; rows below the
+        smallest i are left out (noise 0), pcv 0 is written only when row 0 moves zeros.
+        Raises PTableError when the table's (imax, period) rule differs from the ONS rule
+        for some count (e.g. imax > 750).
+        """
+        return _formats.to_ons(self, modulus)
+
+    # ------------------------------------------------------------------------ lookup
+
+    def row_class(self, n: Any) -> np.ndarray:
+        """Row class of each count: n up to imax, then rows imax-period+1..imax repeating."""
+        a = _as_int(n, "n")
+        base = self.imax - self.period + 1
+        return np.where(a <= self.imax, a, base + np.mod(a - base, self.period))
+
+    def keyspace(self, modulus: int) -> pl.DataFrame:
+        """For integer cell keys k in [0, modulus) (u = k/modulus), the inclusive range
+        klo..khi of keys each row serves, in exact integer arithmetic; rows serving no key are
+        dropped. Columns i, v, klo, khi (Int64). The join relation of the SQL lookup."""
+        if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
+            raise PTableError("modulus must be an integer in 1 .. 2**63 - 1")
+        M, den = int(modulus), self.den
+        lbs, ubs = self.frame["lb_n"].to_list(), self.frame["ub_n"].to_list()
+        if self.interval == "[lb,ub)":  # lb <= k/M < ub
+            klo = [-((-a * M) // den) for a in lbs]
+            khi = [-((-b * M) // den) - 1 for b in ubs]
+        else:  # lb < k/M <= ub, and k = 0 in the first interval
+            klo = [0 if a == 0 else (a * M) // den + 1 for a in lbs]
+            khi = [min((b * M) // den, M - 1) for b in ubs]
+        out = pl.DataFrame(
+            {"i": self.frame["i"], "v": self.frame["v"], "klo": klo, "khi": khi},
+            schema={"i": pl.Int64, "v": pl.Int64, "klo": pl.Int64, "khi": pl.Int64},
+        )
+        return out.filter(pl.col("khi") >= pl.col("klo"))
+
+    def lookup(self, n: Any, cell_key_int: Any, modulus: int) -> np.ndarray:
+        """Perturbed counts n + v for integer cell keys (u = k/modulus): a vectorised NumPy
+        reference of the SQL lookup. A count whose row class is below the smallest i (0 with
+        no row 0) keeps its value."""
+        counts = _as_int(n, "n")
+        keys = _as_int(cell_key_int, "cell_key_int")
+        counts, keys = np.broadcast_arrays(counts, keys)
+        if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
+            raise InputError("modulus must be an integer in 1 .. 2**63 - 1")
+        M = int(modulus)
+        if counts.size and counts.min() < 0:
+            raise InputError(f"counts must be >= 0; {int((counts < 0).sum())} are negative")
+        if keys.size and (keys.min() < 0 or keys.max() >= M):
+            outside = int(((keys < 0) | (keys >= M)).sum())
+            raise InputError(f"cell keys must lie in [0, modulus); {outside} do not")
+        ks = self.keyspace(M).sort(["i", "klo"])
+        imin = int(self.frame["i"].min())  # type: ignore[arg-type]
+        cls_ = self.row_class(counts)
+        has = cls_ >= imin
+        noise = np.zeros(counts.shape, dtype=np.int64)
+        ri = ks["i"].to_numpy() - imin
+        rk = ks["klo"].to_numpy()
+        rv = ks["v"].to_numpy()
+        c, k = cls_[has] - imin, keys[has]
+        nclass = self.imax - imin + 1
+        if nclass * M < 2**62:  # one sorted int64 key (class, klo): one searchsorted
+            pos = np.searchsorted(ri * M + rk, c * M + k, side="right") - 1
+            noise[has] = rv[pos]
+        else:  # keys too wide for one int64: search class by class (a loop over rows i)
+            sub = np.zeros(c.shape, dtype=np.int64)
+            for cc in np.unique(c):
+                sel = c == cc
+                rows = np.flatnonzero(ri == cc)
+                sub[sel] = rv[rows[np.searchsorted(rk[rows], k[sel], side="right") - 1]]
+            noise[has] = sub
+        return counts + noise
+
+    # ------------------------------------------------------------------------ views
+
+    def transition_matrix(self) -> np.ndarray:
+        """Dense transition matrix P[i, j] for i = 0..imax, j = 0..max(j, imax); rows below the
+        smallest i are the identity (those counts are not perturbed)."""
+        f = self.frame
+        imin = int(f["i"].min())  # type: ignore[arg-type]
+        ncol = max(int(f["j"].max()), self.imax) + 1  # type: ignore[arg-type]
+        mat = np.zeros((self.imax + 1, ncol))
+        np.add.at(mat, (f["i"].to_numpy(), f["j"].to_numpy()), f["p"].to_numpy())
+        for i in range(imin):
+            mat[i, i] = 1.0
+        return mat
+
+    def distribution(self) -> pl.DataFrame:
+        """Probabilities per (i, j), rows of equal outcome summed: columns i, j, p."""
+        return (
+            self.frame.group_by("i", "j")
+            .agg((pl.col("ub_n") - pl.col("lb_n")).sum().alias("w"))
+            .sort("i", "j")
+            .select("i", "j", (pl.col("w") / self.den).alias("p"))
+        )
+
+    @property
+    def diagnostics(self) -> pl.DataFrame:
+        """Per i: p_mean (sum p v), p_var (sum p v^2, the variance when p_mean = 0, as R
+        ptable's empResults), p_sum, p_stay (p of v = 0); for maximum-entropy tables also
+        var_reached (null for row 0)."""
+        den = self.den
+        out = (
+            self.frame.group_by("i")
+            .agg(
+                ((pl.col("ub_n") - pl.col("lb_n")) * pl.col("v")).sum().alias("m1"),
+                ((pl.col("ub_n") - pl.col("lb_n")) * pl.col("v") * pl.col("v")).sum().alias("m2"),
+                (pl.col("ub_n") - pl.col("lb_n")).sum().alias("m0"),
+                ((pl.col("ub_n") - pl.col("lb_n")) * (pl.col("v") == 0)).sum().alias("s"),
+            )
+            .sort("i")
+            .select(
+                "i",
+                (pl.col("m1") / den).alias("p_mean"),
+                (pl.col("m2") / den).alias("p_var"),
+                (pl.col("m0") / den).alias("p_sum"),
+                (pl.col("s") / den).alias("p_stay"),
+            )
+        )
+        if self._var_reached is not None:
+            reached = self._var_reached
+            out = out.with_columns(
+                pl.Series(
+                    "var_reached", [reached.get(i) for i in out["i"].to_list()], dtype=pl.Boolean
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------------ dunder
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def __repr__(self) -> str:
+        return f"PTable({self.frame.height} rows)"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        """Same rows, intervals (compared exactly across denominators), rule and convention."""
+        if not isinstance(other, PTable):
+            return NotImplemented
+        if (self.imax, self.period, self.interval, len(self)) != (
+            other.imax,
+            other.period,
+            other.interval,
+            len(other),
+        ):
+            return False
+        a, b = self.frame, other.frame
+        if a["i"].to_list() != b["i"].to_list() or a["v"].to_list() != b["v"].to_list():
+            return False
+        d1, d2 = self.den, other.den
+        return all(
+            x * d2 == y * d1
+            for col in ("lb_n", "ub_n")
+            for x, y in zip(a[col].to_list(), b[col].to_list())
+        )
+
+    __hash__ = None  # type: ignore[assignment]
