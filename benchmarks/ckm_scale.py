@@ -6,7 +6,8 @@
 
 Synthetic microdata (generated in SQL, record keys added once) with three hierarchical
 dimensions: municipality (8 regions → 400 municipalities), age (3 broad groups → 18 five-year
-groups) and occupation (10 groups → 40 codes). The timed protab run is the whole
+groups) and occupation (10 groups → 40 codes; `--occupations 10` for a smaller table of 2
+groups → 10 codes). The timed protab run is the whole
 `Session.cell_key` call — one scan to inner cells, the roll-up to every margin at every
 level, the p-table join and the result in polars. The baseline, in the same process on the
 same table, is a plain `SELECT m, a, o, count(*) FROM t GROUP BY ALL` of the inner cells
@@ -34,16 +35,16 @@ FROM (
     SELECT range,
            CAST(floor(400 * pow((hash(range * 3) % 1000003) / 1000003.0, 2)) AS INTEGER) AS m,
            CAST(floor(18 * (hash(range * 3 + 1) % 1000003) / 1000003.0) AS INTEGER) AS a,
-           CAST(floor(40 * pow((hash(range * 3 + 2) % 1000003) / 1000003.0, 1.5)) AS INTEGER) AS o
+           CAST(floor(? * pow((hash(range * 3 + 2) % 1000003) / 1000003.0, 1.5)) AS INTEGER) AS o
     FROM range(?)
 )
 """
 
 
-def hierarchies() -> dict[str, pt.Hierarchy]:
+def hierarchies(occupations: int) -> dict[str, pt.Hierarchy]:
     muni = [f"R{r}{k:03d}" for r in range(1, 9) for k in range(1, 51)]
     ages = [f"{a:02d}" for a in range(18)]
-    occ = [f"O{o:02d}" for o in range(40)]
+    occ = [f"O{o:02d}" for o in range(occupations)]
     return {
         "m": pt.Hierarchy.from_code_lengths(muni, [2, 3]),
         "a": pt.Hierarchy.from_parent_child(
@@ -62,11 +63,11 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def run(n: int, repeat: int, threads: int | None) -> dict[str, float]:
+def run(n: int, repeat: int, threads: int | None, occupations: int) -> dict[str, float]:
     with pt.Session(":memory:", threads=threads, progress=False) as s:
-        s.con.execute(GEN, [n])
+        s.con.execute(GEN, [occupations, n])
         s.add_record_keys("t", id_column="pid", seed="benchmark-seed")
-        spec = pt.TableSpec(hierarchies())
+        spec = pt.TableSpec(hierarchies(occupations))
         p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
         cells = {}
 
@@ -96,12 +97,13 @@ def main() -> None:
     ap.add_argument("--large", action="store_true", help="also 5e7 records")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--occupations", type=int, default=40, help="occupation codes (4 per group)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes] + ([50_000_000] if args.large else [])
     print(f"{'records':>12}{'inner':>10}{'published':>11}{'GROUP BY s':>12}{'protab s':>10}"
           f"{'ratio':>8}{'peak RSS GiB':>14}")
     for n in sizes:
-        r = run(n, args.repeat, args.threads)
+        r = run(n, args.repeat, args.threads, args.occupations)
         print(f"{r['records']:>12,}{r['inner_cells']:>10,}{r['published_cells']:>11,}"
               f"{r['baseline_s']:>12.3f}{r['protab_s']:>10.3f}{r['ratio']:>8.2f}{r['peak_rss_gib']:>14.2f}",
               flush=True)
