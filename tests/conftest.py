@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import polars as pl
 import pytest
+from hypothesis import settings
 
 import protab as pt
+
+# Property tests draw the same examples on every run (CI must not be flaky); set
+# HYPOTHESIS_PROFILE=explore to draw new ones.
+settings.register_profile("protab", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "protab"))
 
 
 @pytest.fixture

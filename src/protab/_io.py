@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import polars as pl
+
+from protab.errors import ProtabError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 @contextmanager
@@ -51,3 +59,11 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
         else:
             raise ValueError(f"cannot write {target.name}: use a .csv or .parquet file name")
     return target
+
+
+def read_toml(path: str | os.PathLike[str], error: type[ProtabError] = ProtabError) -> dict[str, Any]:
+    """A TOML request file as a dict; ``error`` naming the file if it cannot be read."""
+    try:
+        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise error(f"cannot read the request file {str(path)!r}: {exc}") from None

@@ -16,18 +16,13 @@ from typing import Any, Sequence
 
 import polars as pl
 
-from protab._io import write_frame
+from protab._io import read_toml, write_frame
 from protab.errors import ProtabError, SpecError
 from protab.hierarchy import Hierarchy
 from protab.measures import hellinger_utility, share_changed
 from protab.ptable import PTable
 from protab.session import DEFAULT_DATABASE, Session, sql_text
 from protab.table import TableSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_OUTPUT = "protab_output"
 
@@ -152,10 +147,7 @@ def _require_database(db: str, hint: str = "") -> None:
 def protect(request: str, database: str | None = None, out: str | None = None) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (see README) and write them."""
     path = Path(request)
-    try:
-        cfg = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ProtabError(f"cannot read the request file {request!r}: {exc}") from None
+    cfg = read_toml(path)
     base = path.parent
     db = database or cfg.get("database", DEFAULT_DATABASE)
     if not os.path.isabs(db) and db != ":memory:" and database is None:

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from protab._frames import require_columns
 from protab.errors import HierarchyError, show_values
 
 DEFAULT_ROOT = "Total"
@@ -97,12 +98,7 @@ def _to_frame(obj: Any) -> pl.DataFrame | None:
 
 
 def _columns(frame: pl.DataFrame, names: Iterable[str], what: str) -> None:
-    missing = [c for c in names if c not in frame.columns]
-    if missing:
-        raise HierarchyError(
-            f"{what}: missing column(s) {show_values(missing)}; the frame has columns "
-            f"{show_values(frame.columns, limit=10)}. Rename the columns or name them in the call."
-        )
+    require_columns(frame, names, what, HierarchyError, ". Rename the columns or name them in the call.")
 
 
 def _key(code: object) -> str | None:

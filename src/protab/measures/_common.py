@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike
 
-from protab.errors import InputError, show_values
+from protab._frames import require_columns
+from protab.errors import InputError
 
 
 def _vec(x: ArrayLike, name: str) -> np.ndarray:
@@ -59,9 +60,4 @@ def _entropy(p: np.ndarray) -> float:
 
 
 def _columns(frame: pl.DataFrame, cols: Sequence[str], what: str) -> None:
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{what}: the frame has no column(s) {show_values(missing)} "
-            f"(columns: {show_values(frame.columns, 10)})"
-        )
+    require_columns(frame, cols, what)

@@ -8,6 +8,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import polars as pl
 
+from protab._frames import as_polars
 from protab.errors import InputError, PTableError, show_values
 
 Interval = Literal["[lb,ub)", "(lb,ub]"]
@@ -44,25 +45,8 @@ def _name_i(values: Any) -> str:
 
 
 def _to_polars(frame: Any) -> pl.DataFrame:
-    """Accept polars, pandas, pyarrow or anything ``pl.DataFrame`` takes."""
-    if isinstance(frame, pl.LazyFrame):
-        return frame.collect()
-    if isinstance(frame, pl.DataFrame):
-        return frame
-    mod = type(frame).__module__
-    try:
-        if mod.startswith("pandas"):
-            return pl.from_pandas(frame)
-        if mod.startswith("pyarrow"):
-            out = pl.from_arrow(frame)
-            if isinstance(out, pl.DataFrame):
-                return out
-        return pl.DataFrame(frame)
-    except Exception as exc:  # noqa: BLE001 - any conversion failure is an input mistake
-        raise PTableError(
-            f"cannot read a p-table from an object of type {type(frame).__name__}: "
-            "pass a polars, pandas or pyarrow table"
-        ) from exc
+    """A p-table frame as polars (PTableError if it cannot be read as a table)."""
+    return as_polars(frame, "p-table", PTableError)
 
 
 def _int_array(frame: pl.DataFrame, col: str, i_col: str = "i") -> np.ndarray:

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from protab._io import read_toml
 from protab.errors import InputError, SpecError, show_values
 from protab.ptable import PTable
 from protab.report.comparison import compare
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["run_request"]
 
@@ -55,10 +50,7 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     """Run a report request file (TOML, format in the module docstring) and write the report
     folder (``out``, else the request's ``output``, else ``report`` beside the request)."""
     path = Path(request)
-    try:
-        cfg = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpecError(f"cannot read the request file {str(request)!r}: {exc}") from None
+    cfg = read_toml(path, SpecError)
     base = path.parent
     _unknown_keys(cfg, _TOP_KEYS, "the request")
     dims = cfg.get("dims")

@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
+from protab._frames import as_polars
 from protab.errors import InputError, RoundingError, SpecError, show_values
 from protab.table import TableSpec
 
@@ -68,25 +69,13 @@ def counts(values: Any, what: str, *, integer: bool = True) -> np.ndarray:
 
 
 def as_frame(obj: Any, what: str) -> pl.DataFrame:
-    """polars from polars, pandas or pyarrow input."""
-    if isinstance(obj, pl.LazyFrame):
-        return obj.collect()
-    if isinstance(obj, pl.DataFrame):
-        return obj
-    mod = type(obj).__module__
-    try:
-        if mod.startswith("pandas"):
-            return pl.from_pandas(obj)
-        if mod.startswith("pyarrow"):
-            out = pl.from_arrow(obj)
-            if isinstance(out, pl.DataFrame):
-                return out
-    except Exception as exc:
-        raise InputError(f"{what}: cannot read a table from {type(obj).__name__}") from exc
-    raise InputError(
-        f"{what} must be a frame of inner cells (polars, pandas or pyarrow), "
-        f"not {type(obj).__name__}"
-    )
+    """polars from polars, pandas or pyarrow input (InputError otherwise)."""
+    if not isinstance(obj, (pl.DataFrame, pl.LazyFrame)) and not type(obj).__module__.startswith(("pandas", "pyarrow")):
+        raise InputError(
+            f"{what} must be a frame of inner cells (polars, pandas or pyarrow), "
+            f"not {type(obj).__name__}"
+        )
+    return as_polars(obj, what)
 
 
 @dataclasses.dataclass(frozen=True)
