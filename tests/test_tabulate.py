@@ -192,11 +192,20 @@ def test_bad_specs():
 
 def test_no_temporary_tables_left_behind(session, persons, h_muni):
     session.register("persons", persons)
-    before = session.con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]
+
+    def tables() -> set[str]:
+        return {r[0] for r in session.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+    before = tables()
     session.tabulate("persons", pt.TableSpec({"municipality": h_muni, "sex": None}))
     with pytest.raises(pt.HierarchyError):
         session.tabulate("persons", pt.TableSpec({"municipality": pt.Hierarchy.flat(["R1001"])}))
-    assert session.con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == before
+    # only the code and bridge tables of the hierarchy used, kept for the session's next tables
+    kept = {name for pair in session._hierarchies.values() for name in pair}
+    assert len(kept) == 2
+    assert tables() == before | kept
+    session.tabulate("persons", pt.TableSpec({"municipality": h_muni, "age": None}))
+    assert tables() == before | kept  # the same hierarchy again: reused, nothing new
 
 
 # -- property: margins are sums of their children, at every level --------------------------

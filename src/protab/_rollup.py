@@ -107,8 +107,13 @@ class TableRun:
         key: tuple[str, int] | None = None,
         extend0: bool = False,
         structural: pl.DataFrame | None = None,
+        cache: dict[Any, tuple[str, str]] | None = None,
     ) -> None:
         self.con, self.table, self.spec = con, table, spec
+        # code and bridge tables of hierarchies depend on nothing else: a Session keeps them
+        # for its lifetime (temporary tables, gone with the connection)
+        self.cache = cache if cache is not None else {}
+        self._leaf_counts: list[int] = []
         self.key = key
         self.modulus = key[1] if key else 0
         self.extend0, self.structural = extend0, structural
@@ -189,17 +194,17 @@ class TableRun:
     def _check_inner(self) -> None:
         """NULL codes, codes missing from hierarchies, codes equal to a margin code."""
         for k, d in enumerate(self.spec.dimensions):
-            if self.spec.null_code is None:
+            codes = [r[0] for r in self.con.execute(f"SELECT DISTINCT _d{k} FROM {self.inner}").fetchall()]
+            if None in codes:  # only without null_code
                 nulls = self.con.execute(
                     f"SELECT coalesce(sum(_n), 0) FROM {self.inner} WHERE _d{k} IS NULL"
                 ).fetchall()[0][0]
-                if nulls:
-                    raise InputError(
-                        f"column {d.column!r} of table {self.table!r} is missing (NULL) in {nulls} "
-                        "record(s); remove them, or publish them as a category with "
-                        "TableSpec(..., null_code='Unknown')"
-                    )
-            codes = [r[0] for r in self.con.execute(f"SELECT DISTINCT _d{k} FROM {self.inner}").fetchall()]
+                raise InputError(
+                    f"column {d.column!r} of table {self.table!r} is missing (NULL) in {nulls} "
+                    "record(s); remove them, or publish them as a category with "
+                    "TableSpec(..., null_code='Unknown')"
+                )
+            self._leaf_counts.append(len(d.hierarchy.leaves) if d.hierarchy is not None else len(codes))
             if d.hierarchy is not None:
                 d.hierarchy.check_codes(codes, table=self.table, column=d.column)
             elif d.root in codes:
@@ -243,38 +248,49 @@ class TableRun:
         """
         codes_out, bridges_out = [], []
         for k, d in enumerate(self.spec.dimensions):
-            if d.hierarchy is not None:
+            if d.hierarchy is not None and d.hierarchy in self.cache:
+                codes, bridge = self.cache[d.hierarchy]
+            elif d.hierarchy is not None:
                 reg = _tmp("h")
                 self.con.register(reg, d.hierarchy.relation())
                 try:
-                    raw = self._create(
-                        "braw",
+                    codes, bridge = self._code_tables(
                         f"SELECT CAST(leaf AS VARCHAR) AS leaf, CAST(ancestor AS VARCHAR) AS ancestor, "
-                        f"CAST(level AS INTEGER) AS level FROM {reg}",
+                        f"CAST(level AS INTEGER) AS level FROM {reg}", [], keep=True,
                     )
                 finally:
                     self.con.unregister(reg)
+                self.cache[d.hierarchy] = (codes, bridge)
             else:
-                raw = self._create(
-                    "braw",
+                codes, bridge = self._code_tables(
                     f"SELECT DISTINCT _d{k} AS leaf, _d{k} AS ancestor, 1 AS level FROM {self.inner} "
                     f"UNION ALL SELECT DISTINCT _d{k}, CAST(? AS VARCHAR), 0 FROM {self.inner}",
-                    [d.root],
+                    [d.root], keep=False,
                 )
-            codes = self._create(
-                "codes",
-                f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
-                f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
-                f"FROM (SELECT DISTINCT ancestor, level FROM {raw})",
-            )
-            bridge = self._create(
-                "bridge",
-                f"SELECT l.ord AS leaf, a.ord AS anc, b.level FROM {raw} b "
-                f"JOIN {codes} l ON b.leaf = l.code JOIN {codes} a ON b.ancestor = a.code",
-            )
             codes_out.append(codes)
             bridges_out.append(bridge)
         return codes_out, bridges_out
+
+    def _code_tables(self, relation: str, params: list[Any], *, keep: bool) -> tuple[str, str]:
+        """``codes`` and ``bridge`` from a (leaf, ancestor, level) query; ``keep``: outlive
+        this run (for the Session's cache of hierarchies)."""
+        raw = self._create("braw", relation, params)
+        names = []
+        for kind, select in (
+            ("codes", f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
+                      f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
+                      f"FROM (SELECT DISTINCT ancestor, level FROM {raw})"),
+            ("bridge", "SELECT l.ord AS leaf, a.ord AS anc, b.level FROM {raw} b "
+                       "JOIN {codes} l ON b.leaf = l.code JOIN {codes} a ON b.ancestor = a.code"),
+        ):
+            select = select.format(raw=raw, codes=names[0] if names else "")
+            if keep:
+                name = _tmp(kind)
+                self.con.execute(f"CREATE TEMP TABLE {name} AS {select}")
+            else:
+                name = self._create(kind, select)
+            names.append(name)
+        return names[0], names[1]
 
     def _ids_select(self, *, with_id: bool) -> str:
         """Inner cells with integer codes ``_o<k>`` (and a row number ``_id`` in code order)."""
@@ -351,10 +367,7 @@ class TableRun:
         out (drop_empty), or every combination of leaf codes is an inner cell."""
         if self.spec.drop_empty:
             return True
-        leaves = 1
-        for b in self.bridges:
-            leaves *= self._count(f"SELECT DISTINCT leaf FROM {b}")
-        return self._count(f"SELECT 1 FROM {self._ids or self.inner}") == leaves
+        return self._count(f"SELECT 1 FROM {self._ids or self.inner}") == int(np.prod(self._leaf_counts))
 
     def _cells_source(self) -> tuple[str, str, list[Any]]:
         """(WITH clause, relation, parameters) that give the published cells: the roll-up's

@@ -89,6 +89,7 @@ class Session:
         show = sys.stderr.isatty() if progress is None else bool(progress)
         self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
         self._keys: dict[str, tuple[str, int]] = {}
+        self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
         text = sql_text()
         if read_only:
             text = text.replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO")
@@ -502,7 +503,9 @@ class Session:
                     f"table {table!r} is aggregated (freq={spec.freq!r})"
                 )
             key = self.record_key(table)
-        return TableRun(self._con, table, spec, key=key, extend0=extend0, structural=structural)
+        return TableRun(
+            self._con, table, spec, key=key, extend0=extend0, structural=structural, cache=self._hierarchies
+        )
 
     def tabulate(self, table: str, spec: TableSpec, *, cell_keys: bool = False) -> pl.DataFrame:
         """Every published cell of ``spec`` with its original count (and weight sum, sums).
