@@ -3,7 +3,6 @@ semi-controlled — worked examples from the ESSnet handbook and property tests.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,17 +16,8 @@ import protab as pt
 from protab import rounding as rnd
 
 DATA = Path(__file__).parent / "data"
-HANDBOOK = json.loads((DATA / "rounding_handbook.json").read_text())
+from refdata import ROUNDING_HANDBOOK as HANDBOOK, handbook_inner  # noqa: E402
 ALPHA = 1e-6  # binomial tests: a false alarm once in a million runs
-
-
-def handbook_inner() -> pl.DataFrame:
-    """The handbook's Area × Sex inner cells (Male, Female) as a frame."""
-    rows = []
-    for area, vals in zip(HANDBOOK["rows"][:3], HANDBOOK["original"][:3]):
-        for sex, n in zip(HANDBOOK["columns"][:2], vals[:2]):
-            rows.append((area, sex, n))
-    return pl.DataFrame(rows, schema=["area", "sex", "n"], orient="row")
 
 
 # --------------------------------------------------------------------------- conventional

@@ -4,7 +4,6 @@ hierarchies, partitioning, infeasible 3-way tables and existence intervals."""
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +16,7 @@ import protab as pt
 from protab import rounding as rnd
 
 DATA = Path(__file__).parent / "data"
-HANDBOOK = json.loads((DATA / "rounding_handbook.json").read_text())
-
-
-def handbook_inner() -> pl.DataFrame:
-    rows = []
-    for area, vals in zip(HANDBOOK["rows"][:3], HANDBOOK["original"][:3]):
-        for sex, n in zip(HANDBOOK["columns"][:2], vals[:2]):
-            rows.append((area, sex, n))
-    return pl.DataFrame(rows, schema=["area", "sex", "n"], orient="row")
+from refdata import ROUNDING_HANDBOOK as HANDBOOK, handbook_inner  # noqa: E402
 
 
 def check_controlled(res: rnd.ControlledResult, spec: pt.TableSpec, base: int, steps: int) -> None:
