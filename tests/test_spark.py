@@ -20,11 +20,13 @@ SPARK_SQL = Path(__file__).resolve().parents[1] / "sql" / "spark" / "protab.sql"
 
 
 @pytest.fixture(scope="module")
-def spark():
+def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")  # not the working directory
     s = (SparkSession.builder.master("local[1]").appName("protab-tests")
          .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+         .config("spark.sql.warehouse.dir", str(warehouse))
          .getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     text = "\n".join(line for line in SPARK_SQL.read_text().splitlines() if not line.startswith("--"))
