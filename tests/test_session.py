@@ -39,6 +39,11 @@ def test_register_sources(session, tmp_path, persons):
     assert session._kind("pq") == "view"
     session.register("copy", tmp_path / "a.parquet", materialize=True)
     assert session._kind("copy") == "table"
+    # names are identifiers, never parsed as SQL: a dot or a quote is part of the name
+    for odd in ('sch.tbl', 'say "hi"'):
+        session.register(odd, tmp_path / "a.parquet", materialize=True)
+        assert session._kind(odd) == "table"
+        assert session.tabulate(odd, pt.TableSpec({"sex": None}))["n"][0] == n
 
 
 def test_register_errors(session, persons, tmp_path):

@@ -98,3 +98,26 @@ def test_the_cli_opens_a_database_file_written_by_the_session(tmp_path):
     assert res.returncode == 0, res.stderr
     got = [tuple(line.split(",")) for line in res.stdout.strip().splitlines()]
     assert [(s, int(n)) for s, n in got] == want
+
+
+def test_a_read_only_session_uses_the_installed_ptable(tmp_path):
+    """Analysts open the published database read-only: ckm must see the stored p-table."""
+    db = tmp_path / "ro.duckdb"
+    with pt.Session(db) as s:
+        s.con.execute(sql_text("demo_population.sql"))
+        s.con.execute("CREATE TABLE persons AS SELECT * FROM protab_demo_population(500)")
+        s.add_record_keys("persons", id_column="pid", seed="ro-seed")
+        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+        s.install_ptable(p, table="persons")
+        want = s.sql("SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1")
+    with pt.Session(db, read_only=True) as s:
+        got = s.sql("SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1")
+    assert got.rows() == want.rows()
+    # a read-only database without one still refuses to give unprotected counts
+    empty = tmp_path / "empty.duckdb"
+    with pt.Session(empty) as s:
+        s.con.execute("CREATE TABLE t AS SELECT 1 AS k")
+        s.con.execute("DROP TABLE protab_ptable")
+        s.con.execute("DROP TABLE protab_ptable_meta")
+    with pt.Session(empty, read_only=True) as s, pytest.raises(Exception, match="no p-table is installed"):
+        s.sql("SELECT ckm(count(*), sum(k)) FROM t")

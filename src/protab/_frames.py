@@ -16,6 +16,8 @@ def as_polars(obj: Any, what: str, error: type[ProtabError] = InputError) -> pl.
         return obj.collect()
     if isinstance(obj, pl.DataFrame):
         return obj
+    if obj is None or isinstance(obj, (str, bytes, int, float)):
+        raise error(f"{what}: expected a table (polars, pandas or pyarrow), not {type(obj).__name__}")
     try:
         if type(obj).__module__.startswith("pandas"):
             return pl.from_pandas(obj)

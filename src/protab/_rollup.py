@@ -122,6 +122,7 @@ class TableRun:
         self._temps: list[str] = []
         self._cells: str | None = None
         self._ids: str | None = None
+        self._checks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> "TableRun":
@@ -166,8 +167,16 @@ class TableRun:
 
     # -- 1. one scan to inner cells ---------------------------------------------------------
     def _scan(self) -> str:
+        """One GROUP BY of the microdata to inner cells; codes become text after grouping
+        (cheaper than casting every record), except that ``null_code`` replaces NULL before
+        grouping, so a code that also occurs in the data gives one cell, not two."""
         spec = self.spec
-        raw = [f"{quote_ident(c)} AS _r{k}" for k, c in enumerate(spec.columns)]
+        params: list[Any] = []
+        if spec.null_code is not None:
+            raw = [f"coalesce(CAST({quote_ident(c)} AS VARCHAR), ?) AS _r{k}" for k, c in enumerate(spec.columns)]
+            params += [spec.null_code] * self.nd  # parameters bind in text order
+        else:
+            raw = [f"{quote_ident(c)} AS _r{k}" for k, c in enumerate(spec.columns)]
         aggs = [
             "count(*) AS _n" if spec.freq is None
             else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
@@ -175,26 +184,51 @@ class TableRun:
         if spec.weight is not None:
             aggs.append(f"sum(CAST({quote_ident(spec.weight)} AS DECIMAL(38, 8))) AS _w")
         aggs += [f"sum(CAST({quote_ident(s)} AS DECIMAL(38, 8))) AS _s{k}" for k, s in enumerate(spec.sums)]
-        params: list[Any] = []
         if self.key is not None:
             aggs.append(f"CAST(sum({quote_ident(self.key[0])}) % ? AS BIGINT) AS _k")
             params.append(self.modulus)
-        if spec.null_code is not None:
-            outer = [f"coalesce(CAST(_r{k} AS VARCHAR), ?) AS _d{k}" for k in range(self.nd)]
-            params = [spec.null_code] * self.nd + params  # parameters bind in text order
-        else:
-            outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
+        # checks that ride along in the same scan (read by _check_inner)
+        checks = []
+        if spec.weight is not None:
+            aggs.append(f"count(*) - count({quote_ident(spec.weight)}) AS _chk_w")
+            checks.append("_chk_w")
+        if spec.freq is not None:
+            aggs.append(f"count(*) FILTER (WHERE {quote_ident(spec.freq)} < 0) AS _chk_f")
+            checks.append("_chk_f")
+        self._checks = checks
+        outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
         return self._create(
             "inner",
-            f"SELECT {', '.join(outer)}, {', '.join(self.values)} FROM ("
+            f"SELECT {', '.join(outer + self.values + checks)} FROM ("
             f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(self.table)} GROUP BY ALL)",
             params,
         )
 
     def _check_inner(self) -> None:
-        """NULL codes, codes missing from hierarchies, codes equal to a margin code."""
+        """NULL codes, codes missing from hierarchies, codes equal to a margin code, NULL
+        weights and negative frequencies."""
+        if self._checks:
+            found = self.con.execute(
+                f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in self._checks)} FROM {self.inner}"
+            ).fetchall()[0]
+            for c, bad in zip(self._checks, found):
+                if not bad:
+                    continue
+                if c == "_chk_w":
+                    raise InputError(
+                        f"weight column {self.spec.weight!r} of table {self.table!r} is missing "
+                        f"(NULL) in {bad} record(s); give every record a weight"
+                    )
+                raise InputError(
+                    f"frequency column {self.spec.freq!r} of table {self.table!r} is negative in "
+                    f"{bad} row(s); frequencies must be counts (0 or more)"
+                )
         for k, d in enumerate(self.spec.dimensions):
             codes = [r[0] for r in self.con.execute(f"SELECT DISTINCT _d{k} FROM {self.inner}").fetchall()]
+            if not codes:
+                raise InputError(
+                    f"table {self.table!r} has no records, so there is no table to publish"
+                )
             if None in codes:  # only without null_code
                 nulls = self.con.execute(
                     f"SELECT coalesce(sum(_n), 0) FROM {self.inner} WHERE _d{k} IS NULL"
@@ -222,9 +256,6 @@ class TableRun:
         select = f"SELECT g.*, {zeros} FROM (SELECT * FROM {grid}) g LEFT JOIN {self.inner} i USING ({dims})"
         if self.structural is None:
             return self._create("inner0", select)
-        missing = [d for d in self.spec.columns if d not in self.structural.columns]
-        if missing:
-            raise InputError(f"structural zeros: the frame has no column {show_values(missing)}")
         frame = self.structural.select(
             [pl.col(c).cast(pl.String).alias(f"_d{k}") for k, c in enumerate(self.spec.columns)]
         ).to_arrow()

@@ -25,6 +25,7 @@ import polars as pl
 import pyarrow as pa
 from scipy import sparse
 
+from protab._frames import as_polars, require_columns
 from protab._rollup import TableRun, keyspace_arrow, quote_ident
 from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
@@ -93,7 +94,14 @@ class Session:
         text = sql_text()
         if read_only:
             text = text.replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO")
-            text = text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS")
+            stored = self._con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE NOT temporary AND schema_name = 'main' "
+                "AND table_name IN ('protab_ptable', 'protab_ptable_meta')"
+            ).fetchall()[0][0]
+            if stored == 2:  # an installed p-table: use it, do not shadow it with empty ones
+                text = re.sub(r"CREATE TABLE IF NOT EXISTS[^;]*;", "", text)
+            else:
+                text = text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS")
         self._con.execute(text)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -220,7 +228,12 @@ class Session:
             rel = self._con.read_parquet(arg) if kind == "parquet" else self._con.read_csv(arg)
             self._drop(name)
             if materialize:
-                rel.create(name)
+                tmp = f"_protab_reg_{uuid.uuid4().hex}"
+                self._con.register(tmp, rel)
+                try:
+                    self._con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {tmp}")
+                finally:
+                    self._con.unregister(tmp)
             else:
                 rel.create_view(name, replace=True)
         except duckdb.Error as exc:
@@ -503,6 +516,9 @@ class Session:
                     f"table {table!r} is aggregated (freq={spec.freq!r})"
                 )
             key = self.record_key(table)
+        if structural is not None:
+            structural = as_polars(structural, "structural zeros")
+            require_columns(structural, spec.columns, "structural zeros")
         return TableRun(
             self._con, table, spec, key=key, extend0=extend0, structural=structural, cache=self._hierarchies
         )
@@ -646,7 +662,9 @@ def model_matrix(
     spec's ``freq``, or ``n``). Runs the same SQL roll-up as :meth:`Session.model_matrix` in
     an in-memory database; see there for what is returned.
     """
-    frame = inner if isinstance(inner, pl.DataFrame) else pl.DataFrame(pl.from_arrow(inner) if isinstance(inner, pa.Table) else inner)
+    if not isinstance(spec, TableSpec):
+        raise SpecError(f"model_matrix: expected a protab.TableSpec, not {type(spec).__name__}")
+    frame = as_polars(inner, "model_matrix: inner cells")
     col = freq or spec.freq or "n"
     if col not in frame.columns:
         raise InputError(
