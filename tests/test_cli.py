@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import polars as pl
 import pytest
 
@@ -110,3 +113,70 @@ def test_cli_errors_are_clear_and_write_nothing(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
     with pytest.raises(SystemExit):
         cli.main(["nonsense"])
+
+
+def test_ons_layout_from_the_command_line(tmp_path):
+    ons = tmp_path / "ons.csv"
+    assert cli.main(["ptable", "generate", "--D", "5", "--V", "3", "--js", "2", "--out", str(ons), "--format", "ons"]) == 0
+    frame = pl.read_csv(ons)
+    assert frame.columns[:3] == ["pcv", "ckey", "pvalue"]
+    assert frame["ckey"].min() == 0 and frame["ckey"].max() == 255  # 8-bit keys by default
+    # the file reads back as the same mechanism (same noise at every row and 8-bit key)
+    back = pt.PTable.read(ons)
+    orig = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+    n = np.repeat(np.arange(0, 12), 256)
+    k = np.tile(np.arange(256), 12)
+    assert np.array_equal(back.lookup(n, k, 256), orig.lookup(n, k, 256))
+    assert cli.main(["ptable", "convert", str(tmp_path / "ons.csv"), str(tmp_path / "ons4.csv"),
+                     "--to", "ons", "--bits", "4"]) == 0
+    assert pl.read_csv(tmp_path / "ons4.csv")["ckey"].max() == 15
+
+
+def test_protect_requests_are_checked_before_anything_is_written(tmp_path, capsys, persons):
+    db = str(tmp_path / "r.duckdb")
+    with pt.Session(db) as s:
+        s.register("persons", persons)
+        s.add_record_keys("persons", id_column="pid", seed="x")
+    head = '[ptable]\nmaximum_entropy = { D = 5, V = 3, js = 2 }\n'
+    good = '[[tables]]\nname = "ok"\nsource = "persons"\ndims = ["sex"]\n'
+    cases = {
+        '[[tables]]\nname = "../escaped"\nsource = "persons"\ndims = ["sex"]\n': "plain name",
+        '[[tables]]\nname = "x"\nsource = "persons"\ndims = "sex"\n': "must be a list",
+        good + good: "more than once",
+        # the first table is fine, the second fails: neither is written
+        good + '[[tables]]\nname = "bad"\nsource = "persons"\ndims = ["nope"]\n': "nope",
+        '[ptable]\nmaximum_entropy = { D = 5, V = 3, jss = 2 }\n' + good: "unknown keys",
+        '[hierarchies.sex]\nparent_child = "missing.csv"\n' + good: "cannot read the hierarchy file",
+    }
+    for k, (body, message) in enumerate(cases.items()):
+        text = body if body.startswith("[ptable]") else head + body
+        req = tmp_path / f"req{k}.toml"
+        req.write_text(text, encoding="utf-8")
+        out = tmp_path / f"out{k}"
+        assert cli.main(["protect", str(req), "--db", db, "--out", str(out)]) == 2, body
+        assert message in capsys.readouterr().err, body
+        assert not out.exists() or not any(out.iterdir()), body
+    assert not (tmp_path / "escaped.csv").exists()
+
+
+def test_cli_errors_speak_in_flags(tmp_path, capsys, persons, monkeypatch):
+    db = str(tmp_path / "k.duckdb")
+    with pt.Session(db) as s:
+        s.register("persons", persons)
+    monkeypatch.setenv("PROTAB_SEED", "s")
+    assert cli.main(["keys", "persons", "--id", "pid", "--seed-env", "PROTAB_SEED", "--db", db]) == 0
+    assert cli.main(["keys", "persons", "--id", "pid", "--seed-env", "PROTAB_SEED", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "--replace" in err and "replace=True" not in err
+
+
+def test_the_readme_python_example_runs_after_the_demo(tmp_path, monkeypatch):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["demo", "--persons", "3000"]) == 0
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README
+    out, X, published = scope["out"], scope["X"], scope["published"]
+    assert "n" not in out.columns and out.height == published.height
+    assert np.array_equal(X.T @ scope["inner"]["n"].to_numpy(), published["n"].to_numpy())

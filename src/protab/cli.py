@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -33,10 +34,9 @@ def _say(msg: str) -> None:
 
 # -- protect: one table ---------------------------------------------------------------------
 def _protect_one(
-    s: Session, name: str, source: str, spec: TableSpec, ptable: PTable, out: Path,
-    formats: Sequence[str], threshold: int | None = None,
-) -> dict[str, Any]:
-    """Protect one table, write it, and return its summary row (original counts stay inside)."""
+    s: Session, name: str, source: str, spec: TableSpec, ptable: PTable, threshold: int | None = None,
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Protect one table: the publishable frame (original counts dropped) and its summary row."""
     frame = s.cell_key(source, spec, ptable, original=True, threshold=threshold)
     n = frame["n"].to_numpy()
     n_pert = frame["n_pert"].fill_null(0).to_numpy()
@@ -46,10 +46,14 @@ def _protect_one(
         "changed": share_changed(n, n_pert),
         "hellinger_utility": hellinger_utility(n, n_pert) if n.sum() > 0 else float("nan"),
     }
-    published = frame.drop([c for c in ("n", "w") if c in frame.columns])
-    for fmt in formats:
-        write_frame(published, out / f"{name}.{fmt}")
-    return row
+    return frame.drop([c for c in ("n", "w") if c in frame.columns]), row
+
+
+def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
+    """Write every table only after all were protected: nothing is written when one fails."""
+    for name, frame in frames.items():
+        for fmt in formats:
+            write_frame(frame, out / f"{name}.{fmt}")
 
 
 def _summary(rows: list[dict[str, Any]]) -> str:
@@ -96,10 +100,12 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
                 {"municipality": h_mun, "agegroup": None, "sex": None},
                 formula="municipality*agegroup + municipality*sex"),
         }
-        rows = []
+        rows, frames = [], {}
         for name, spec in tables.items():
             _say(f"  protecting {name} …")
-            rows.append(_protect_one(s, name, "persons", spec, ptable, out_dir, formats))
+            frames[name], row = _protect_one(s, name, "persons", spec, ptable)
+            rows.append(row)
+    _write_all(frames, out_dir, formats)
     _say(f"done in {time.perf_counter() - t0:.1f} s")
     print(f"protab demo: {persons:,} persons, {len(rows)} tables protected by the cell key method")
     print(_summary(rows))
@@ -114,7 +120,15 @@ def _load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
     if "file" in cfg:
         return PTable.read(base / cfg["file"], format=cfg.get("format", "auto"))
     if "maximum_entropy" in cfg:
-        return PTable.maximum_entropy(**cfg["maximum_entropy"])
+        params = cfg["maximum_entropy"]
+        allowed = {"D", "V", "js", "pstay", "mono", "optim"}
+        unknown = sorted(set(params) - allowed) if isinstance(params, dict) else ["(not a table)"]
+        if unknown:
+            raise SpecError(
+                f"request: [ptable] maximum_entropy has unknown keys {unknown}; use "
+                f"{sorted(allowed)}"
+            )
+        return PTable.maximum_entropy(**params)
     raise SpecError("request: [ptable] needs file = '…' or maximum_entropy = { D = …, V = … }")
 
 
@@ -127,12 +141,40 @@ def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, b
     if "hrc" in cfg:
         return Hierarchy.read_hrc(base / cfg["hrc"], root=root)
     if "parent_child" in cfg:
-        return Hierarchy.from_parent_child(pl.read_csv(base / cfg["parent_child"], infer_schema=False), root=cfg.get("root"))
+        return Hierarchy.from_parent_child(_read_csv(base / cfg["parent_child"], column, infer_schema=False),
+                                           root=cfg.get("root"))
     if "ssb_frame" in cfg:
-        return Hierarchy.from_frame(pl.read_csv(base / cfg["ssb_frame"], schema_overrides={"mapsFrom": pl.String, "mapsTo": pl.String}))
+        return Hierarchy.from_frame(_read_csv(base / cfg["ssb_frame"], column,
+                                              schema_overrides={"mapsFrom": pl.String, "mapsTo": pl.String}))
     raise SpecError(
         f"request: hierarchy {column!r} needs one of columns, code_lengths, hrc, parent_child, ssb_frame"
     )
+
+
+def _read_csv(path: Path, column: str, **kwargs: Any) -> pl.DataFrame:
+    try:
+        return pl.read_csv(path, **kwargs)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise SpecError(f"request: cannot read the hierarchy file of {column!r} ({path}): {exc}") from None
+
+
+_BAD_NAME = re.compile(r"[/\\\x00]|^\.|^$")
+
+
+def _check_entry(t: Any) -> None:
+    """A [[tables]] entry: the keys it needs, list-valued dims, a plain file name."""
+    if not isinstance(t, dict):
+        raise SpecError("request: every [[tables]] entry must be a table of keys (name, source, dims)")
+    for key in ("name", "source", "dims"):
+        if key not in t:
+            raise SpecError(f"request: every [[tables]] entry needs {key!r} (entry {t})")
+    if not isinstance(t["name"], str) or _BAD_NAME.search(t["name"]):
+        raise SpecError(
+            f"request: table name {t['name']!r} is used as the output file name; use a plain name "
+            "without path separators and not starting with a dot"
+        )
+    if not isinstance(t["dims"], list) or not all(isinstance(d, str) for d in t["dims"]):
+        raise SpecError(f"request: dims of table {t['name']!r} must be a list of column names, e.g. [\"sex\"]")
 
 
 def _require_database(db: str, hint: str = "") -> None:
@@ -162,12 +204,15 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
         raise SpecError(f"request {request!r} lists no [[tables]]")
     _require_database(db, "paths in a request file are relative to the file; ")
     ptable = _load_ptable(cfg.get("ptable", {}), base)
-    rows = []
+    for t in tables:
+        _check_entry(t)
+    names = [t["name"] for t in tables]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SpecError(f"request: the table names {dup} appear more than once (they name the output files)")
+    rows, frames = [], {}
     with Session(db) as s:
         for t in tables:
-            for key in ("name", "source", "dims"):
-                if key not in t:
-                    raise SpecError(f"request: every [[tables]] entry needs {key!r} (entry {t})")
             dims: dict[str, Any] = {}
             for d in t["dims"]:
                 h = cfg.get("hierarchies", {}).get(d)
@@ -177,8 +222,10 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
                 drop_empty=bool(t.get("drop_empty", False)), null_code=t.get("null_code"),
             )
             _say(f"  protecting {t['name']} …")
-            rows.append(_protect_one(s, t["name"], t["source"], spec, ptable, out_dir, formats,
-                                     threshold=t.get("threshold")))
+            frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
+                                                  threshold=t.get("threshold"))
+            rows.append(row)
+    _write_all(frames, out_dir, formats)
     print(_summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
@@ -197,6 +244,19 @@ def _seed(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise ProtabError(f"cannot read the seed file: {exc.strerror}") from None
     raise ProtabError("give the secret seed with --seed-env VAR or --seed-file PATH")
+
+
+def _ons_modulus(fmt: str, bits: int) -> dict[str, int]:
+    """The ONS layout lists every integer cell key, so it needs the key modulus 2^bits."""
+    if fmt != "ons":
+        return {}
+    if not 1 <= bits <= 20:
+        raise ProtabError("--bits for the ons layout must be from 1 to 20 (ONS uses 8: keys 0-255)")
+    return {"modulus": 2**bits}
+
+
+# the Python API's wording of an option, and the command line's
+_CLI_WORDS = (("pass replace=True", "pass --replace"), ("name= to choose", "--name to choose"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -237,11 +297,13 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--pstay", type=float)
     g.add_argument("--out", required=True)
     g.add_argument("--format", default="ptable", choices=["ptable", "tauargus", "ons"])
+    g.add_argument("--bits", type=int, default=8, help="ons layout only: cell keys below 2^bits (default 8)")
     c = ps.add_parser("convert", help="convert a p-table file between layouts")
     c.add_argument("source")
     c.add_argument("target")
     c.add_argument("--to", default="tauargus", choices=["ptable", "tauargus", "ons"])
     c.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"])
+    c.add_argument("--bits", type=int, default=8, help="--to ons only: cell keys below 2^bits (default 8)")
     i = ps.add_parser("install", help="install a p-table for the SQL macro ckm()")
     i.add_argument("source")
     i.add_argument("--db", default=DEFAULT_DATABASE)
@@ -284,10 +346,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.cmd == "ptable":
             if args.pcmd == "generate":
                 p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay)
-                p.write(args.out, format=args.format)
+                p.write(args.out, format=args.format, **_ons_modulus(args.format, args.bits))
                 print(f"wrote {args.out}")
             elif args.pcmd == "convert":
-                PTable.read(args.source, format=args.from_).write(args.target, format=args.to)
+                PTable.read(args.source, format=args.from_).write(
+                    args.target, format=args.to, **_ons_modulus(args.to, args.bits))
                 print(f"wrote {args.target}")
             else:
                 p = PTable.read(args.source)
@@ -309,7 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             run_request(args.request, args.out)
     except ProtabError as exc:
-        print(f"protab: error: {exc}", file=sys.stderr)
+        msg = str(exc)
+        for api, flag in _CLI_WORDS:
+            msg = msg.replace(api, flag)
+        print(f"protab: error: {msg}", file=sys.stderr)
         return 2
     return 0
 
