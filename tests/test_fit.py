@@ -504,6 +504,8 @@ def test_integerise_needs_a_seed_and_a_known_method() -> None:
         fit.integerise([0.5], "banker", seed=1)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="NaN"):
         fit.integerise([0.5, np.nan], seed=1)
+    with pytest.raises(InputError, match="1 negative values at inner cells 0"):
+        fit.integerise([-1.5, 2.0], seed=1)
 
 
 # ------------------------------------------------------------------------------------------

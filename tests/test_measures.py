@@ -155,6 +155,8 @@ def test_hellinger_by_hand():
     assert m.hellinger_utility([0, 1], [0, 6]) == pytest.approx(1 - (math.sqrt(6) - 1) / math.sqrt(2))
     with pytest.raises(InputError, match="aligned"):
         m.hellinger_distance([1, 2], [1])
+    with pytest.raises(InputError, match="original must be numbers"):
+        m.hellinger_utility(["a"], [1])
 
 
 def test_absolute_differences_by_hand():

@@ -480,6 +480,17 @@ def test_weighted_avg_cell_is_the_sessions_w_pert_and_avg_uses_the_mean_weight(s
         avg["w_pert"].to_numpy(),
         rtol=1e-12,
     )
+    # a ragged hierarchy (a1, a2 under G; a3, a4 straight under the total): records lie in
+    # different numbers of cells, so Σw/Σn over the cells is not the overall mean weight;
+    # the grand total cell gives it
+    ragged = pt.Hierarchy.from_parent_child(
+        [("Total", "G"), ("G", "a1"), ("G", "a2"), ("Total", "a3"), ("Total", "a4")])
+    uneven = pt.TableSpec({"a": ragged, "b": None}, weight="wt")
+    out3 = session.cell_key("m", uneven, noise.drop_add_q(), original=True)
+    assert out3["w"].sum() / out3["n"].sum() != pytest.approx(wbar, rel=1e-6)
+    f3 = noise.weighted(out3, "avg").filter(pl.col("n_pert") > 0)
+    v3 = (f3["n_pert"] - f3["n"]).to_numpy()
+    np.testing.assert_allclose(f3["w_pert"].to_numpy(), np.maximum(f3["w"].to_numpy() + v3 * wbar, 0), rtol=1e-9)
 
 
 @FAST
@@ -517,7 +528,7 @@ def test_weighted_counts_keeps_blanked_cells_and_refuses_bad_input():
         noise.weighted_counts([1], [-1.0], [1])
     with pytest.raises(InputError, match="mean_weight"):
         noise.weighted_counts([1], [1.0], [1], mean_weight=0)
-    with pytest.raises(InputError, match="lacks column"):
+    with pytest.raises(InputError, match="missing column"):
         noise.weighted(pl.DataFrame({"n": [1], "n_pert": [1]}), "avg")
 
 

@@ -63,6 +63,8 @@ def test_expected_frequencies_from_the_totals_are_the_loglinear_fit():
     # the inner cells were not published: no additive value for them, but an expected one
     cells = res.published.filter((pl.col("r_level") == 1) & (pl.col("c_level") == 1))
     assert cells["additive"].null_count() == 9 and cells["expected"].null_count() == 0
+    with pytest.raises(pt.InputError, match="weights has 2 values; give one per published cell"):
+        postprocess.expected_frequencies(margins, SPEC, value="n", weights=[1.0, 2.0])
 
 
 def test_additive_input_is_kept_and_ckm_output_made_additive(session, persons, h_muni):
@@ -109,3 +111,5 @@ def test_laplace_margins_methods_b_and_c():
     np.testing.assert_allclose(tiny.y_expected, np.array(LOGLINEAR).ravel(), atol=2e-3)
     with pytest.raises(pt.InputError, match="epsilon"):
         postprocess.laplace_margins(Xm, zm, perturb, epsilon=0, k=1, seed=1)
+    with pytest.raises(pt.InputError, match="integer seed"):
+        postprocess.laplace_margins(Xm, zm, perturb, epsilon=1.0, k=1, seed=None)

@@ -283,3 +283,15 @@ def test_cli_report_bad_requests(scr, tmp_path, capsys):
         bad = tmp_path / "bad.toml"
         bad.write_text('[original]\nfile = "original.csv"\n', encoding="utf-8")
         report.run_request(bad)
+
+
+def test_ru_map_falls_back_to_the_entropy_risk_without_small_cells(tmp_path):
+    """No original cell in 1…small: the default risk axis would be empty, so it is rm."""
+    spec = pt.TableSpec({"a": None, "b": None})
+    inner = pl.DataFrame({"a": ["x", "x", "y", "y"], "b": ["p", "q", "p", "q"], "n": [40, 55, 61, 70]})
+    _, _, pub = pt.model_matrix(inner, spec)
+    noisy = pub.with_columns((pl.col("n") + pl.Series([1, -1, 0, 2, 0, 1, -2, 0, 1])).alias("n_pert"))
+    res = report.compare(pub, {"noise": noisy.drop("n")}, dims=["a", "b"], out_dir=tmp_path)
+    assert res["small_unchanged"].null_count() == res.height and res["rm"].null_count() == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Risk (rm) across" in page

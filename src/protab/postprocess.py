@@ -20,7 +20,6 @@ and their order are those of protab's published tables.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +67,9 @@ def _inner_grid(published: pl.DataFrame, spec: TableSpec) -> pl.DataFrame:
         else:
             codes = published[d.column].cast(pl.String).unique().sort().to_list()
             leaves.append([c for c in codes if c is not None and c != d.root])
-    rows = list(itertools.product(*leaves))
-    frame = pl.DataFrame(rows, schema=spec.columns, orient="row")
+    frame = pl.DataFrame({spec.columns[0]: pl.Series(leaves[0], dtype=pl.String)})
+    for col, codes in zip(spec.columns[1:], leaves[1:]):  # a cross join per dimension
+        frame = frame.join(pl.DataFrame({col: pl.Series(codes, dtype=pl.String)}), how="cross")
     return frame.with_columns(pl.lit(0, dtype=pl.Int64).alias("n"))
 
 
@@ -121,7 +121,15 @@ def expected_frequencies(
         raise InputError(f"the protected table has no values in {value!r}")
     Xk = X[:, known]
     z = cells["_value"].to_numpy()[known]
-    w = None if weights is None else np.asarray(weights, dtype=float)[known]
+    w = None
+    if weights is not None:
+        w = np.asarray(weights, dtype=float).ravel()
+        if w.shape != (cells.height,):
+            raise InputError(
+                f"expected_frequencies: weights has {w.size} values; give one per published cell "
+                f"({cells.height}, in the order of result.published)"
+            )
+        w = w[known]
     ls = fit.lsfit_nonneg(Xk, z, weights=w)
     res = fit.ipf(Xk, ls.z, tol=tol, max_iter=max_iter)
     additive = np.full(cells.height, np.nan)
@@ -233,6 +241,8 @@ def laplace_margins(
         raise InputError("laplace_margins: k (the number of perturbed margins) must be a positive integer")
     if method not in ("B", "C"):
         raise InputError("laplace_margins: method must be 'B' or 'C'")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise InputError("laplace_margins: give an integer seed (the noise must be reproducible)")
     z = np.asarray(z, dtype=float)
     flag = np.asarray(perturb, dtype=bool)
     if flag.shape != z.shape:

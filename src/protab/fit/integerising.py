@@ -41,6 +41,12 @@ def integerise(
         raise InputError(
             f"y has {bad.size} NaN/inf values at inner cells {show_values(bad.tolist())}"
         )
+    neg = np.flatnonzero(a < 0)
+    if neg.size:
+        raise InputError(
+            f"y has {neg.size} negative values at inner cells {show_values(neg.tolist())}; "
+            "integerise rounds non-negative fitted frequencies (fit them with nnls or lsfit_nonneg)"
+        )
     rng = np.random.default_rng(seed)
     fl = np.floor(a)
     r = a - fl

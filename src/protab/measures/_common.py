@@ -15,7 +15,10 @@ from protab.errors import InputError
 def _vec(x: ArrayLike, name: str) -> np.ndarray:
     if isinstance(x, pl.DataFrame):
         raise InputError(f"{name}: give one column (a Series or array), not a whole frame")
-    a = np.asarray(x.to_numpy() if isinstance(x, pl.Series) else x, dtype=float).ravel()
+    try:
+        a = np.asarray(x.to_numpy() if isinstance(x, pl.Series) else x, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be numbers (counts or values per cell)") from None
     if np.isnan(a).any():
         raise InputError(
             f"{name} must not contain NaN or null (missing) cells; {int(np.isnan(a).sum())} do"

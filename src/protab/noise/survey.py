@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
+from protab._frames import as_polars, require_columns
 from protab.errors import InputError, show_values
 
 __all__ = ["AdditiveTable", "restore_additivity", "weighted", "weighted_counts"]
@@ -66,8 +67,9 @@ def weighted_counts(
     sample counts ``n_pert`` (Shlomo, Krenzke & Li 2019): with v = n_pert − n,
 
     - ``"avg"``: w + v·w̄ with w̄ = ``mean_weight`` or Σw/Σn over the cells given — the overall
-      mean weight for any complete published table (every record lies in the same number of
-      its cells), and for the inner cells;
+      mean weight when every record lies in the same number of the cells (the inner cells, or
+      a full crossing with all its margins; not a formula with uneven crossings, where
+      :func:`weighted` takes w̄ from the grand total cell);
     - ``"avg_cell"``: w + v·w/n = n_pert·w/n; an empty cell moved by the noise (n = 0,
       n_pert > 0) takes w̄, having no mean weight of its own (the Session publishes 0 there).
 
@@ -120,24 +122,19 @@ def weighted(
     """``frame`` (e.g. ``Session.cell_key(..., original=True)``: n, w, n_pert) with the column
     ``name`` (``w_pert`` by default, replacing the Session's "Avg cell" values) holding the
     perturbed weighted counts by ``method`` ("avg" or "avg_cell"), as :func:`weighted_counts`.
-    w̄ defaults to Σw/Σn over the frame's rows: the overall mean weight when the frame is a
-    whole published table; pass ``mean_weight`` for a filtered part."""
-    if isinstance(frame, pl.LazyFrame):
-        frame = frame.collect()
-    if not isinstance(frame, pl.DataFrame):
-        try:
-            frame = pl.DataFrame(frame)
-        except Exception as exc:
-            raise InputError(
-                f"weighted: cannot read a table from an object of type {type(frame).__name__}"
-            ) from exc
-    missing = [c for c in (n, w, n_pert) if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"weighted: the table lacks column(s) {show_values(missing)}; use "
-            "Session.cell_key(..., original=True) with a weight in the TableSpec, or name the "
-            "columns with n=, w=, n_pert="
-        )
+    w̄ defaults to the mean weight w/n of the grand total cell (the row whose ``*_level``
+    columns are all 0), else Σw/Σn over the frame's rows; pass ``mean_weight`` for a filtered
+    part without its grand total."""
+    frame = as_polars(frame, "weighted")
+    require_columns(
+        frame, (n, w, n_pert), "weighted", hint="; use Session.cell_key(..., original=True) with a "
+        "weight in the TableSpec, or name the columns with n=, w=, n_pert=",
+    )
+    levels = [c for c in frame.columns if c.endswith("_level")]
+    if mean_weight is None and levels:
+        top = frame.filter(pl.all_horizontal([pl.col(c) == 0 for c in levels]))
+        if top.height == 1 and top[n][0] > 0:
+            mean_weight = float(top[w][0]) / float(top[n][0])
     npert = frame[n_pert].cast(pl.Float64).fill_null(float("nan")).to_numpy()
     values = weighted_counts(
         frame[n].cast(pl.Float64).to_numpy(),

@@ -193,6 +193,7 @@ def compare(
     bad_pt = [k for k in (ptables or {}) if k not in protected]
     if bad_pt:
         raise InputError(f"ptables given for unknown methods {show_values(bad_pt)}")
+    default_risk = risk is None
     if risk is None:
         risk = "f_beta" if sensitive and quasi else "small_unchanged"
     for axis, name in (("risk", risk), ("utility", utility)):
@@ -244,6 +245,8 @@ def compare(
          for row in rows],
         schema=_SCHEMA,
     )
+    if default_risk and risk == "small_unchanged" and result["small_unchanged"].null_count() == result.height:
+        risk = "rm"  # no small cells to speak of: the conditional-entropy risk of the inner cells
     if out_dir is not None:
         _write_report(Path(out_dir), result, pairs, ptables or {}, opts, risk, utility, title,
                       orig.height)
