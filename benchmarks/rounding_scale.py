@@ -10,8 +10,15 @@ municipality hierarchy). Municipality sizes are log-normal, inner counts Poisson
 size × age share / 2 (fixed seed): about 56 % zeros and 29 % counts of 1 or 2, as in small
 areas of a census. Base 3 for both methods.
 
-The R package SmallCountRounding and tau-ARGUS cannot run here (no CRAN, no tau-ARGUS), so
-the ratios are against baselines measured in the same process on the same data:
+Where ``Rscript`` with the R package SmallCountRounding is installed (``--r``; install it
+from its sources, statisticsnorway/ssb-smallcountrounding with SSBtools), SCR also runs in R
+on the same data — ``PLSrounding(data, "n", roundBase = 3, dimVar = c("region",
+"municipality", "age", "sex"))``, the hierarchy found from the region column — and the
+benchmark prints R's time (PLSrounding alone, by ``system.time``) against protab's whole
+``rounding.small_count`` call (model matrix included), with cells changed and Hellinger
+utility of both, and checks R's result too has no published cell in 1..2. tau-ARGUS cannot
+run here; the other ratios are against baselines measured in the same process on the same
+data:
 
 * SCR: the time of building X with ``protab.model_matrix`` (the SQL roll-up, inner × published)
   plus one product Xᵀy — what any method on this table pays before it starts. ``ratio`` is
@@ -27,6 +34,10 @@ the ratios are against baselines measured in the same process on the same data:
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -62,7 +73,58 @@ def census(size: int, seed: int = 1, n_age: int = 20) -> tuple[pl.DataFrame, pt.
     return frame.filter(pl.col("n") > 0), spec  # Extend0 brings the zeros back
 
 
-def run(size: int, time_limit: float, whole_max: int, methods: list[str]) -> None:
+R_SCRIPT = r"""
+suppressMessages(library(SmallCountRounding))
+args <- commandArgs(trailingOnly = TRUE)
+d <- read.csv(args[1], colClasses = c(rep("character", 4), "integer"))
+t <- system.time(a <- PLSrounding(d, "n", roundBase = 3,
+                                  dimVar = c("region", "municipality", "age", "sex")))
+write.csv(a$inner[, c("municipality", "age", "sex", "rounded")], args[2], row.names = FALSE)
+cat(t[["elapsed"]], "\n")
+"""
+
+
+def r_available() -> bool:
+    if shutil.which("Rscript") is None:
+        return False
+    ok = subprocess.run(["Rscript", "-e", "library(SmallCountRounding)"], capture_output=True)
+    return ok.returncode == 0
+
+
+def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> None:
+    """protab's small_count against R's PLSrounding on the same inner cells."""
+    h = spec.dimensions[0].hierarchy
+    region = {m: h.parent_of(m) for m in frame["municipality"].unique().to_list()}
+    data = frame.with_columns(pl.col("municipality").replace_strict(region).alias("region"))
+    t0 = time.perf_counter()
+    res = rnd.small_count(frame, spec, 3)
+    t_py = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst, script = (os.path.join(tmp, f) for f in ("in.csv", "out.csv", "scr.R"))
+        data.select("region", "municipality", "age", "sex", "n").write_csv(src)
+        with open(script, "w", encoding="utf-8") as fh:
+            fh.write(R_SCRIPT)
+        run_r = subprocess.run(["Rscript", script, src, dst], capture_output=True, text=True)
+        if run_r.returncode != 0:
+            print(f"  R PLSrounding failed: {run_r.stderr.strip()[-300:]}")
+            return
+        t_r = float(run_r.stdout.split()[-1])
+        rounded = pl.read_csv(dst, schema_overrides={"age": pl.String, "sex": pl.String})
+    keys = ["municipality", "age", "sex"]
+    inner = res.inner.join(rounded.rename({"rounded": "r_rounded"}), on=keys, how="left",
+                           maintain_order="left").with_columns(pl.col("r_rounded").fill_null(pl.col("n")))
+    yr = inner["r_rounded"].to_numpy()
+    z = xty(res.X, inner["n"].to_numpy())
+    zr = xty(res.X, yr)
+    r_small = int(((zr > 0) & (zr < 3)).sum())
+    r_changed = int((yr != inner["n"].to_numpy()).sum())
+    print(f"  SCR vs R    protab {t_py:.2f} s, R PLSrounding {t_r:.2f} s: ratio R/protab {t_r / t_py:6.1f}  "
+          f"changed {int(res.changed.sum()):,} vs {r_changed:,}  HU published "
+          f"{res.hellinger_utility:.5f} vs {pt.measures.hellinger_utility(z, zr):.5f}  "
+          f"R's published cells in 1..2: {r_small}")
+
+
+def run(size: int, time_limit: float, whole_max: int, methods: list[str], with_r: bool = False) -> None:
     frame, spec = census(size)
     # baseline: X and one product
     t0 = time.perf_counter()
@@ -77,6 +139,8 @@ def run(size: int, time_limit: float, whole_max: int, methods: list[str]) -> Non
 
     if "scr" in methods:
         scr(X, y, z, t_base)
+        if with_r:
+            scr_vs_r(frame, spec)
     if "controlled" in methods:
         crp(frame, spec, time_limit, whole_max)
 
@@ -125,11 +189,15 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--whole-max", type=int, default=20_000)
     ap.add_argument("--methods", nargs="+", choices=["scr", "controlled"], default=["scr", "controlled"])
+    ap.add_argument("--r", action="store_true", help="also run R's SmallCountRounding (needs Rscript)")
     args = ap.parse_args()
+    with_r = args.r and "scr" in args.methods
+    if with_r and not r_available():
+        raise SystemExit("--r: Rscript with the R package SmallCountRounding is not installed")
     run(1000, args.time_limit, args.whole_max, args.methods)  # warm-up (imports, DuckDB, HiGHS)
     print("\n--- timed runs ---")
     for s in args.sizes:
-        run(int(s), args.time_limit, args.whole_max, args.methods)
+        run(int(s), args.time_limit, args.whole_max, args.methods, with_r)
 
 
 if __name__ == "__main__":
