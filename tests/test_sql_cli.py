@@ -81,16 +81,24 @@ def test_record_key_macro_matches_the_documented_hash():
     assert b == int(hashlib.sha256(b"s\x1fabc").hexdigest()[:8], 16) % 256
 
 
+CKM_BY_SEX = "SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1"
+
+
+def _keyed_demo_database(db, persons: int):
+    """A database file with the demo population, record keys and an installed p-table;
+    returns the protected counts by sex that the Session's macros give."""
+    with pt.Session(db) as s:
+        s.con.execute(sql_text("demo_population.sql"))
+        s.con.execute("CREATE TABLE persons AS SELECT * FROM protab_demo_population(?)", [persons])
+        s.add_record_keys("persons", id_column="pid", seed="file-seed")
+        s.install_ptable(pt.PTable.maximum_entropy(D=5, V=3, js=2), table="persons")
+        return s.sql(CKM_BY_SEX)
+
+
 def test_the_cli_opens_a_database_file_written_by_the_session(tmp_path):
     """The duckdb CLI from PyPI may be older than the Python package: the file must open."""
     db = tmp_path / "census.duckdb"
-    with pt.Session(db) as s:
-        s.con.execute(sql_text("demo_population.sql"))
-        s.con.execute("CREATE TABLE persons AS SELECT * FROM protab_demo_population(2000)")
-        s.add_record_keys("persons", id_column="pid", seed="file-seed")
-        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
-        s.install_ptable(p, table="persons")
-        want = s.sql("SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1").rows()
+    want = _keyed_demo_database(db, 2000).rows()
     res = subprocess.run(
         [DUCKDB, str(db), "-csv", "-noheader", "-c", f".read {SQL_DIR / 'protab.sql'}",
          "-c", "SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL ORDER BY 1"],
@@ -103,15 +111,9 @@ def test_the_cli_opens_a_database_file_written_by_the_session(tmp_path):
 def test_a_read_only_session_uses_the_installed_ptable(tmp_path):
     """Analysts open the published database read-only: ckm must see the stored p-table."""
     db = tmp_path / "ro.duckdb"
-    with pt.Session(db) as s:
-        s.con.execute(sql_text("demo_population.sql"))
-        s.con.execute("CREATE TABLE persons AS SELECT * FROM protab_demo_population(500)")
-        s.add_record_keys("persons", id_column="pid", seed="ro-seed")
-        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
-        s.install_ptable(p, table="persons")
-        want = s.sql("SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1")
+    want = _keyed_demo_database(db, 500)
     with pt.Session(db, read_only=True) as s:
-        got = s.sql("SELECT sex, ckm(count(*), sum(rkey)) AS n FROM persons GROUP BY ALL ORDER BY 1")
+        got = s.sql(CKM_BY_SEX)
     assert got.rows() == want.rows()
     # a read-only database without one still refuses to give unprotected counts
     empty = tmp_path / "empty.duckdb"
