@@ -138,11 +138,17 @@ def _choose_up(
     n_up: int,
     tie: np.ndarray,
     lam: float,
-    conflict_max: int,
+    conflict_max: int | None,
     polish: int,
 ) -> np.ndarray:
     """Which of the candidates (rows of XR, published cells as columns) to raise by b."""
     n, m = XR.shape
+    if conflict_max is None:
+        # cells with up to √n candidates (at least 64) guard each other; only the few largest
+        # margins are left out, where one more rounding changes little. A fixed 64 left the
+        # region × age × sex cells of a 1e6-cell census unguarded (utility 0.898 against
+        # 0.909 with them guarded).
+        conflict_max = max(64, int(np.sqrt(n)))
     up = np.zeros(n, dtype=bool)
     if n_up <= 0:
         return up
@@ -256,7 +262,7 @@ def small_count_matrix(
     seed: int = 123,
     small_penalty: float = 1.0,
     easy_check: bool = True,
-    conflict_max: int = 64,
+    conflict_max: int | None = None,
     polish: int = 400,
     max_iter: int = 1000,
 ) -> tuple[np.ndarray, int]:
@@ -350,7 +356,7 @@ def small_count(
     freq: str = "n",
     small_penalty: float = 1.0,
     easy_check: bool = True,
-    conflict_max: int = 64,
+    conflict_max: int | None = None,
     polish: int = 400,
     max_iter: int = 1000,
 ) -> SmallCountResult:
@@ -369,8 +375,8 @@ def small_count(
     Tuning: ``small_penalty`` (criterion weight of a published cell left small, against the
     Hellinger terms), ``easy_check`` (also round small inner cells derivable from the
     rounded table), ``conflict_max`` (published cells with more candidates than this do not
-    block simultaneous choices), ``polish`` (most swap sweeps per pass). ``seed`` breaks ties
-    (R's default rndSeed is 123 too).
+    block simultaneous choices; default √(candidates), at least 64), ``polish`` (most swap
+    sweeps per pass). ``seed`` breaks ties (R's default rndSeed is 123 too).
     """
     b = check_base(base)
     prep = prepare(inner, spec, freq, "small_count")
