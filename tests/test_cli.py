@@ -101,7 +101,7 @@ def test_cli_errors_are_clear_and_write_nothing(tmp_path, capsys, monkeypatch):
     assert cli.main(["keys", "persons", "--id", "pid", "--seed-env", "NO_SUCH_VAR", "--db", db]) == 2
     assert "NO_SUCH_VAR is not set" in capsys.readouterr().err
     (tmp_path / "bad.toml").write_text(
-        '[ptable]\nmaximum_entropy = { D = 5, V = 3 }\n[[tables]]\nname = "x"\nsource = "nope"\ndims = ["a"]\n',
+        '[ptable]\nmaximum_entropy = { D = 5, V = 3, js = 2 }\n[[tables]]\nname = "x"\nsource = "nope"\ndims = ["a"]\n',
         encoding="utf-8")
     assert cli.main(["protect", str(tmp_path / "bad.toml"), "--db", db, "--out", str(tmp_path / "o")]) == 2
     assert "does not exist" in capsys.readouterr().err
