@@ -401,33 +401,36 @@ class TableRun:
         return self._count(f"SELECT 1 FROM {self._ids or self.inner}") == int(np.prod(self._leaf_counts))
 
     def _cells_source(self) -> tuple[str, str, list[Any]]:
-        """(WITH clause, relation, parameters) that give the published cells: the roll-up's
-        own query when it is complete (no temporary table), else the materialised cells."""
-        if self._cells is None and self._complete():
-            return self._rollup_ctes()
-        return "", self.cells, []
+        """(WITH clause, relation, parameters) that give the published cells in one query,
+        without a temporary table: the roll-up, joined to the grid of every published
+        combination of codes when the roll-up alone misses empty cells. The materialised
+        cells instead, once :attr:`cells` exists."""
+        if self._cells is not None:
+            return "", self._cells, []
+        ctes, last, params = self._rollup_ctes()
+        if self._complete():
+            return ctes, last, params
+        return f"{ctes}, _protab_all AS ({self._fill_empty(last, self.values)}) ", "_protab_all", params
+
+    def _fill_empty(self, agg: str, values: list[str]) -> str:
+        """Every published combination of codes (the grid of the code tables that some
+        crossing publishes) with the values of ``agg``, 0 where ``agg`` has no row."""
+        grid = ", ".join(f"(SELECT ord AS _o{k}, level AS _l{k} FROM {c})" for k, c in enumerate(self.codes))
+        zeros = ", ".join(f"coalesce(a.{v}, 0) AS {v}" for v in values)
+        using = ", ".join(f"_o{k}" for k in range(self.nd))
+        return (
+            f"SELECT f.*, {zeros} FROM (SELECT * FROM {grid} WHERE {published_filter(self.spec)}) f "
+            f"LEFT JOIN (SELECT {using}, {', '.join(values)} FROM {agg}) a USING ({using})"
+        )
 
     def _rollup(self, source: str | None = None, values: list[str] | None = None) -> str:
         """The published cells in a temporary table: the roll-up of :meth:`_rollup_ctes`,
-        plus the empty cells (every combination of codes is published) if any are missing."""
-        spec, nd = self.spec, self.nd
+        plus the empty cells (every combination of codes is published) unless drop_empty."""
         values = values or self.values
         ctes, last, params = self._rollup_ctes(source, values)
-        agg = self._create("agg", f"{ctes}SELECT * FROM {last}", params)
-        if spec.drop_empty:
-            return agg
-        # every combination of codes is published: add the empty cells, if any are missing
-        grid = ", ".join(f"(SELECT ord AS _o{k}, level AS _l{k} FROM {c})" for k, c in enumerate(self.codes))
-        frame = f"SELECT * FROM {grid} WHERE {published_filter(spec)}"
-        if self._count(f"SELECT * FROM {agg}") == self._count(frame):
-            return agg
-        zeros = ", ".join(f"coalesce(a.{v}, 0) AS {v}" for v in values)
-        using = ", ".join(f"_o{k}" for k in range(nd))
-        return self._create(
-            "cells",
-            f"SELECT f.*, {zeros} FROM ({frame}) f "
-            f"LEFT JOIN (SELECT {using}, {', '.join(values)} FROM {agg}) a USING ({using})",
-        )
+        if self.spec.drop_empty:
+            return self._create("agg", f"{ctes}SELECT * FROM {last}", params)
+        return self._create("cells", f"{ctes}{self._fill_empty(last, values)}", params)
 
     # -- results ----------------------------------------------------------------------------
     def _decode(self) -> tuple[list[str], str, str]:
