@@ -7,10 +7,9 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from refdata import HANDBOOK, HANDBOOK_RECORDS
 
 import protab as pt
-
-from refdata import HANDBOOK, HANDBOOK_RECORDS
 
 
 @pytest.fixture

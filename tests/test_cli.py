@@ -176,7 +176,7 @@ def test_the_readme_python_example_runs_after_the_demo(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["demo", "--persons", "3000"]) == 0
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README
+    exec(compile(code, "README.md", "exec"), scope)
     out, X, published = scope["out"], scope["X"], scope["published"]
     assert "n" not in out.columns and out.height == published.height
     assert np.array_equal(X.T @ scope["inner"]["n"].to_numpy(), published["n"].to_numpy())

@@ -73,7 +73,7 @@ def test_disclosure_probabilities_of_the_scr_example(know_yourself):
                                      know_yourself=know_yourself)
     assert out.columns == ["age", "sex", "n_total", "probability", "guessed"]
     assert out.height == 6
-    for age, sex, n, p, guess in out.iter_rows():
+    for age, sex, _n, p, _guess in out.iter_rows():
         assert p == pytest.approx(SCR_PROBS[(age, sex)][know_yourself], abs=1e-4)
     # by hand: old male A 4, B 1, C 2 → A; all other combinations are won by C
     guesses = {(a, s): g for a, s, _, _, g in out.iter_rows()}

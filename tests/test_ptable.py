@@ -485,7 +485,7 @@ def ptables(draw) -> PTable:
 def test_keyspace_covers_every_key_once_per_row(p, M):
     ks = p.keyspace(M).sort("i", "klo")
     assert ks.schema == pl.Schema({"i": pl.Int64, "v": pl.Int64, "klo": pl.Int64, "khi": pl.Int64})
-    for i, g in ks.group_by("i", maintain_order=True):
+    for _i, g in ks.group_by("i", maintain_order=True):
         lo, hi = g["klo"].to_list(), g["khi"].to_list()
         assert lo[0] == 0 and hi[-1] == M - 1
         assert all(h + 1 == nxt for h, nxt in zip(hi[:-1], lo[1:]))

@@ -16,7 +16,9 @@ import protab as pt
 from protab import rounding as rnd
 
 DATA = Path(__file__).parent / "data"
-from refdata import ROUNDING_HANDBOOK as HANDBOOK, handbook_inner  # noqa: E402
+from refdata import ROUNDING_HANDBOOK as HANDBOOK  # noqa: E402
+from refdata import handbook_inner  # noqa: E402
+
 ALPHA = 1e-6  # binomial tests: a false alarm once in a million runs
 
 

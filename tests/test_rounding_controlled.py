@@ -16,7 +16,8 @@ import protab as pt
 from protab import rounding as rnd
 
 DATA = Path(__file__).parent / "data"
-from refdata import ROUNDING_HANDBOOK as HANDBOOK, handbook_inner  # noqa: E402
+from refdata import ROUNDING_HANDBOOK as HANDBOOK  # noqa: E402
+from refdata import handbook_inner  # noqa: E402
 
 
 def check_controlled(res: rnd.ControlledResult, spec: pt.TableSpec, base: int, steps: int) -> None:

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from refdata import HANDBOOK
 
 import protab as pt
 from protab.session import sql_text
-from refdata import HANDBOOK
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
 DUCKDB = shutil.which("duckdb")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import polars as pl
 
@@ -24,7 +25,7 @@ def as_polars(obj: Any, what: str, error: type[ProtabError] = InputError) -> pl.
         out = pl.from_arrow(obj) if type(obj).__module__.startswith("pyarrow") else pl.DataFrame(obj)
         if isinstance(out, pl.DataFrame):
             return out
-    except Exception as exc:  # noqa: BLE001 - any conversion failure is an input mistake
+    except Exception as exc:
         raise error(
             f"{what}: cannot read a table from an object of type {type(obj).__name__}; pass a "
             "polars, pandas or pyarrow table"

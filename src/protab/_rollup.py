@@ -18,7 +18,8 @@ Identifiers are internal (``_d0``, ``_o0``, …) or quoted; every value is a bou
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np

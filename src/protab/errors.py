@@ -7,7 +7,7 @@ do. Secrets (seeds, record keys, p-table parameters) never appear in a message.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class ProtabError(Exception):

@@ -14,10 +14,11 @@ import os
 import re
 import sys
 import uuid
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np

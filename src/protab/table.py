@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from protab.errors import SpecError, show_values
 from protab.hierarchy import Hierarchy
