@@ -200,6 +200,26 @@ def test_dp_warns_for_a_very_large_epsilon_and_lost_tails():
 # ============================================================================ PRAM
 
 
+@pytest.mark.parametrize("scale", [0.4, 1.0, 3.0, 1 / 0.7])
+def test_sample_discrete_laplace_has_the_discrete_laplace_law(scale):
+    x, b = noise.sample_discrete_laplace(scale, 200_000, np.random.default_rng(2))
+    assert x.dtype == np.int64 and b >= Fraction(scale) and float(b) - scale < 2**-20
+    a = math.exp(-1 / float(b))
+    z = np.arange(-8, 9)
+    p = (1 - a) / (1 + a) * a ** np.abs(z)
+    observed = np.array([(x == v).sum() for v in z])
+    expected = p * x.size
+    keep = expected > 20
+    chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert chi2 < 3 * keep.sum() + 20  # far below what a wrong scale or a lost sign gives
+    assert x.mean() == pytest.approx(0, abs=0.05 * (1 + scale))
+    same, _ = noise.sample_discrete_laplace(scale, 1000, np.random.default_rng(9))
+    again, _ = noise.sample_discrete_laplace(scale, 1000, np.random.default_rng(9))
+    np.testing.assert_array_equal(same, again)
+    with pytest.raises(InputError, match="scale"):
+        noise.sample_discrete_laplace(0, 10, np.random.default_rng(1))
+
+
 def test_published_pram_matrices_load_as_a_valid_periodic_ptable():
     S, _ = _published_matrix(SMALL)
     L, _ = _published_matrix(LARGE)

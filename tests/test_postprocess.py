@@ -101,7 +101,7 @@ def test_laplace_margins_methods_b_and_c():
     b1 = postprocess.laplace_margins(Xm, zm, perturb, epsilon=1.0, k=1, seed=3)
     b2 = postprocess.laplace_margins(Xm, zm, perturb, epsilon=1.0, k=1, seed=3)
     np.testing.assert_array_equal(b1.z_noisy, b2.z_noisy)
-    assert (b1.z_noisy[~perturb] == zm[~perturb]).all() and (b1.z_noisy[perturb] != zm[perturb]).all()
+    assert (b1.z_noisy[~perturb] == zm[~perturb]).all() and (b1.z_noisy[perturb] != zm[perturb]).any()
     c = postprocess.laplace_margins(Xm, zm, perturb, epsilon=1.0, k=1, seed=3, method="C")
     # Method C keeps the exact (unperturbed) margins almost exactly
     np.testing.assert_allclose((Xm.T @ c.y_fit)[~perturb], zm[~perturb], rtol=1e-3)
@@ -113,3 +113,60 @@ def test_laplace_margins_methods_b_and_c():
         postprocess.laplace_margins(Xm, zm, perturb, epsilon=0, k=1, seed=1)
     with pytest.raises(pt.InputError, match="integer seed"):
         postprocess.laplace_margins(Xm, zm, perturb, epsilon=1.0, k=1, seed=None)
+
+
+def margins_3x3() -> tuple:
+    """X and z of the 3 x 3 table's margins only (row totals, column totals, grand total)."""
+    inner = np.array(INNER_3X3, dtype=float).ravel()
+    pub = table_3x3()
+    X, _, _ = pt.model_matrix(
+        pl.DataFrame([(str(i + 1), str(j + 1), INNER_3X3[i][j]) for i in range(3) for j in range(3)],
+                     schema=["r", "c", "n"], orient="row"), SPEC)
+    margins = ((pub["r_level"] == 0) | (pub["c_level"] == 0)).to_numpy()
+    return X[:, margins], (X.T @ inner)[margins], pub.filter(pl.Series(margins))
+
+
+def test_laplace_margins_sensitivity_comes_from_x_and_a_smaller_k_is_refused():
+    Xm, zm, _ = margins_3x3()
+    every = np.ones(zm.size, dtype=bool)
+    # a record counts in its row total, its column total and the grand total
+    assert postprocess.margin_sensitivity(Xm, every) == 3
+    with pytest.raises(pt.InputError, match="k=1 is below the sensitivity of the perturbed cells, 3"):
+        postprocess.laplace_margins(Xm, zm, every, epsilon=1.0, k=1, seed=3)
+    res = postprocess.laplace_margins(Xm, zm, every, epsilon=0.5, seed=3)
+    assert res.sensitivity == 3 and res.scale == 6.0 and res.epsilon == 0.5
+    bigger = postprocess.laplace_margins(Xm, zm, every, epsilon=0.5, k=6, seed=3)  # several records a person
+    assert bigger.sensitivity == 6 and bigger.scale == 12.0
+    # the noise really has scale Δ/ε = 3, not 1/ε: variance 2a/(1 − a)² with a = e^(−1/3)
+    draws = np.concatenate([
+        postprocess.laplace_margins(Xm, zm, every, epsilon=1.0, seed=s).z_noisy - zm for s in range(300)])
+    a = np.exp(-1 / 3)
+    assert draws.var() == pytest.approx(2 * a / (1 - a) ** 2, rel=0.15)  # 17.8; scale 1 would give 1.8
+
+
+def test_laplace_margins_noise_is_integer_and_exactly_discrete_laplace():
+    Xm, zm, _ = margins_3x3()
+    every = np.ones(zm.size, dtype=bool)
+    res = postprocess.laplace_margins(Xm, zm, every, epsilon=1.0, seed=11)
+    noise = res.z_noisy - zm
+    np.testing.assert_array_equal(noise, np.round(noise))  # no floating-point Laplace
+    with pytest.raises(pt.InputError, match="integer counts"):
+        postprocess.laplace_margins(Xm, zm + 0.5, every, epsilon=1.0, seed=1)
+    # an epsilon that is not a multiple of the scale grid: the scale is rounded up, ε' <= ε
+    odd = postprocess.laplace_margins(Xm, zm, every, epsilon=0.7, seed=1)
+    assert odd.scale >= 3 / 0.7 and 0.7 - 1e-5 < odd.epsilon <= 0.7
+
+
+def test_laplace_margins_exact_weight_pulls_method_c_onto_the_exact_cells():
+    Xm, zm, pub = margins_3x3()
+    perturb = (pub["r_level"] == 1).to_numpy()  # row totals noisy; column totals and total exact
+    err = {}
+    for w in (1.0, 10.0, 1e4):
+        c = postprocess.laplace_margins(Xm, zm, perturb, epsilon=0.2, seed=5, method="C", exact_weight=w)
+        err[w] = np.abs((Xm.T @ c.y_fit)[~perturb] - zm[~perturb]).max()
+    b = postprocess.laplace_margins(Xm, zm, perturb, epsilon=0.2, seed=5, method="B")
+    c1 = postprocess.laplace_margins(Xm, zm, perturb, epsilon=0.2, seed=5, method="C", exact_weight=1.0)
+    np.testing.assert_allclose(c1.y_fit, b.y_fit, rtol=1e-9, atol=1e-9)  # weight 1: Method B
+    assert err[1.0] > 10 * err[1e4] and err[10.0] > err[1e4]
+    with pytest.raises(pt.InputError, match="exact_weight"):
+        postprocess.laplace_margins(Xm, zm, perturb, epsilon=0.2, seed=5, method="C", exact_weight=0)

@@ -10,8 +10,9 @@ Lupp 2022; METHODS.md §4):
   least squares) on the published cells that are not suppressed, optionally plus random
   residuals that leave every published cell unchanged, scaled to a chosen root mean square
   (the RegSDC idea of Langsrud 2019);
-- :func:`laplace_margins` — differentially private margins: Lap(k/ε) noise on chosen
-  margins, then Method B or C (non-negative, weighted least squares), then IPF.
+- :func:`laplace_margins` — differentially private margins: exact discrete Laplace noise of
+  scale Δ/ε on chosen margins (Δ computed from X by :func:`margin_sensitivity`), then
+  Method B or C (non-negative, weighted least squares), then IPF.
 
 The model matrix X comes from the SQL roll-up (:func:`protab.model_matrix`), so the cells
 and their order are those of protab's published tables.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from scipy import sparse
 
 from protab import fit
 from protab.errors import InputError, show_values
+from protab.noise import sample_discrete_laplace
 from protab.session import model_matrix
 from protab.table import TableSpec
 
@@ -204,13 +207,41 @@ def fill_suppressed(
 
 @dataclass(frozen=True)
 class LaplaceFit:
-    """Result of :func:`laplace_margins`: the noisy published values, the fitted inner
-    values of Method B/C and the expected inner frequencies of IPF to their margins."""
+    """Result of :func:`laplace_margins`.
+
+    ``z_noisy``: the published values, perturbed cells with their integer noise added;
+    ``y_fit``: the fitted inner values of Method B/C; ``y_expected``: the expected inner
+    frequencies of IPF to their margins. ``sensitivity``: Δ, the L1 sensitivity of the
+    perturbed cells computed from X (or the larger ``k`` given); ``scale``: the noise scale
+    b ≥ Δ/ε actually used; ``epsilon``: Δ/b ≤ the ε asked, the privacy parameter the noise
+    delivers (see :func:`laplace_margins`).
+    """
 
     z_noisy: np.ndarray
     y_fit: np.ndarray
     y_expected: np.ndarray
     converged: bool
+    sensitivity: int
+    scale: float
+    epsilon: float
+
+
+def margin_sensitivity(X: Any, perturb: ArrayLike) -> int:
+    """L1 sensitivity of the published cells flagged in ``perturb``: the largest number of
+    flagged cells one inner cell (so one record) counts in, max over rows of Σ |X[row, flagged]|.
+
+    Adding or removing one record in inner cell r changes flagged cell j by X[r, j], so the
+    vector of flagged values moves by exactly that row sum in L1 norm. Example: a 3×3 table
+    publishing its row totals, column totals and grand total, all perturbed, has sensitivity 3.
+    """
+    Xc = sparse.csr_matrix(X)
+    flag = np.asarray(perturb, dtype=bool).ravel()
+    if flag.shape != (Xc.shape[1],):
+        raise InputError(f"perturb has {flag.size} flags for {Xc.shape[1]} published cells (columns of X)")
+    if not flag.any():
+        return 0
+    sums = np.asarray(abs(Xc[:, flag]).sum(axis=1)).ravel()
+    return int(np.ceil(sums.max() - 1e-9)) if sums.size else 0
 
 
 def laplace_margins(
@@ -219,38 +250,95 @@ def laplace_margins(
     perturb: ArrayLike,
     *,
     epsilon: float,
-    k: int,
     seed: int,
+    k: int | None = None,
     method: str = "B",
     ridge: float = 1e-4,
     exact_weight: float = 1000.0,
     tol: float = 1e-10,
     max_iter: int = 1000,
 ) -> LaplaceFit:
-    """Differentially private margins, then a non-negative fit and expected frequencies.
+    """Differentially private margins (exact discrete Laplace), then a non-negative fit and
+    expected frequencies (Langsrud & Lupp 2022, METHODS.md §4).
 
-    Lap(k/ε) noise (seeded) is added to the published cells flagged in ``perturb`` — ``k``
-    perturbed margins, each record contributing once to each, give sensitivity k (Langsrud &
-    Lupp 2022, METHODS.md §4). Then Method B (``fit.nnls`` with a ridge) or Method C (the
-    same, cells not perturbed weighted ``exact_weight`` so the fit reproduces them almost
-    exactly), then ``fit.ipf`` to the fitted margins. Negative noisy values are allowed.
+    ``X`` (inner cells × published cells) and integer counts ``z = Xᵀy`` of the published
+    cells; ``perturb`` flags the cells that get noise. Steps: integer noise on the flagged
+    cells; Method B (``fit.nnls`` with a ridge) or Method C (the same, the cells not perturbed
+    weighted ``exact_weight`` so that the fit reproduces them almost exactly); ``fit.ipf`` to
+    the fitted margins. Negative noisy values are kept (clipping would be post-processing too,
+    but the fit handles them).
+
+    Privacy guarantee, precisely:
+
+    - Sensitivity. Δ = :func:`margin_sensitivity` (X, perturb): the largest number of flagged
+      cells one inner cell counts in (with integer weights, the largest row sum of |X| over
+      the flagged columns). Adding or removing one record changes the vector of flagged
+      counts by at most Δ in L1 norm. ``k`` may raise Δ (e.g. when one person contributes up
+      to m records, pass k = m·Δ); a ``k`` below Δ is refused — it would claim a smaller ε
+      than the noise gives.
+    - Noise. Each flagged cell gets independent discrete Laplace noise, P(v) ∝ exp(−|v|/b)
+      over all integers (not capped), with b = Δ/ε rounded up to a multiple of 2^−20, drawn
+      exactly with integer arithmetic (:func:`protab.noise.sample_discrete_laplace`; no
+      floating-point Laplace). The noisy flagged counts are then ε′-differentially private
+      with ε′ = Δ/b ≤ ε (pure DP, δ = 0) for neighbouring data sets that differ by one record
+      added or removed; for "one record changed" neighbours the bound is 2ε′. ``result.epsilon``
+      is ε′.
+    - Everything after the noise (Method B/C, IPF) uses only the noisy values, X and the
+      unflagged cells: post-processing, no further privacy loss.
+    - Cells *not* flagged are published exactly and are not protected. The whole output is
+      ε′-DP only among data sets that agree on those cells (they act as public invariants,
+      e.g. a grand total known anyway); flag every published cell for an unconditional
+      guarantee.
+    - The guarantee assumes the ``seed`` stays secret (it determines the noise) and treats
+      numpy's PCG64 generator as a source of uniform integers; it is not a cryptographic
+      generator.
     """
-    if not (isinstance(epsilon, (int, float)) and epsilon > 0):
-        raise InputError("laplace_margins: epsilon must be a positive number")
-    if not (isinstance(k, (int, np.integer)) and k >= 1):
-        raise InputError("laplace_margins: k (the number of perturbed margins) must be a positive integer")
+    if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float, np.integer, np.floating))
+                                         and np.isfinite(epsilon) and epsilon > 0):
+        raise InputError("laplace_margins: epsilon must be a positive, finite number")
     if method not in ("B", "C"):
         raise InputError("laplace_margins: method must be 'B' or 'C'")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
         raise InputError("laplace_margins: give an integer seed (the noise must be reproducible)")
+    if not (np.isfinite(exact_weight) and exact_weight > 0):
+        raise InputError("laplace_margins: exact_weight must be a positive number")
     z = np.asarray(z, dtype=float)
     flag = np.asarray(perturb, dtype=bool)
     if flag.shape != z.shape:
         raise InputError(f"laplace_margins: perturb has {flag.size} flags for {z.size} published cells")
-    noise = np.random.default_rng(seed).laplace(0.0, k / epsilon, size=z.size)
-    z_noisy = np.where(flag, z + noise, z)
-    weights = None if method == "B" else np.where(flag, 1.0, exact_weight)
-    y = fit.nnls(X, z_noisy, ridge=ridge, weights=weights)
     Xc = sparse.csc_matrix(X)
+    if Xc.shape[1] != z.size:
+        raise InputError(f"laplace_margins: X has {Xc.shape[1]} published cells (columns) for {z.size} values")
+    if not np.array_equal(Xc.data, np.round(Xc.data)):
+        raise InputError("laplace_margins: X must have integer entries (counts of records)")
+    if not np.array_equal(z[flag], np.round(z[flag])):
+        raise InputError("laplace_margins: the perturbed values must be integer counts (the noise is "
+                         "integer; non-integer counts would leak through their fractional part)")
+    delta = margin_sensitivity(Xc, flag)
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InputError("laplace_margins: k (the sensitivity) must be a positive integer")
+        if k < delta:
+            raise InputError(
+                f"laplace_margins: k={k} is below the sensitivity of the perturbed cells, {delta} "
+                "(a record counts in that many of them); the noise would give a privacy loss "
+                f"{delta / k:g} times the epsilon claimed. Leave k out to use {delta}"
+            )
+        delta = int(k)
+    rng = np.random.default_rng(seed)
+    scale = Fraction(max(delta, 1)) / Fraction(float(epsilon))
+    noise, b = sample_discrete_laplace(scale, int(flag.sum()), rng)
+    z_noisy = z.copy()
+    z_noisy[flag] += noise
+    weights = None if method == "B" else np.where(flag, 1.0, float(exact_weight))
+    y = fit.nnls(Xc, z_noisy, ridge=ridge, weights=weights)
     res = fit.ipf(Xc, np.asarray(Xc.T @ y).ravel(), tol=tol, max_iter=max_iter)
-    return LaplaceFit(z_noisy=z_noisy, y_fit=y, y_expected=res.y, converged=bool(res.converged))
+    return LaplaceFit(
+        z_noisy=z_noisy,
+        y_fit=y,
+        y_expected=res.y,
+        converged=bool(res.converged),
+        sensitivity=int(delta),
+        scale=float(b),
+        epsilon=float(Fraction(delta) / b) if delta else 0.0,
+    )

@@ -9,6 +9,8 @@ p-tables (row rule (imax, period) of METHODS.md §3 in brackets):
 
 - :func:`discrete_laplace` — capped discrete Laplace, the exponential mechanism with l1
   utility; (cap, 1). :func:`dp_delta`, :func:`privacy_delta`, :func:`dp_accounting`.
+  :func:`sample_discrete_laplace` draws the uncapped discrete Laplace exactly (integer
+  arithmetic), for pure ε-DP noise outside p-tables (``postprocess.laplace_margins``).
 - :func:`pram` — PRAM of counts from a small-value matrix and a residue matrix;
   (K + m − 1, m), e.g. (21, 15). :func:`make_invariant` (two-stage invariant PRAM).
 - :func:`drop_add_q` — uniform noise on ±ceil(rate·n) capped; (first n at the cap, 1).
@@ -33,6 +35,7 @@ from protab.noise.dp import (
     dp_noise,
     kway_cells,
     privacy_delta,
+    sample_discrete_laplace,
 )
 from protab.noise.dropadd import drop_add_q, drop_add_width
 from protab.noise.pram import make_invariant, pram, read_matrix
@@ -59,6 +62,7 @@ __all__ = [
     "privacy_delta",
     "read_matrix",
     "restore_additivity",
+    "sample_discrete_laplace",
     "weighted",
     "weighted_counts",
 ]

@@ -18,6 +18,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import polars as pl
@@ -41,6 +42,7 @@ __all__ = [
     "dp_noise",
     "kway_cells",
     "privacy_delta",
+    "sample_discrete_laplace",
 ]
 
 _LARGE_EPSILON = 10.0  # per-cell ε above this protects next to nothing: warn (as OpenDP does)
@@ -141,6 +143,74 @@ def discrete_laplace(
         period=1,
         digits=digits,
     )
+
+
+#: The noise scale of :func:`sample_discrete_laplace` is rounded up to a multiple of 2^-20.
+_SCALE_GRID = 2**20
+
+
+def _bernoulli_exp_fraction(num: np.ndarray, den: int, rng: np.random.Generator) -> np.ndarray:
+    """Exact Bernoulli(exp(−num/den)) per element, for integers 0 <= num <= den.
+
+    Canonne, Kamath & Steinke (2020), Algorithm 1 for γ = num/den in [0, 1]: draw
+    A_K ~ Bernoulli(γ/K) for K = 1, 2, … until the first A_K = 0; the result is 1 when that
+    K is odd. γ/K is drawn as Bernoulli(num/den) and Bernoulli(1/K), both uniform integer
+    comparisons, so no floating point is involved. The loop runs over K (a few rounds: the
+    chance of reaching round K is below 1/(K−1)!), never over elements.
+    """
+    out = np.zeros(num.shape, dtype=bool)
+    active = np.arange(num.size)
+    k = 1
+    while active.size:
+        a = rng.integers(0, den, size=active.size) < num[active]
+        if k > 1:
+            a &= rng.integers(0, k, size=active.size) == 0
+        out[active[~a]] = k % 2 == 1
+        active = active[a]
+        k += 1
+    return out
+
+
+def sample_discrete_laplace(
+    scale: float | Fraction, size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, Fraction]:
+    """Exact draws of the discrete Laplace distribution on all integers (not capped).
+
+    P(Z = z) = (e^{1/b} − 1)/(e^{1/b} + 1) · e^{−|z|/b} for every integer z, with the scale b
+    = ``scale`` rounded *up* to a multiple of 2^−20 (so b is an exact rational; a larger scale
+    only adds noise). Sampled by the rejection algorithm of Canonne, Kamath & Steinke (2020,
+    "The discrete Gaussian for differential privacy", Algorithm 2) with integer arithmetic
+    only: every random choice is a uniform integer from ``rng.integers`` compared with an
+    integer, so the output has exactly this distribution given a uniform integer source (no
+    floating-point Laplace with its gaps in the low bits). Vectorised: each loop is a round
+    of rejection over all pending draws. Returns (int64 draws, the scale b used).
+    """
+    b = Fraction(scale) if not isinstance(scale, Fraction) else scale
+    if b <= 0:
+        raise InputError("sample_discrete_laplace: the scale must be positive")
+    b = Fraction(math.ceil(b * _SCALE_GRID), _SCALE_GRID)
+    if b > 2**40:
+        raise InputError("sample_discrete_laplace: the scale is too large (above 2^40)")
+    t, s = b.numerator, b.denominator  # b = t/s with s <= 2^20 (CKS's Lap_Z(t/s))
+    n = int(size)
+    out = np.zeros(n, dtype=np.int64)
+    pending = np.arange(n)
+    while pending.size:
+        m = pending.size
+        u = rng.integers(0, t, size=m)  # U uniform on {0, …, t − 1}
+        d = _bernoulli_exp_fraction(u, t, rng)  # accept U with probability exp(−U/t)
+        v = np.zeros(m, dtype=np.int64)  # V geometric: successes of Bernoulli(e^−1) until a failure
+        alive = np.arange(m)
+        while alive.size:
+            go = _bernoulli_exp_fraction(np.ones(alive.size, dtype=np.int64), 1, rng)
+            v[alive[go]] += 1
+            alive = alive[go]
+        y = (u + t * v) // s
+        sign = rng.integers(0, 2, size=m)
+        ok = d & ~((sign == 1) & (y == 0))  # reject −0 so that 0 is not counted twice
+        out[pending[ok]] = np.where(sign[ok] == 1, -y[ok], y[ok])
+        pending = pending[~ok]
+    return out, b
 
 
 def _outcome_matrix(ptable: PTable, counts: np.ndarray) -> np.ndarray:
