@@ -145,8 +145,8 @@ def test_protect_requests_are_checked_before_anything_is_written(tmp_path, capsy
         good + good: "more than once",
         # the first table is fine, the second fails: neither is written
         good + '[[tables]]\nname = "bad"\nsource = "persons"\ndims = ["nope"]\n': "nope",
-        '[ptable]\nmaximum_entropy = { D = 5, V = 3, jss = 2 }\n' + good: "unknown keys",
-        '[hierarchies.sex]\nparent_child = "missing.csv"\n' + good: "cannot read the hierarchy file",
+        '[ptable]\nmaximum_entropy = { D = 5, V = 3, jss = 2 }\n' + good: "unknown key 'jss'",
+        '[hierarchies.sex]\nparent_child = "missing.csv"\n' + good: "hierarchies.sex.parent_child",
     }
     for k, (body, message) in enumerate(cases.items()):
         text = body if body.startswith("[ptable]") else head + body

@@ -2,24 +2,34 @@
 
 >>> import protab as pt
 >>> spec = pt.TableSpec({"sex": None, "age": None})
+
+Names are imported on first use (PEP 562), so that ``import protab`` and the ``protab``
+command's ``--help`` stay fast; ``pt.Session``, ``pt.fit`` … behave as ordinary attributes.
 """
 
-from protab import fit, measures, noise, postprocess, rounding
-from protab.errors import (
-    HierarchyError,
-    InputError,
-    ProtabError,
-    PTableError,
-    PTableWarning,
-    RoundingError,
-    SpecError,
-)
-from protab.hierarchy import Hierarchy
-from protab.ptable import PTable
-from protab.session import DEFAULT_DATABASE, Session, model_matrix
-from protab.table import TableSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_NAMES = {
+    "DEFAULT_DATABASE": "protab.session",
+    "Session": "protab.session",
+    "model_matrix": "protab.session",
+    "TableSpec": "protab.table",
+    "Hierarchy": "protab.hierarchy",
+    "PTable": "protab.ptable",
+    "HierarchyError": "protab.errors",
+    "InputError": "protab.errors",
+    "ProtabError": "protab.errors",
+    "PTableError": "protab.errors",
+    "PTableWarning": "protab.errors",
+    "RoundingError": "protab.errors",
+    "SpecError": "protab.errors",
+}
+_MODULES = {"fit", "measures", "noise", "postprocess", "rounding", "report"}
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -36,8 +46,41 @@ __all__ = [
     "TableSpec",
     "fit",
     "measures",
+    "model_matrix",
     "noise",
     "postprocess",
+    "report",
     "rounding",
-    "model_matrix",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f"protab.{name}")
+    else:
+        raise AttributeError(f"module 'protab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from protab import fit, measures, noise, postprocess, report, rounding
+    from protab.errors import (
+        HierarchyError,
+        InputError,
+        ProtabError,
+        PTableError,
+        PTableWarning,
+        RoundingError,
+        SpecError,
+    )
+    from protab.hierarchy import Hierarchy
+    from protab.ptable import PTable
+    from protab.session import DEFAULT_DATABASE, Session, model_matrix
+    from protab.table import TableSpec

@@ -1,18 +1,32 @@
-"""Atomic output files: written under a temporary name in the target folder, then renamed."""
+"""Atomic outputs: single files written under a temporary name and renamed; batches of files
+(the tables of one request) swapped into their folder all at once.
+
+A batch is built in a sibling folder ``.<out>.protab-partial-<id>`` (existing files of ``out``
+hard-linked in, new files written), renamed to ``.<out>.protab-ready-<id>`` when complete, and
+then exchanged with ``out`` in one ``renameat2(RENAME_EXCHANGE)`` call (Linux); where the file
+system cannot exchange, ``out`` is moved aside and the ready folder renamed onto it. A process
+killed at any instant leaves ``out`` as it was or complete; :func:`recover` (run at the start of
+every batch) finishes an interrupted swap or removes what an interrupted run left.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from protab.errors import ProtabError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -68,3 +82,162 @@ def read_toml(path: str | os.PathLike[str], error: type[ProtabError] = ProtabErr
         return tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise error(f"cannot read the request file {str(path)!r}: {exc}") from None
+
+
+# -- batches ------------------------------------------------------------------------------------
+_PARTIAL, _READY, _OLD = "protab-partial", "protab-ready", "protab-old"
+#: Longest file name most file systems take (bytes); a batch's names are checked against it.
+NAME_MAX = 255
+
+
+def _siblings(out: Path, kind: str) -> list[Path]:
+    prefix = f".{out.name}.{kind}-"
+    try:
+        return sorted(p for p in out.parent.iterdir() if p.name.startswith(prefix))
+    except FileNotFoundError:
+        return []
+
+
+def recover(out: str | os.PathLike[str]) -> None:
+    """Finish or undo what an interrupted batch left beside ``out`` (see the module docstring)."""
+    out = Path(out).absolute()
+    ready = _siblings(out, _READY)
+    if not out.exists() and ready:
+        # killed between moving the old folder aside and renaming the new one: finish the swap
+        os.rename(ready[-1], out)
+        ready = ready[:-1]
+    for p in _siblings(out, _PARTIAL) + ready + _siblings(out, _OLD):
+        shutil.rmtree(p, ignore_errors=True)
+    if out.is_dir():  # single files whose rename never came
+        for p in out.iterdir():
+            if p.name.startswith(".") and p.name.endswith(".tmp") and p.is_file():
+                p.unlink(missing_ok=True)
+
+
+def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
+    """Refuse an output folder or file names that cannot be written, before any work is done."""
+    raw = os.fspath(out)
+    if "\x00" in raw:
+        raise ProtabError(f"the output folder {raw!r} contains a NUL character")
+    folder = Path(raw).absolute()
+    if len(os.fsencode(str(folder))) > 4000:
+        raise ProtabError(f"the output folder path is too long ({len(str(folder))} characters)")
+    if folder.exists() and not folder.is_dir():
+        raise ProtabError(f"the output folder {raw!r} exists and is not a folder; choose another --out")
+    cwd = Path.cwd().absolute()
+    if folder == folder.parent or folder == cwd or folder in cwd.parents:
+        raise ProtabError(
+            f"the output folder {raw!r} is the working folder or above it; outputs are swapped in as a "
+            "whole folder, so give them a folder of their own (e.g. --out protab_output)"
+        )
+    budget = NAME_MAX - len(os.fsencode(f".{folder.name}.{_PARTIAL}-")) - 32
+    if budget < 8:
+        raise ProtabError(f"the output folder name {folder.name!r} is too long")
+    for n in names:
+        if "\x00" in n or "/" in n or "\\" in n or n.startswith(".") or not n.strip():
+            raise ProtabError(f"{n!r} cannot be an output file name (no path separators, NUL or leading dot)")
+        if len(os.fsencode(n)) > NAME_MAX - 40:
+            raise ProtabError(
+                f"the output file name {n[:40]!r}… is {len(os.fsencode(n))} bytes long; file systems take "
+                f"at most {NAME_MAX} (less the temporary suffix): choose a shorter table name"
+            )
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ProtabError(f"cannot write the output folder {raw!r}: {str(probe)!r} is not writable")
+    if not os.access(folder.parent if folder.parent.exists() else probe, os.W_OK | os.X_OK):
+        raise ProtabError(f"cannot write beside the output folder {raw!r} (its parent folder is not writable)")
+    return folder
+
+
+def write_batch(out: str | os.PathLike[str], files: Mapping[str, Callable[[Path], None]]) -> Path:
+    """Write every file of ``files`` (name → writer of a path) into ``out`` all at once.
+
+    Files of ``out`` not in the batch are kept. Either every file is replaced or none is, also
+    if the process is killed (see the module docstring); the folder is created if needed.
+    """
+    folder = check_output_folder(out, list(files))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    recover(folder)
+    tag = uuid.uuid4().hex[:12]
+    partial = folder.parent / f".{folder.name}.{_PARTIAL}-{tag}"
+    ready = folder.parent / f".{folder.name}.{_READY}-{tag}"
+    try:
+        if folder.is_dir():
+            shutil.copytree(folder, partial, copy_function=_link_or_copy, symlinks=True)
+        else:
+            partial.mkdir()
+        umask = os.umask(0)
+        os.umask(umask)
+        for name, writer in files.items():
+            target = partial / name
+            target.unlink(missing_ok=True)  # a hard link to the old file: never write through it
+            writer(target)
+            os.chmod(target, 0o666 & ~umask)
+        _fsync_dir(partial)
+        os.rename(partial, ready)
+        if not folder.exists():
+            os.rename(ready, folder)
+        elif not _exchange(ready, folder):
+            old = folder.parent / f".{folder.name}.{_OLD}-{tag}"
+            os.rename(folder, old)
+            os.rename(ready, folder)
+        _fsync_dir(folder.parent)
+    finally:
+        for p in (partial, ready, folder.parent / f".{folder.name}.{_OLD}-{tag}"):
+            if p.exists():
+                shutil.rmtree(p, ignore_errors=True)
+    return folder
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):  # pragma: no cover
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(str(a)), at_fdcwd, os.fsencode(str(b)), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def frame_writer(frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:
+    """A writer for :func:`write_batch`: ``frame`` as CSV or Parquet, deterministically."""
+
+    def write(path: Path) -> None:
+        if fmt == "csv":
+            frame.write_csv(path)
+        elif fmt == "parquet":
+            frame.write_parquet(path, compression="zstd", statistics=False)
+        else:  # pragma: no cover - formats are checked with the request
+            raise ValueError(f"unknown format {fmt!r}")
+
+    return write

@@ -1,43 +1,98 @@
-"""The ``protab`` command: demo, register, keys, ptable, protect, report.
+"""The ``protab`` command: demo, tables, register, keys, ptable, protect, report.
 
 Secrets stay off the command line where it matters: record-key seeds are read from an
 environment variable or a file (``--seed-env``, ``--seed-file``), and no command prints a
-seed, a record key or a p-table parameter.
+seed, a record key or a p-table parameter. Heavy libraries are imported only by the command
+that needs them, so ``protab --help`` answers at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+from protab import _schema
+from protab._io import check_output_folder, read_toml
+from protab.errors import InputError, ProtabError, SpecError
 
-from protab._io import read_toml, write_frame
-from protab.errors import ProtabError, SpecError
-from protab.hierarchy import Hierarchy
-from protab.measures import hellinger_utility, share_changed
-from protab.ptable import PTable
-from protab.session import DEFAULT_DATABASE, Session, sql_text
-from protab.table import TableSpec
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
+    from protab.hierarchy import Hierarchy
+    from protab.ptable import PTable
+    from protab.session import Session
+    from protab.table import TableSpec
+
+#: The database file commands use without ``--db`` (the same as ``protab.DEFAULT_DATABASE``).
+DEFAULT_DATABASE = "protab.duckdb"
 DEFAULT_OUTPUT = "protab_output"
+FORMATS = ("csv", "parquet")
+
+PROTECT_FORMAT = """\
+request file (TOML; paths in it are relative to the file):
+
+  database = "protab.duckdb"          # optional (--db overrides)
+  output = "protab_output"            # optional (--out overrides)
+  formats = ["csv", "parquet"]        # optional, csv and/or parquet
+
+  [ptable]                            # required: one of
+  maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim
+  # file = "ptable.csv"               # format = "auto" | "ptable" | "tauargus" | "ons"
+
+  [hierarchies.municipality]          # optional, one per hierarchical dimension; one of
+  columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
+                                        # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total"
+  [[tables]]                          # one per table
+  name = "municipality_by_sex"        # output file name (plain, no path)
+  source = "persons"                  # a keyed table of the database
+  dims = ["municipality", "sex"]
+  formula = "municipality*sex"        # optional; default: every crossing with all margins
+  weight = "weight"                   # optional weighted counts
+  drop_empty = false                  # optional: publish cells without records (default)
+  null_code = "Unknown"               # optional: NULL codes as this category
+  threshold = 3                       # optional: blank perturbed counts below this
+
+Unknown keys and values of the wrong type are errors. Every table is protected before any
+file is written, and the output folder receives all tables at once (a killed run leaves it
+as it was; the next run clears what it left).
+"""
 
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+@contextmanager
+def _reading(path: Path | str, what: str):  # type: ignore[no-untyped-def]
+    """Turn a file that cannot be read into a protab error naming the file and what it is."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what} {str(p)!r} is a folder, not a file")
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(f"{what} {str(p)!r} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} {str(p)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except PermissionError:
+        raise InputError(f"{what} {str(p)!r} cannot be read (permission denied)") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {str(p)!r} is a folder, not a file") from None
+
+
 # -- protect: one table ---------------------------------------------------------------------
 def _protect_one(
-    s: Session, name: str, source: str, spec: TableSpec, ptable: PTable, threshold: int | None = None,
+    s: Session, name: str, source: str, spec: TableSpec, ptable: PTable, threshold: float | None = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Protect one table: the publishable frame (original counts dropped) and its summary row."""
+    from protab.measures import hellinger_utility, share_changed
+
     frame = s.cell_key(source, spec, ptable, original=True, threshold=threshold)
     n = frame["n"].to_numpy()
     n_pert = frame["n_pert"].fill_null(0).to_numpy()
@@ -51,10 +106,11 @@ def _protect_one(
 
 
 def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
-    """Write every table only after all were protected: nothing is written when one fails."""
-    for name, frame in frames.items():
-        for fmt in formats:
-            write_frame(frame, out / f"{name}.{fmt}")
+    """Write every table into ``out`` at once, after all were protected (see protab._io)."""
+    from protab._io import frame_writer, write_batch
+
+    write_batch(out, {f"{name}.{fmt}": frame_writer(frame, fmt)
+                      for name, frame in frames.items() for fmt in formats})
 
 
 def _summary(rows: list[dict[str, Any]]) -> str:
@@ -67,13 +123,36 @@ def _summary(rows: list[dict[str, Any]]) -> str:
 
 
 # -- demo -----------------------------------------------------------------------------------
-def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str] = ("csv", "parquet")) -> list[dict[str, Any]]:
+DEMO_TABLES = ("municipality_sex_agegroup", "grid_sex", "region_agegroup_weighted",
+               "municipality_agegroup_plus_sex")
+
+
+def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str] = FORMATS,
+         replace: bool = False) -> list[dict[str, Any]]:
     """Generate a synthetic census in SQL, protect four tables by the cell key method."""
-    if persons < 1:
-        raise ProtabError("--persons must be at least 1")
-    out_dir = Path(out)
+    from protab._progress import track
+    from protab.ptable import PTable
+    from protab.session import Session, sql_text
+    from protab.table import TableSpec
+
+    if isinstance(persons, bool) or not isinstance(persons, int) or persons < 1:
+        raise InputError("--persons must be a whole number of at least 1")
+    if persons > 2_000_000_000:
+        raise InputError("--persons must be at most 2,000,000,000")
+    out_dir = check_output_folder(out, [f"{t}.{f}" for t in DEMO_TABLES for f in formats])
     t0 = time.perf_counter()
     with Session(database) as s:
+        if not replace:
+            taken = [t for t in ("persons",) if s.exists(t)]
+            installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
+            if taken or installed:
+                what = " and ".join(
+                    ([f"a table {taken[0]!r}"] if taken else []) + (["an installed p-table"] if installed else [])
+                )
+                raise InputError(
+                    f"the database {database!r} holds {what} already; the demo would replace "
+                    "them: pass --replace to do so, or --db another file"
+                )
         _say(f"protab demo: generating {persons:,} persons in {database} (table persons) …")
         s.con.execute(sql_text("demo_population.sql"))
         s.con.execute("BEGIN TRANSACTION")
@@ -86,7 +165,8 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
         except BaseException:
             s.con.execute("ROLLBACK")
             raise
-        s.add_record_keys("persons", id_column="pid", seed=seed, bits=32)
+        _say("  adding record keys …")
+        s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)
         h_mun = s.hierarchy_from_columns("persons", ["region", "municipality"])
         h_grid = s.hierarchy_from_columns("persons", ["grid10km", "grid1km"])
         ptable = PTable.maximum_entropy(D=5, V=3, js=2)
@@ -102,7 +182,7 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
                 formula="municipality*agegroup + municipality*sex"),
         }
         rows, frames = [], {}
-        for name, spec in tables.items():
+        for name, spec in track(tables.items(), "protecting tables", total=len(tables), unit="table"):
             _say(f"  protecting {name} …")
             frames[name], row = _protect_one(s, name, "persons", spec, ptable)
             rows.append(row)
@@ -110,7 +190,7 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
     _say(f"done in {time.perf_counter() - t0:.1f} s")
     print(f"protab demo: {persons:,} persons, {len(rows)} tables protected by the cell key method")
     print(_summary(rows))
-    print(f"protected tables written to {out_dir}/ as {', '.join(formats)}")
+    print(f"protected tables written to {out}/ as {', '.join(formats)}")
     print(f"the microdata, record keys and p-table are in {database} "
           "(query it with the duckdb CLI: SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL)")
     return rows
@@ -118,111 +198,113 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
 
 # -- protect: a request file ----------------------------------------------------------------
 def _load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
+    from protab.ptable import PTable
+
     if "file" in cfg:
-        return PTable.read(base / cfg["file"], format=cfg.get("format", "auto"))
-    if "maximum_entropy" in cfg:
-        params = cfg["maximum_entropy"]
-        allowed = {"D", "V", "js", "pstay", "mono", "optim"}
-        unknown = sorted(set(params) - allowed) if isinstance(params, dict) else ["(not a table)"]
-        if unknown:
-            raise SpecError(
-                f"request: [ptable] maximum_entropy has unknown keys {unknown}; use "
-                f"{sorted(allowed)}"
-            )
-        return PTable.maximum_entropy(**params)
-    raise SpecError("request: [ptable] needs file = '…' or maximum_entropy = { D = …, V = … }")
+        path = base / cfg["file"]
+        with _reading(path, "the p-table file ([ptable] file)"):
+            return PTable.read(path, format=cfg.get("format", "auto"))
+    return PTable.maximum_entropy(**cfg["maximum_entropy"])
 
 
 def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
+    import polars as pl
+
+    from protab.hierarchy import Hierarchy
+
     root = cfg.get("root", "Total")
     if "columns" in cfg:
         return s.hierarchy_from_columns(source, cfg["columns"], root=root)
     if "code_lengths" in cfg:
         return Hierarchy.from_code_lengths(s.codes(source, column), cfg["code_lengths"], root=root)
     if "hrc" in cfg:
-        return Hierarchy.read_hrc(base / cfg["hrc"], root=root)
+        path = base / cfg["hrc"]
+        with _reading(path, f"the .hrc file (hierarchies.{column}.hrc)"):
+            return Hierarchy.read_hrc(path, root=root)
     if "parent_child" in cfg:
-        return Hierarchy.from_parent_child(_read_csv(base / cfg["parent_child"], column, infer_schema=False),
-                                           root=cfg.get("root"))
-    if "ssb_frame" in cfg:
-        return Hierarchy.from_frame(_read_csv(base / cfg["ssb_frame"], column,
-                                              schema_overrides={"mapsFrom": pl.String, "mapsTo": pl.String}))
-    raise SpecError(
-        f"request: hierarchy {column!r} needs one of columns, code_lengths, hrc, parent_child, ssb_frame"
-    )
+        frame = _read_csv(base / cfg["parent_child"], f"hierarchies.{column}.parent_child", infer_schema=False)
+        return Hierarchy.from_parent_child(frame, root=cfg.get("root"))
+    frame = _read_csv(base / cfg["ssb_frame"], f"hierarchies.{column}.ssb_frame",
+                      schema_overrides={"mapsFrom": pl.String, "mapsTo": pl.String})
+    return Hierarchy.from_frame(frame)
 
 
-def _read_csv(path: Path, column: str, **kwargs: Any) -> pl.DataFrame:
-    try:
-        return pl.read_csv(path, **kwargs)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise SpecError(f"request: cannot read the hierarchy file of {column!r} ({path}): {exc}") from None
+def _read_csv(path: Path, key: str, **kwargs: Any) -> pl.DataFrame:
+    import polars as pl
 
-
-_BAD_NAME = re.compile(r"[/\\\x00]|^\.|^$")
-
-
-def _check_entry(t: Any) -> None:
-    """A [[tables]] entry: the keys it needs, list-valued dims, a plain file name."""
-    if not isinstance(t, dict):
-        raise SpecError("request: every [[tables]] entry must be a table of keys (name, source, dims)")
-    for key in ("name", "source", "dims"):
-        if key not in t:
-            raise SpecError(f"request: every [[tables]] entry needs {key!r} (entry {t})")
-    if not isinstance(t["name"], str) or _BAD_NAME.search(t["name"]):
-        raise SpecError(
-            f"request: table name {t['name']!r} is used as the output file name; use a plain name "
-            "without path separators and not starting with a dot"
-        )
-    if not isinstance(t["dims"], list) or not all(isinstance(d, str) for d in t["dims"]):
-        raise SpecError(f"request: dims of table {t['name']!r} must be a list of column names, e.g. [\"sex\"]")
+    with _reading(path, f"the hierarchy file ({key})"):
+        try:
+            return pl.read_csv(path, **kwargs)
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(f"cannot read the hierarchy file ({key}) {str(path)!r}: {exc}") from None
 
 
 def _require_database(db: str, hint: str = "") -> None:
     """Commands that read tables must not create an empty database file by mistake."""
     if db != ":memory:" and not Path(db).exists():
-        raise ProtabError(
+        raise InputError(
             f"the database {db!r} does not exist ({hint}create it with `protab register` or "
             "`protab demo`, or pass --db)"
         )
+    if db != ":memory:" and Path(db).is_dir():
+        raise InputError(f"the database {db!r} is a folder, not a DuckDB file")
+
+
+def _request(path: Path, schema: _schema.Table) -> dict[str, Any]:
+    if path.is_dir():
+        raise SpecError(f"the request {str(path)!r} is a folder, not a TOML file")
+    cfg = read_toml(path, SpecError)
+    _schema.check(cfg, schema)
+    return cfg
 
 
 def protect(request: str, database: str | None = None, out: str | None = None) -> list[dict[str, Any]]:
-    """Protect every table of a TOML request file (see README) and write them."""
+    """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
+
+    The whole request is checked first (schema, file names, output folder, database, p-table,
+    hierarchies); tables are written only after every one was protected, all at once.
+    """
+    from protab.session import Session
+    from protab.table import TableSpec
+
     path = Path(request)
-    cfg = read_toml(path)
+    cfg = _request(path, _schema.PROTECT)
     base = path.parent
     db = database or cfg.get("database", DEFAULT_DATABASE)
     if not os.path.isabs(db) and db != ":memory:" and database is None:
         db = str(base / db)
     out_dir = Path(out) if out else base / cfg.get("output", DEFAULT_OUTPUT)
-    formats = cfg.get("formats", ["csv", "parquet"])
-    bad = [f for f in formats if f not in ("csv", "parquet")]
-    if bad:
-        raise SpecError(f"request: unknown output formats {bad}; use csv and/or parquet")
-    tables = cfg.get("tables", [])
-    if not tables:
-        raise SpecError(f"request {request!r} lists no [[tables]]")
-    _require_database(db, "paths in a request file are relative to the file; ")
-    ptable = _load_ptable(cfg.get("ptable", {}), base)
-    for t in tables:
-        _check_entry(t)
+    formats = cfg.get("formats", list(FORMATS))
+    tables = cfg["tables"]
     names = [t["name"] for t in tables]
+    for n in names:
+        if "/" in n or "\\" in n or n.startswith("."):
+            raise SpecError(f"request: table name {n!r} is used as the output file name; use a plain name "
+                            "(no path separators, not starting with a dot)")
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SpecError(f"request: the table names {dup} appear more than once (they name the output files)")
+    check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
+    unused = sorted(set(cfg.get("hierarchies", {})) - {d for t in tables for d in t["dims"]})
+    if unused:
+        raise SpecError(f"request: [hierarchies.{unused[0]}] is not a dimension of any table (dims of the "
+                        "[[tables]] entries); remove it or fix the name")
+    _require_database(db, "paths in a request file are relative to the file; ")
+    ptable = _load_ptable(cfg["ptable"], base)
     rows, frames = [], {}
-    with Session(db) as s:
-        for t in tables:
+    with Session(db, read_only=False) as s:
+        specs = []
+        for t in tables:  # every table specified (and its hierarchies read) before any is built
             dims: dict[str, Any] = {}
             for d in t["dims"]:
                 h = cfg.get("hierarchies", {}).get(d)
                 dims[d] = _load_hierarchy(s, h, t["source"], d, base) if h else None
-            spec = TableSpec(
+            specs.append(TableSpec(
                 dims, formula=t.get("formula"), weight=t.get("weight"),
-                drop_empty=bool(t.get("drop_empty", False)), null_code=t.get("null_code"),
-            )
-            _say(f"  protecting {t['name']} …")
+                drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
+            ))
+        for k, (t, spec) in enumerate(zip(tables, specs)):
+            _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
             frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
                                                   threshold=t.get("threshold"))
             rows.append(row)
@@ -232,19 +314,77 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     return rows
 
 
+# -- tables and p-tables ----------------------------------------------------------------------
+def list_tables(database: str) -> str:
+    """What a database holds: tables and views, rows, columns, record keys, installed p-table."""
+    from protab.session import Session
+
+    _require_database(database)
+    lines = [f"{'name':<32}{'kind':<7}{'rows':>14}{'columns':>9}  record key"]
+    with Session(database, read_only=True, progress=False) as s:
+        for name in s.tables():
+            kind = s._kind(name) or ""
+            try:
+                rows = s.con.execute(f"SELECT count(*) FROM {_quote(name)}").fetchall()[0][0]
+                shown = f"{rows:,}"
+            except Exception:  # a view over files that are gone
+                shown = "unreadable"
+            try:
+                key = s.record_key(name)[0]
+            except ProtabError:
+                key = "-"
+            lines.append(f"{name:<32}{kind:<7}{shown:>14}{len(s.columns(name)):>9}  {key}")
+        installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
+    if len(lines) == 1:
+        lines.append("(no tables: add some with `protab register NAME SOURCE` or `protab demo`)")
+    lines.append("p-table for ckm(): " + ("installed" if installed else "none (protab ptable install)"))
+    return "\n".join(lines)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:
+    """A p-table's summary (D, V, rows, variance per row); optionally a PNG of its noise."""
+    import polars as pl
+
+    from protab.ptable import PTable
+
+    with _reading(source, "the p-table file"):
+        p = PTable.read(source, format=fmt)
+    summary = p.summary()
+    text = [f"p-table {source}: D = {p.D}, V = {p.V:g}, {p.frame.height} rows, "
+            f"original values 0..{int(summary['i'].max())} (the last row serves every larger count)"]
+    with pl.Config(tbl_rows=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                   float_precision=4):
+        text.append(str(summary))
+    if png:
+        from protab._io import atomic_path
+
+        with atomic_path(png) as tmp:
+            p.plot(tmp)
+        text.append(f"wrote {png}")
+    text.append("(p-table parameters are internal: do not publish them with protected tables)")
+    return "\n".join(text)
+
+
 # -- the command line -----------------------------------------------------------------------
 def _seed(args: argparse.Namespace) -> str:
+    if args.seed_env and args.seed_file:
+        raise InputError("give the seed once: --seed-env or --seed-file, not both")
     if args.seed_env:
         val = os.environ.get(args.seed_env)
-        if not val:
-            raise ProtabError(f"the environment variable {args.seed_env} is not set or empty")
+        if not val or not val.strip():
+            raise InputError(f"the environment variable {args.seed_env} is not set or empty")
         return val
     if args.seed_file:
-        try:
-            return Path(args.seed_file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ProtabError(f"cannot read the seed file: {exc.strerror}") from None
-    raise ProtabError("give the secret seed with --seed-env VAR or --seed-file PATH")
+        with _reading(args.seed_file, "the seed file"):
+            val = Path(args.seed_file).read_text(encoding="utf-8").strip()
+        if not val:
+            raise InputError(f"the seed file {args.seed_file!r} is empty")
+        return val
+    raise InputError("give the secret seed with --seed-env VAR or --seed-file PATH")
 
 
 def _ons_modulus(fmt: str, bits: int) -> dict[str, int]:
@@ -252,132 +392,219 @@ def _ons_modulus(fmt: str, bits: int) -> dict[str, int]:
     if fmt != "ons":
         return {}
     if not 1 <= bits <= 20:
-        raise ProtabError("--bits for the ons layout must be from 1 to 20 (ONS uses 8: keys 0-255)")
+        raise InputError("--bits for the ons layout must be from 1 to 20 (ONS uses 8: keys 0-255)")
     return {"modulus": 2**bits}
 
 
 # the Python API's wording of an option, and the command line's
-_CLI_WORDS = (("pass replace=True", "pass --replace"), ("name= to choose", "--name to choose"))
+_CLI_WORDS = (
+    ("pass replace=True", "pass --replace"),
+    ("name= to choose", "--name to choose"),
+    ("TableSpec(..., null_code='Unknown')", "null_code = 'Unknown' in its [[tables]] entry"),
+    ("Session.register, or `protab register NAME SOURCE`", "`protab register NAME SOURCE`"),
+    ("Session.add_record_keys", "`protab keys`"),
+    ("Session.install_ptable", "`protab ptable install`"),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="protab", description="Protected frequency tables from microdata in DuckDB.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(
+        prog="protab", formatter_class=fmt,
+        description="Protected frequency tables from microdata in DuckDB (cell key method).",
+        epilog="Request formats: `protab protect --help` and `protab report --help`; more in README.md.\n"
+               "Progress bars show on a terminal; PROTAB_PROGRESS=0 hides them, =1 forces them.",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    db_help = f"the DuckDB database file (default {DEFAULT_DATABASE})"
 
-    d = sub.add_parser("demo", help="generate a synthetic census and protect a few tables")
+    d = sub.add_parser("demo", help="generate a synthetic census and protect four tables",
+                       description="Generate a synthetic census in SQL into a DuckDB file, add record keys, "
+                                   "install a p-table and protect four tables by the cell key method.")
     d.add_argument("--persons", type=int, default=1_000_000, help="population size (default 1,000,000)")
-    d.add_argument("--db", default=DEFAULT_DATABASE, help=f"DuckDB file (default {DEFAULT_DATABASE})")
+    d.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
     d.add_argument("--out", default=DEFAULT_OUTPUT, help=f"output folder (default {DEFAULT_OUTPUT})")
-    d.add_argument("--seed", default="protab-demo-seed", help="record-key seed (demo only; keep real seeds secret)")
+    d.add_argument("--seed", default="protab-demo-seed",
+                   help="record-key seed of the synthetic data (demo only; real seeds: protab keys)")
+    d.add_argument("--replace", action="store_true",
+                   help="replace a persons table or installed p-table the database holds already")
 
-    r = sub.add_parser("register", help="register a Parquet/CSV file (or glob) as a table")
-    r.add_argument("name")
-    r.add_argument("source")
-    r.add_argument("--db", default=DEFAULT_DATABASE)
-    r.add_argument("--materialize", action="store_true", help="copy the rows into the database")
-    r.add_argument("--replace", action="store_true")
+    t = sub.add_parser("tables", help="list what a database holds",
+                       description="List the tables and views of a database: rows, columns, record-key "
+                                   "column, and whether a p-table is installed for ckm().")
+    t.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
 
-    k = sub.add_parser("keys", help="add record keys to a table")
-    k.add_argument("table")
-    k.add_argument("--db", default=DEFAULT_DATABASE)
+    r = sub.add_parser("register", help="register a Parquet/CSV file (or glob) as a table",
+                       description="Make a Parquet or CSV file, glob or existing table available as NAME.")
+    r.add_argument("name", help="the table name to register")
+    r.add_argument("source", help="a .parquet/.csv path or glob, or the name of a table of the database")
+    r.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
+    r.add_argument("--materialize", action="store_true",
+                   help="copy the rows into the database (default: a view over the files)")
+    r.add_argument("--replace", action="store_true", help="replace a table of that name")
+
+    k = sub.add_parser("keys", help="add record keys to a table",
+                       description="Add a record-key column: a keyed hash of an id column with a secret seed "
+                                   "(from an environment variable or a file, never the command line), or "
+                                   "existing keys from a column.")
+    k.add_argument("table", help="the table to key")
+    k.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
     k.add_argument("--id", dest="id_column", help="identifier column to hash with the seed")
-    k.add_argument("--seed-env", help="environment variable holding the secret seed")
-    k.add_argument("--seed-file", help="file holding the secret seed")
-    k.add_argument("--record-key-column", help="use existing keys from this column")
-    k.add_argument("--decimals", type=int, help="existing keys are decimals with this many digits")
+    k.add_argument("--seed-env", help="name of the environment variable holding the secret seed")
+    k.add_argument("--seed-file", help="file holding the secret seed (first line, trimmed)")
+    k.add_argument("--record-key-column", help="use existing keys from this column instead of hashing")
+    k.add_argument("--decimals", type=int, help="existing keys are decimals in [0, 1] with this many digits")
     k.add_argument("--bits", type=int, default=32, help="keys below 2^bits (default 32; ONS style: 8)")
     k.add_argument("--name", default="rkey", help="name of the key column (default rkey)")
-    k.add_argument("--replace", action="store_true")
+    k.add_argument("--replace", action="store_true", help="overwrite an existing key column")
 
-    pt = sub.add_parser("ptable", help="generate, convert or install p-tables")
-    ps = pt.add_subparsers(dest="pcmd", required=True)
-    g = ps.add_parser("generate", help="maximum-entropy p-table (as the R package ptable)")
-    g.add_argument("--D", type=int, required=True)
-    g.add_argument("--V", type=float, required=True)
-    g.add_argument("--js", type=int, default=0)
-    g.add_argument("--pstay", type=float)
-    g.add_argument("--out", required=True)
-    g.add_argument("--format", default="ptable", choices=["ptable", "tauargus", "ons"])
+    pt = sub.add_parser("ptable", help="generate, convert, show or install p-tables",
+                        description="Perturbation tables (p-tables) of the cell key method.")
+    ps = pt.add_subparsers(dest="pcmd", required=True, metavar="ACTION")
+    g = ps.add_parser("generate", help="a maximum-entropy p-table (as the R package ptable)",
+                      description="A count p-table by maximum entropy (R ptable's create_cnt_ptable).")
+    g.add_argument("--D", type=int, required=True, help="maximum deviation (noise in -D..D)")
+    g.add_argument("--V", type=float, required=True, help="variance of the noise")
+    g.add_argument("--js", type=int, default=0, help="counts 1..js are never published (default 0)")
+    g.add_argument("--pstay", type=float, help="least probability of no change (default: none)")
+    g.add_argument("--out", required=True, help="the p-table file to write")
+    g.add_argument("--format", default="ptable", choices=["ptable", "tauargus", "ons"],
+                   help="file layout: ptable (R CSV, default), tauargus, ons")
     g.add_argument("--bits", type=int, default=8, help="ons layout only: cell keys below 2^bits (default 8)")
-    c = ps.add_parser("convert", help="convert a p-table file between layouts")
-    c.add_argument("source")
-    c.add_argument("target")
-    c.add_argument("--to", default="tauargus", choices=["ptable", "tauargus", "ons"])
-    c.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"])
+    c = ps.add_parser("convert", help="convert a p-table file between layouts",
+                      description="Read a p-table in one layout and write it in another.")
+    c.add_argument("source", help="the p-table file to read")
+    c.add_argument("target", help="the p-table file to write")
+    c.add_argument("--to", default="tauargus", choices=["ptable", "tauargus", "ons"],
+                   help="layout to write (default tauargus)")
+    c.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"],
+                   help="layout to read (default: told from the file)")
     c.add_argument("--bits", type=int, default=8, help="--to ons only: cell keys below 2^bits (default 8)")
-    i = ps.add_parser("install", help="install a p-table for the SQL macro ckm()")
-    i.add_argument("source")
-    i.add_argument("--db", default=DEFAULT_DATABASE)
+    sh = ps.add_parser("show", help="summarise a p-table (D, V, rows, variance per row)",
+                       description="Print a p-table's summary per original value; --png draws its noise.")
+    sh.add_argument("source", help="the p-table file to read")
+    sh.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"],
+                    help="layout to read (default: told from the file)")
+    sh.add_argument("--png", help="write a PNG of the noise distribution per original value here")
+    i = ps.add_parser("install", help="install a p-table for the SQL macro ckm()",
+                      description="Install a p-table in a database, for ckm(count(*), sum(rkey)) in SQL.")
+    i.add_argument("source", help="the p-table file to read")
+    i.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
     i.add_argument("--table", help="keyed table whose key modulus to use")
-    i.add_argument("--bits", type=int, help="key modulus 2^bits")
-    i.add_argument("--decimals", type=int, help="key modulus 10^decimals")
+    i.add_argument("--bits", type=int, help="key modulus 2^bits (1 to 32), for keys made elsewhere")
+    i.add_argument("--decimals", type=int, help="key modulus 10^decimals (1 to 18), for decimal keys")
 
-    pr = sub.add_parser("protect", help="protect the tables of a TOML request file")
-    pr.add_argument("request")
+    pr = sub.add_parser("protect", help="protect the tables of a TOML request file",
+                        formatter_class=fmt, epilog=PROTECT_FORMAT,
+                        description="Protect every table of a request by the cell key method and write them "
+                                    "as CSV/Parquet.")
+    pr.add_argument("request", help="the TOML request file")
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
 
-    rp = sub.add_parser("report", help="risk-utility report of protected tables (TOML request file)")
-    rp.add_argument("request")
+    rp = sub.add_parser("report", help="risk-utility report of protected tables (TOML request file)",
+                        formatter_class=fmt,
+                        description="Compare protected tables with the originals (trusted use): measures, "
+                                    "an R-U map and noise plots as HTML/Markdown.",
+                        epilog="The request format, with an example, is the docstring of protab.report:\n"
+                               "  python -m pydoc protab.report")
+    rp.add_argument("request", help="the TOML request file")
     rp.add_argument("--out", help="report folder (overrides the request's output)")
     return p
+
+
+def _run(args: argparse.Namespace) -> None:
+    if args.cmd == "demo":
+        demo(args.persons, args.db, args.out, args.seed, replace=args.replace)
+    elif args.cmd == "tables":
+        print(list_tables(args.db))
+    elif args.cmd == "register":
+        from protab.session import Session
+
+        with Session(args.db) as s:
+            s.register(args.name, args.source, materialize=args.materialize, replace=args.replace)
+        print(f"registered {args.name} in {args.db}")
+    elif args.cmd == "keys":
+        from protab.session import Session
+
+        seed = None if args.record_key_column else _seed(args)
+        _require_database(args.db)
+        with Session(args.db) as s:
+            if args.record_key_column:
+                s.add_record_keys(args.table, record_key_column=args.record_key_column,
+                                  decimals=args.decimals, bits=args.bits, name=args.name,
+                                  replace=args.replace)
+            else:
+                s.add_record_keys(args.table, id_column=args.id_column, seed=seed,
+                                  bits=args.bits, name=args.name, replace=args.replace)
+        print(f"record keys added to {args.table} as column {args.name}")
+    elif args.cmd == "ptable":
+        _run_ptable(args)
+    elif args.cmd == "protect":
+        protect(args.request, args.db, args.out)
+    elif args.cmd == "report":
+        from protab.report import run_request
+
+        run_request(args.request, args.out)
+
+
+def _run_ptable(args: argparse.Namespace) -> None:
+    from protab.ptable import PTable
+
+    if args.pcmd == "generate":
+        modulus = _ons_modulus(args.format, args.bits)
+        check_output_folder(Path(args.out).absolute().parent, [Path(args.out).name])
+        p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay)
+        p.write(args.out, format=args.format, **modulus)
+        print(f"wrote {args.out}")
+    elif args.pcmd == "convert":
+        modulus = _ons_modulus(args.to, args.bits)
+        with _reading(args.source, "the p-table file"):
+            p = PTable.read(args.source, format=args.from_)
+        p.write(args.target, format=args.to, **modulus)
+        print(f"wrote {args.target}")
+    elif args.pcmd == "show":
+        print(show_ptable(args.source, args.from_, args.png))
+    else:
+        from protab.session import Session
+
+        given = [o for o in ("table", "bits", "decimals") if getattr(args, o) is not None]
+        if len(given) != 1:
+            raise InputError("give exactly one of --table, --bits or --decimals for the key modulus")
+        if args.bits is not None and not 1 <= args.bits <= 32:
+            raise InputError(f"--bits must be from 1 to 32 (got {args.bits})")
+        if args.decimals is not None and not 1 <= args.decimals <= 18:
+            raise InputError(f"--decimals must be from 1 to 18 (got {args.decimals})")
+        with _reading(args.source, "the p-table file"):
+            p = PTable.read(args.source)
+        _require_database(args.db)
+        with Session(args.db) as s:
+            if args.table:
+                s.install_ptable(p, table=args.table)
+            elif args.bits:
+                s.install_ptable(p, modulus=2**args.bits)
+            else:
+                s.install_ptable(p, modulus=10**args.decimals)
+        print(f"p-table installed in {args.db}; use ckm(count(*), sum(rkey)) in SQL")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.cmd == "demo":
-            demo(args.persons, args.db, args.out, args.seed)
-        elif args.cmd == "register":
-            with Session(args.db) as s:
-                s.register(args.name, args.source, materialize=args.materialize, replace=args.replace)
-            print(f"registered {args.name} in {args.db}")
-        elif args.cmd == "keys":
-            seed = None if args.record_key_column else _seed(args)
-            _require_database(args.db)
-            with Session(args.db) as s:
-                if args.record_key_column:
-                    s.add_record_keys(args.table, record_key_column=args.record_key_column,
-                                      decimals=args.decimals, bits=args.bits, name=args.name,
-                                      replace=args.replace)
-                else:
-                    s.add_record_keys(args.table, id_column=args.id_column, seed=seed,
-                                      bits=args.bits, name=args.name, replace=args.replace)
-            print(f"record keys added to {args.table} as column {args.name}")
-        elif args.cmd == "ptable":
-            if args.pcmd == "generate":
-                p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay)
-                p.write(args.out, format=args.format, **_ons_modulus(args.format, args.bits))
-                print(f"wrote {args.out}")
-            elif args.pcmd == "convert":
-                PTable.read(args.source, format=args.from_).write(
-                    args.target, format=args.to, **_ons_modulus(args.to, args.bits))
-                print(f"wrote {args.target}")
-            else:
-                p = PTable.read(args.source)
-                _require_database(args.db)
-                with Session(args.db) as s:
-                    if args.table:
-                        s.install_ptable(p, table=args.table)
-                    elif args.bits:
-                        s.install_ptable(p, modulus=2**args.bits)
-                    elif args.decimals:
-                        s.install_ptable(p, modulus=10**args.decimals)
-                    else:
-                        raise ProtabError("give --table, --bits or --decimals for the key modulus")
-                print(f"p-table installed in {args.db}; use ckm(count(*), sum(rkey)) in SQL")
-        elif args.cmd == "protect":
-            protect(args.request, args.db, args.out)
-        elif args.cmd == "report":
-            from protab.report import run_request
-
-            run_request(args.request, args.out)
+        _run(args)
     except ProtabError as exc:
         msg = str(exc)
         for api, flag in _CLI_WORDS:
             msg = msg.replace(api, flag)
         print(f"protab: error: {msg}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the disk, not the input: say what and where, without a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"protab: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("protab: interrupted (nothing half-written is left in the output folder)", file=sys.stderr)
+        return 130
     return 0
 
 
