@@ -106,16 +106,16 @@ def small_tables(draw):
 def test_controlled_is_optimal_against_brute_force(table, base):
     frame, spec = table
     best = brute_force(frame, spec, base)
-    if best is None:
+    if best is None:  # no zero-restricted rounding exists: the error, and one step more solves it
         with pytest.raises(rnd.RoundingError, match="steps=1"):
             rnd.controlled(frame, spec, base)
         res = rnd.controlled(frame, spec, base, steps=1)
         check_controlled(res, spec, base, 1)
-        return
-    res = rnd.controlled(frame, spec, base)
-    check_controlled(res, spec, base, 0)
-    assert res.status == "optimal"
-    assert res.objective == best
+    else:
+        res = rnd.controlled(frame, spec, base)
+        check_controlled(res, spec, base, 0)
+        assert res.status == "optimal"
+        assert res.objective == best
 
 
 @settings(max_examples=15, deadline=None)
@@ -177,6 +177,38 @@ def test_controlled_first_feasible_and_formula():
     inner = handbook_inner().with_columns(pl.lit("x").alias("k"))
     spec_f = pt.TableSpec({"area": None, "sex": None, "k": None}, formula="area*sex + k")
     check_controlled(rnd.controlled(inner, spec_f, 5), spec_f, 5, 0)
+
+
+def random_3way(seed: int = 0, shape: tuple[int, int, int] = (6, 5, 4)) -> tuple[pl.DataFrame, pt.TableSpec]:
+    """A 120-cell 3-way table: large enough that HiGHS' first rounding is not its best."""
+    rng = np.random.default_rng(seed)
+    cells = list(itertools.product(*[[f"c{j}" for j in range(s)] for s in shape]))
+    values = rng.integers(0, 30, len(cells))
+    frame = pl.DataFrame([(*c, int(v)) for c, v in zip(cells, values)], schema=["a", "b", "c", "n"], orient="row")
+    return frame, pt.TableSpec({"a": None, "b": None, "c": None})
+
+
+def test_stop_first_feasible_keeps_an_unproven_rounding():
+    frame, spec = random_3way()
+    best = rnd.controlled(frame, spec, 5, steps=1)
+    first = rnd.controlled(frame, spec, 5, steps=1, stop="first_feasible")
+    check_controlled(first, spec, 5, 1)
+    assert best.status == "optimal" and best.mip_gap <= 1e-6
+    # the first rounding found is valid but worse, and reported as not proven optimal
+    assert first.status == "feasible" and first.objective > best.objective and first.mip_gap > 0.1
+
+
+def test_mip_rel_gap_stops_the_search_at_that_gap():
+    frame, spec = random_3way()
+    best = rnd.controlled(frame, spec, 5, steps=1)
+    loose = rnd.controlled(frame, spec, 5, steps=1, mip_rel_gap=0.9)
+    check_controlled(loose, spec, 5, 1)
+    # the search stops at the first rounding proven within 90% of the bound: worse, unproven
+    assert loose.status == "feasible" and loose.objective > best.objective
+    assert 0 < loose.mip_gap <= 0.9
+    assert loose.bound is not None and loose.objective - loose.bound >= 1
+    with pytest.raises(pt.ProtabError, match="mip_rel_gap"):
+        rnd.controlled(frame, spec, 5, mip_rel_gap=2)
 
 
 def test_controlled_bad_input():

@@ -49,6 +49,7 @@ import polars as pl
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from protab._progress import track
 from protab.errors import InputError, SpecError
 from protab.rounding._common import RoundingError, check_base, prepare, xty
 
@@ -128,7 +129,6 @@ def _solve(
     weight: np.ndarray | None = None,
     eq: tuple[sparse.spmatrix, np.ndarray] | None = None,
     what: str = "the table",
-    relax: bool = False,
 ) -> _Solved:
     """One controlled rounding problem: inner counts y, constraint cells z = Xᵀy (with
     objective weights), optional equalities E·a = e (e multiples of b)."""
@@ -171,8 +171,6 @@ def _solve(
         cons.append(LinearConstraint(Ez, e / b, e / b))
     options: dict[str, Any] = {"time_limit": float(time_limit), "disp": False}
     options["mip_rel_gap"] = 1.0 if stop == "first_feasible" else float(mip_rel_gap)
-    if relax:  # the LP relaxation (benchmarks use it as a baseline)
-        integrality = np.zeros_like(integrality)
     res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
     if res.x is None:
         if res.status == 2:
@@ -189,11 +187,9 @@ def _solve(
                 f"{time_limit:g} s; give more time, or split the table with partition=<dimension>"
             )
         raise RoundingError(f"controlled rounding of {what} failed in the solver: {res.message}")
-    m = res.x[:n_in] if relax else np.rint(res.x[:n_in]).astype(np.int64)
+    m = np.rint(res.x[:n_in]).astype(np.int64)
     fun = float(res.fun)
     bound = float(res.mip_dual_bound) if res.mip_dual_bound is not None else -np.inf
-    if relax:
-        bound = fun
     if not np.isfinite(bound):
         bound = -np.inf
     gap = float(res.mip_gap) if res.mip_gap is not None else np.inf
@@ -278,7 +274,7 @@ def _partitioned(prep: Any, b: int, K: int, dim: str, n_blocks: int | None, time
     blocks = np.unique(ib)
     remaining = max(time_limit - (time.perf_counter() - t0), 1.0)
     Xcsr = X.tocsr()
-    for k, blk in enumerate(blocks):
+    for k, blk in enumerate(track(blocks, "controlled rounding: blocks", total=blocks.size, unit="block")):
         rows = np.flatnonzero(ib == blk)
         cols = np.flatnonzero(pb == blk)
         Xb = sparse.csc_matrix(Xcsr[rows][:, cols])
@@ -314,8 +310,12 @@ def controlled(
     ``freq`` (Extend0 zeros are added); ``spec``: a :class:`TableSpec` (hierarchies, formula)
     whose published cells are all rounded to multiples of ``base`` and stay additive.
     ``steps``: 0 for zero-restricted rounding, K to allow K further multiples each way.
-    ``time_limit``: seconds for HiGHS (shared among the parts when partitioned); ``stop``:
-    "optimal" (to ``mip_rel_gap``) or "first_feasible" (tau-ARGUS' stop rule 2).
+    ``time_limit``: seconds for HiGHS (shared among the parts when partitioned). ``stop``:
+    "optimal" — search until HiGHS' relative gap (objective − bound)/objective is at most
+    ``mip_rel_gap`` (default 1e-6: in effect proven optimal) — or "first_feasible" — keep the
+    first rounding HiGHS finds (tau-ARGUS' stop rule 2: faster, usually a larger objective,
+    ``status="feasible"``). A ``mip_rel_gap`` such as 0.1 stops once the rounding is proven
+    within 10% of the best possible objective; ``result.mip_gap`` reports the gap reached.
     ``partition``: a dimension to split the table by when it is too large to solve whole.
     Raises :class:`RoundingError` when no rounding exists (suggesting ``steps=1``) or none
     was found in time.
@@ -324,6 +324,8 @@ def controlled(
     K = _check_steps(steps)
     if stop not in ("optimal", "first_feasible"):
         raise InputError(f"stop must be 'optimal' or 'first_feasible', not {stop!r}")
+    if isinstance(mip_rel_gap, bool) or not (isinstance(mip_rel_gap, (int, float)) and 0 <= mip_rel_gap <= 1):
+        raise InputError(f"mip_rel_gap must be a number in [0, 1], got {mip_rel_gap!r}")
     if not (isinstance(time_limit, (int, float)) and time_limit > 0):
         raise InputError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
     prep = prepare(inner, spec, freq, "controlled")
