@@ -1,117 +1,351 @@
-"""Request files of ``protab report REQUEST.toml``: reading the TOML and running compare (run_request)."""
+"""Request files of ``protab report REQUEST.toml``: the schema, reading the files, run_request.
+
+The request format is described in the docstring of :mod:`protab.report`. Every key is
+checked against :data:`REQUEST` (built from :mod:`protab._schema`) before anything is read,
+so that a misspelt key or a string where a list belongs stops the run with a message that
+names the key. Every file the request names is checked before it is read: a missing file,
+a folder or a file that is not UTF-8 text raises a protab error naming the file and the key.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 from protab._io import read_toml
-from protab.errors import InputError, SpecError, show_values
+from protab._schema import HIERARCHY, Bool, Dict, Int, List, Num, Str, Table, check
+from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
+from protab.report._common import MEASURES
 from protab.report.comparison import compare
 
-__all__ = ["run_request"]
+__all__ = ["REQUEST", "run_request"]
+
+_T = TypeVar("_T")
+
+# --------------------------------------------------------------------------------------------
+# the schema of a report request
+
+_NAMES = List(Str(), unique=True)
+_MEASURE_NAMES = tuple(MEASURES)
+
+ORIGINAL = Table(
+    {
+        # the original counts from a file …
+        "file": Str(),
+        # … or tabulated from the microdata (trusted use), as protab protect describes a table
+        "database": Str(),
+        "table": Str(),
+        "formula": Str(),
+        "weight": Str(),
+        "drop_empty": Bool(),
+        "null_code": Str(),
+        # either way
+        "value": Str(),
+        "inner": Str(),
+        "inner_value": Str(),
+    },
+    one_of=("file", "table"),
+    doc="file = '…' or table = '…'",
+)
+
+PROTECTED = Table(
+    {
+        "label": Str(),
+        "file": Str(),
+        "value": Str(),
+        "ptable": Str(),
+        "expected": Str(),
+        "expected_value": Str(),
+    },
+    required=("label",),
+)
+
+MEASURE_OPTIONS = Table(
+    {
+        "small": Int(1),
+        "sensitive": Str(),
+        "quasi": _NAMES,
+        "know_yourself": Bool(),
+        "beta": Num(0),
+        "coalition": Int(0),
+        "two_way": _NAMES,
+        "groups": Str(),
+        "risk": Str(choices=_MEASURE_NAMES),
+        "utility": Str(choices=_MEASURE_NAMES),
+    },
+)
+
+REQUEST = Table(
+    {
+        "title": Str(),
+        "output": Str(),
+        "dims": _NAMES,
+        "total": Str(),
+        "original": ORIGINAL,
+        "hierarchies": Dict(HIERARCHY),
+        "protected": List(PROTECTED),
+        "measures": MEASURE_OPTIONS,
+    },
+    required=("dims", "original", "protected"),
+)
+"""The keys of a report request (format in the docstring of :mod:`protab.report`)."""
+
+# keys of [original] that only make sense when the counts are tabulated from the database
+_TABLE_ONLY = ("database", "formula", "weight", "drop_empty", "null_code")
 
 
 # --------------------------------------------------------------------------------------------
-# request files (protab report)
-
-_TOP_KEYS = {"title", "output", "dims", "total", "original", "protected", "measures"}
-_ORIG_KEYS = {"file", "value", "inner", "inner_value"}
-_PROT_KEYS = {"label", "file", "value", "ptable", "expected", "expected_value"}
-_MEASURE_KEYS = {"small", "sensitive", "quasi", "know_yourself", "beta", "coalition", "two_way",
-                 "groups", "risk", "utility"}
+# files named by the request
 
 
-def _unknown_keys(cfg: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    extra = sorted(set(cfg) - allowed)
-    if extra:
-        raise SpecError(f"request: unknown key(s) {show_values(extra)} in {where}; "
-                        f"allowed: {show_values(sorted(allowed), 20)}")
+class _Request:
+    """A request file being read: its folder (paths are relative to it) and its name."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.base = path.parent
+        self.name = f"request {str(path)!r}"
+
+    def fail(self, exc: ProtabError, key: str | None = None) -> ProtabError:
+        """The same error, its message saying which request (and key) it comes from."""
+        msg = str(exc)
+        msg = msg[len("request: "):] if msg.startswith("request: ") else msg
+        where = f"{self.name}: {key}: " if key else f"{self.name}: "
+        return type(exc)(where + msg)
+
+    def file(self, key: str, value: str) -> Path:
+        """The path of a file named by ``key = value``: it must exist and be a file."""
+        path = self.base / value
+        if not path.exists():
+            raise InputError(
+                f"{self.name}: {key} = {value!r}: no such file ({path}); paths in a request are "
+                "relative to the request file"
+            )
+        if not path.is_file():
+            raise InputError(f"{self.name}: {key} = {value!r}: {path} is a folder, not a file; name a file")
+        return path
+
+    @contextmanager
+    def reading(self, key: str, value: str) -> Iterator[None]:
+        """Turn the errors of reading the file of ``key = value`` into protab errors naming both."""
+        head = f"{self.name}: {key} = {value!r}"
+        try:
+            yield
+        except UnicodeDecodeError:
+            raise InputError(f"{head}: the file is not UTF-8 text; save it as UTF-8") from None
+        except OSError as exc:
+            raise InputError(f"{head}: cannot read the file ({exc.strerror or exc})") from None
+        except pl.exceptions.PolarsError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"{head}: cannot read the file as a table ({first})") from None
+        except ProtabError as exc:
+            raise self.fail(exc, f"{key} = {value!r}") from None
+
+    def load(self, key: str, value: str, reader: Callable[[Path], _T]) -> _T:
+        path = self.file(key, value)
+        with self.reading(key, value):
+            return reader(path)
 
 
 def _read_table(path: Path, dims: Sequence[str]) -> pl.DataFrame:
     suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return pl.read_csv(path, schema_overrides={d: pl.String for d in dims})
+    if suffix in (".parquet", ".pq"):
+        return pl.read_parquet(path)
+    raise InputError(f"cannot read {path.name!r}: use a .csv or .parquet file")
+
+
+def _read_request(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise SpecError(f"cannot read the request file {str(path)!r}: it is a folder; name a TOML file")
     try:
-        if suffix == ".csv":
-            return pl.read_csv(path, schema_overrides={d: pl.String for d in dims})
-        if suffix in (".parquet", ".pq"):
-            return pl.read_parquet(path)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(f"cannot read {str(path)!r}: {exc}") from None
-    raise InputError(f"cannot read {str(path)!r}: use a .csv or .parquet file")
+        return read_toml(path, SpecError)
+    except UnicodeDecodeError:
+        raise SpecError(f"cannot read the request file {str(path)!r}: it is not UTF-8 text") from None
+
+
+# --------------------------------------------------------------------------------------------
+# checks beyond the types
+
+
+def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
+    try:
+        check(cfg, REQUEST)
+    except SpecError as exc:
+        raise req.fail(exc) from None
+    dims = cfg["dims"]
+    oc = cfg["original"]
+    if "file" in oc:
+        given = [k for k in _TABLE_ONLY if k in oc]
+        if given:
+            raise SpecError(
+                f"{req.name}: [original] {', '.join(given)} only apply with table = '…' (counts "
+                "tabulated from the database); with file = '…' the counts come from the file"
+            )
+        if "hierarchies" in cfg:
+            raise SpecError(
+                f"{req.name}: [hierarchies] only apply when [original] names table = '…' (counts "
+                "tabulated from the database); remove them or tabulate from the database"
+            )
+    unknown_h = sorted(set(cfg.get("hierarchies", {})) - set(dims))
+    if unknown_h:
+        raise SpecError(f"{req.name}: [hierarchies] {show_values(unknown_h)} not among dims {show_values(dims)}")
+    if "inner_value" in oc and "inner" not in oc:
+        raise SpecError(f"{req.name}: [original] inner_value needs inner = '…' (the file of the inner cells)")
+    labels: set[str] = set()
+    for k, e in enumerate(cfg["protected"]):
+        where = f"protected[{k}] (label {e['label']!r})"
+        if e["label"] == "original" or e["label"] in labels:
+            raise SpecError(f"{req.name}: {where}: the label is used twice or is reserved ('original'); "
+                            "give every method its own label")
+        labels.add(e["label"])
+        if "file" not in e and "expected" not in e:
+            raise SpecError(f"{req.name}: {where} needs file = '…' (its protected table) or expected = '…'")
+        for key, needs in (("value", "file"), ("ptable", "file"), ("expected_value", "expected")):
+            if key in e and needs not in e:
+                raise SpecError(f"{req.name}: {where}: {key} needs {needs} = '…'")
+    mc = cfg.get("measures", {})
+    for key in ("sensitive", "groups"):
+        if key in mc and mc[key] not in dims:
+            raise SpecError(f"{req.name}: measures.{key} = {mc[key]!r} is not among dims {show_values(dims)}")
+    for key in ("quasi", "two_way"):
+        bad = [x for x in mc.get(key, []) if x not in dims]
+        if bad:
+            raise SpecError(f"{req.name}: measures.{key}: {show_values(bad)} not among dims {show_values(dims)}")
+    if "two_way" in mc and len(mc["two_way"]) != 2:
+        raise SpecError(f"{req.name}: measures.two_way names two dimensions, e.g. [\"{dims[0]}\", \"…\"]")
+
+
+# --------------------------------------------------------------------------------------------
+# the original counts from the database
+
+
+def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The original table (and its inner cells if ``need_inner``), tabulated from the
+    microdata as ``protab protect`` describes a table (src/protab/cli.py, protect)."""
+    from protab.cli import _load_hierarchy  # the hierarchies of a protect request
+    from protab.session import DEFAULT_DATABASE, Session
+    from protab.table import TableSpec
+
+    oc = cfg["original"]
+    db_name = oc.get("database", DEFAULT_DATABASE)
+    db = req.file("original.database", db_name)
+    source = oc["table"]
+    try:
+        with Session(db, read_only=True, progress=False) as s:
+            dims: dict[str, Any] = {}
+            for d in cfg["dims"]:
+                h = cfg.get("hierarchies", {}).get(d)
+                if h is None:
+                    dims[d] = None
+                    continue
+                fk = next((k for k in ("hrc", "parent_child", "ssb_frame") if k in h), None)
+                if fk is None:  # from columns of the microdata
+                    dims[d] = _load_hierarchy(s, h, source, d, req.base)
+                    continue
+                key = f"hierarchies.{d}.{fk}"
+                req.file(key, h[fk])
+                with req.reading(key, h[fk]):
+                    dims[d] = _load_hierarchy(s, h, source, d, req.base)
+            spec = TableSpec(
+                dims, formula=oc.get("formula"), weight=oc.get("weight"),
+                drop_empty=bool(oc.get("drop_empty", False)), null_code=oc.get("null_code"),
+                total=cfg.get("total", "Total"),
+            )
+            original = s.tabulate(source, spec)
+            inner = s.inner_cells(source, spec) if need_inner else None
+    except ProtabError as exc:
+        if str(exc).startswith(req.name):
+            raise
+        raise req.fail(exc, f"original.table = {source!r} (database {db_name!r})") from None
+    return original, inner
+
+
+# --------------------------------------------------------------------------------------------
+# run_request
 
 
 def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> pl.DataFrame:
-    """Run a report request file (TOML, format in the module docstring) and write the report
-    folder (``out``, else the request's ``output``, else ``report`` beside the request)."""
+    """Run a report request file (TOML, format in the docstring of :mod:`protab.report`) and
+    write the report folder (``out``, else the request's ``output``, else ``report`` beside
+    the request). Every key and file is checked before anything is computed; nothing is
+    written unless the whole report could be computed."""
     path = Path(request)
-    cfg = read_toml(path, SpecError)
-    base = path.parent
-    _unknown_keys(cfg, _TOP_KEYS, "the request")
-    dims = cfg.get("dims")
-    if not dims or not isinstance(dims, list):
-        raise SpecError("request: dims = [\"…\", …] names the dimension columns")
-    oc = cfg.get("original")
-    if not isinstance(oc, dict) or "file" not in oc:
-        raise SpecError("request: [original] needs file = '…'")
-    _unknown_keys(oc, _ORIG_KEYS, "[original]")
-    entries = cfg.get("protected", [])
-    if not entries:
-        raise SpecError("request: list the protected tables as [[protected]] entries")
+    cfg = _read_request(path)
+    req = _Request(path)
+    _check_request(req, cfg)
+    dims: list[str] = cfg["dims"]
+    oc = cfg["original"]
+    entries = cfg["protected"]
     mc = cfg.get("measures", {})
-    _unknown_keys(mc, _MEASURE_KEYS, "[measures]")
+
+    # every file must exist before anything is read or tabulated
+    for k, e in enumerate(entries):
+        for key in ("file", "ptable", "expected"):
+            if key in e:
+                req.file(f"protected[{k}].{key}", e[key])
+    for key in ("file", "inner"):
+        if key in oc:
+            req.file(f"original.{key}", oc[key])
 
     value = oc.get("value", "n")
-    original = _read_table(base / oc["file"], dims)
-    inner = None
+    need_inner = any("expected" in e for e in entries) and "inner" not in oc
+    if "table" in oc:
+        original, inner = _tabulate(req, cfg, need_inner)
+    else:
+        original = req.load("original.file", oc["file"], lambda p: _read_table(p, dims))
+        inner = None
+    if value not in original.columns:
+        where = f"original.file = {oc['file']!r}" if "file" in oc else f"the table {oc['table']!r}"
+        raise InputError(f"{req.name}: {where} has no column {value!r} (original.value); columns: "
+                         f"{show_values(original.columns, 12)}")
     if "inner" in oc:
-        inner = _read_table(base / oc["inner"], dims)
+        inner = req.load("original.inner", oc["inner"], lambda p: _read_table(p, dims))
         iv = oc.get("inner_value", value)
         if iv not in inner.columns:
-            raise InputError(f"{oc['inner']!r} has no column {iv!r} (inner_value)")
+            raise InputError(f"{req.name}: original.inner = {oc['inner']!r} has no column {iv!r} "
+                             "(original.inner_value)")
         inner = inner.select(*[d for d in dims if d in inner.columns], pl.col(iv).alias(value))
+
     protected: dict[str, pl.DataFrame] = {}
     pvals: dict[str, str] = {}
     expected: dict[str, pl.DataFrame] = {}
     evals: dict[str, str] = {}
     ptables: dict[str, PTable] = {}
-    for e in entries:
-        _unknown_keys(e, _PROT_KEYS, "a [[protected]] entry")
-        label = e.get("label")
-        if not label:
-            raise SpecError(f"request: every [[protected]] entry needs label = '…' (entry {e})")
-        if label in protected or label in expected or label == "original":
-            raise SpecError(f"request: the label {label!r} is used twice (or is reserved)")
-        if "file" not in e and "expected" not in e:
-            raise SpecError(f"request: [[protected]] {label!r} needs file = '…' or expected = '…'")
+    for k, e in enumerate(entries):
+        label = e["label"]
         if "file" in e:
-            protected[label] = _read_table(base / e["file"], dims)
+            protected[label] = req.load(f"protected[{k}].file", e["file"], lambda p: _read_table(p, dims))
             if "value" in e:
                 pvals[label] = e["value"]
         if "expected" in e:
-            expected[label] = _read_table(base / e["expected"], dims)
+            expected[label] = req.load(f"protected[{k}].expected", e["expected"],
+                                       lambda p: _read_table(p, dims))
             if "expected_value" in e:
                 evals[label] = e["expected_value"]
         if "ptable" in e:
-            if "file" not in e:
-                raise SpecError(f"request: [[protected]] {label!r} has a ptable but no file")
-            ptables[label] = PTable.read(base / e["ptable"])
-    out_dir = Path(out) if out is not None else base / cfg.get("output", "report")
-    two_way = mc.get("two_way")
-    result = compare(
-        original, protected, dims=dims, value=value, protected_value=pvals or None,
-        expected=expected or None, expected_value=evals or None, inner=inner,
-        ptables=ptables or None, total=cfg.get("total", "Total"), small=int(mc.get("small", 2)),
-        sensitive=mc.get("sensitive"), quasi=mc.get("quasi"),
-        know_yourself=bool(mc.get("know_yourself", True)), beta=float(mc.get("beta", 0.5)),
-        coalition=int(mc.get("coalition", 1)), two_way=two_way, groups=mc.get("groups"),
-        risk=mc.get("risk"), utility=mc.get("utility", "hellinger_utility"), out_dir=out_dir,
-        title=cfg.get("title", "Risk-utility comparison"),
-    )
+            ptables[label] = req.load(f"protected[{k}].ptable", e["ptable"], PTable.read)
+
+    out_dir = Path(out) if out is not None else req.base / cfg.get("output", "report")
+    try:
+        result = compare(
+            original, protected, dims=dims, value=value, protected_value=pvals or None,
+            expected=expected or None, expected_value=evals or None, inner=inner,
+            ptables=ptables or None, total=cfg.get("total", "Total"), small=mc.get("small", 2),
+            sensitive=mc.get("sensitive"), quasi=mc.get("quasi"),
+            know_yourself=mc.get("know_yourself", True), beta=float(mc.get("beta", 0.5)),
+            coalition=mc.get("coalition", 1), two_way=mc.get("two_way"), groups=mc.get("groups"),
+            risk=mc.get("risk"), utility=mc.get("utility", "hellinger_utility"), out_dir=out_dir,
+            title=cfg.get("title", "Risk-utility comparison"),
+        )
+    except ProtabError as exc:
+        raise req.fail(exc) from None
     print(f"protab report: {result.height} rows of measures; report written to {out_dir}/report.html")
     return result
