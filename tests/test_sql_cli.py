@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,9 @@ import protab as pt
 from protab.session import sql_text
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
-DUCKDB = shutil.which("duckdb")
+# the duckdb CLI of the environment running the tests (a venv's bin need not be on PATH)
+_HERE = Path(sys.executable).parent / "duckdb"
+DUCKDB = str(_HERE) if _HERE.exists() else shutil.which("duckdb")
 
 pytestmark = pytest.mark.skipif(DUCKDB is None, reason="the duckdb CLI (pip package duckdb-cli) is not installed")
 

@@ -369,6 +369,19 @@ def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:
     return "\n".join(text)
 
 
+def macro_path() -> Path:
+    """Where the SQL macros (``protab.sql``) of this installation are, for ``.read`` in duckdb."""
+    from importlib import resources
+
+    try:
+        res = resources.files("protab").joinpath("sql", "protab.sql")
+        if res.is_file():
+            return Path(str(res))
+    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover
+        pass
+    return Path(__file__).resolve().parents[2] / "sql" / "protab.sql"  # a source checkout
+
+
 # -- the command line -----------------------------------------------------------------------
 def _seed(args: argparse.Namespace) -> str:
     if args.seed_env and args.seed_file:
@@ -433,6 +446,11 @@ def _parser() -> argparse.ArgumentParser:
                        description="List the tables and views of a database: rows, columns, record-key "
                                    "column, and whether a p-table is installed for ckm().")
     t.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
+
+    m = sub.add_parser("macros", help="print the path of the SQL macros (ckm, record keys)",
+                       description="Print where this installation's sql/protab.sql is, to load it in the "
+                                   "duckdb CLI with .read from any folder.")
+    m.add_argument("--read", action="store_true", help="print the whole .read line")
 
     r = sub.add_parser("register", help="register a Parquet/CSV file (or glob) as a table",
                        description="Make a Parquet or CSV file, glob or existing table available as NAME.")
@@ -518,6 +536,8 @@ def _run(args: argparse.Namespace) -> None:
         demo(args.persons, args.db, args.out, args.seed, replace=args.replace)
     elif args.cmd == "tables":
         print(list_tables(args.db))
+    elif args.cmd == "macros":
+        print(f".read '{macro_path()}'" if args.read else macro_path())
     elif args.cmd == "register":
         from protab.session import Session
 

@@ -1,0 +1,42 @@
+# Two commands set everything up on a fresh machine (each creates .venv when needed):
+#   make demo   - installs protab (core) and runs the demo on its embedded default database
+#   make test   - installs protab with the dev extra (and a Java runtime for the Spark tests
+#                 where missing and possible) and runs the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_ARGS ?=
+
+.PHONY: demo test lint java clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@ $(VENV)/.core
+
+demo: $(VENV)/.core
+	$(BIN)/protab demo $(DEMO_ARGS)
+
+# Spark (dev extra) needs Java 17+: installed from Debian's packages when missing and we are root
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing a Java runtime for the Spark tests (openjdk-17-jre-headless)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	  else echo "note: no Java runtime; the Spark tests will be skipped (install openjdk-17-jre-headless)"; fi; }
+
+test: $(VENV)/.dev java
+	$(BIN)/python -m pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/python -m ruff check src tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) protab.duckdb protab_output
