@@ -277,18 +277,37 @@ class TableRun:
 
         ``ord`` numbers the codes in publication order: by level, then numeric codes
         numerically and other codes as text.
+
+        A hierarchy that is not a tree (signs −1, codes with several parents) adds the
+        column ``coef`` to its bridge: the leaf's coefficient in the ancestor (see
+        :meth:`protab.hierarchy.Hierarchy.relation`); its codes table holds every code, also
+        one whose coefficients all cancel (published as 0). ``self.coef[k]`` tells which
+        dimensions carry coefficients.
         """
         codes_out, bridges_out = [], []
+        self.coef = [d.hierarchy is not None and not d.hierarchy.is_tree for d in self.spec.dimensions]
         for k, d in enumerate(self.spec.dimensions):
             if d.hierarchy is not None and d.hierarchy in self.cache:
                 codes, bridge = self.cache[d.hierarchy]
             elif d.hierarchy is not None:
                 reg = _tmp("h")
-                self.con.register(reg, d.hierarchy.relation())
+                rel = d.hierarchy.relation()
+                coef = ""
+                if self.coef[k]:
+                    coef = ", coef"
+                    empty = d.hierarchy._codes_without_leaves()
+                    if empty:  # no (leaf, code) pair: a row without a leaf keeps the code
+                        rel = pa.concat_tables([rel, pa.table({
+                            "leaf": pa.nulls(len(empty), pa.string()),
+                            "ancestor": pa.array(empty, pa.string()),
+                            "level": pa.array([d.hierarchy.level_of(c) for c in empty], pa.int32()),
+                            "coef": pa.array([0] * len(empty), pa.int64()),
+                        })])
+                self.con.register(reg, rel)
                 try:
                     codes, bridge = self._code_tables(
                         f"SELECT CAST(leaf AS VARCHAR) AS leaf, CAST(ancestor AS VARCHAR) AS ancestor, "
-                        f"CAST(level AS INTEGER) AS level FROM {reg}", [], keep=True,
+                        f"CAST(level AS INTEGER) AS level{coef} FROM {reg}", [], keep=True, coef=bool(coef),
                     )
                 finally:
                     self.con.unregister(reg)
@@ -303,16 +322,19 @@ class TableRun:
             bridges_out.append(bridge)
         return codes_out, bridges_out
 
-    def _code_tables(self, relation: str, params: list[Any], *, keep: bool) -> tuple[str, str]:
-        """``codes`` and ``bridge`` from a (leaf, ancestor, level) query; ``keep``: outlive
-        this run (for the Session's cache of hierarchies)."""
+    def _code_tables(
+        self, relation: str, params: list[Any], *, keep: bool, coef: bool = False
+    ) -> tuple[str, str]:
+        """``codes`` and ``bridge`` from a (leaf, ancestor, level[, coef]) query; ``keep``:
+        outlive this run (for the Session's cache of hierarchies); ``coef``: the query has
+        the coefficient column, which the bridge keeps."""
         raw = self._create("braw", relation, params)
         names = []
         for kind, select in (
             ("codes", f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
                       f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
                       f"FROM (SELECT DISTINCT ancestor, level FROM {raw})"),
-            ("bridge", "SELECT l.ord AS leaf, a.ord AS anc, b.level FROM {raw} b "
+            ("bridge", "SELECT l.ord AS leaf, a.ord AS anc, b.level" + (", b.coef" if coef else "") + " FROM {raw} b "
                        "JOIN {codes} l ON b.leaf = l.code JOIN {codes} a ON b.ancestor = a.code"),
         ):
             select = select.format(raw=raw, codes=names[0] if names else "")
@@ -352,6 +374,12 @@ class TableRun:
         through the bridge; rows that no published crossing can hold are dropped as soon as
         they appear. Counts and key sums are integers, so the order of summation does not
         matter.
+
+        Through the bridge of a hierarchy that is not a tree every value is multiplied by
+        the leaf's coefficient (e.g. −1 under EU = Europe − nonEU): counts, weights and sums
+        become signed sums, and the cell key the signed sum of record keys taken modulo the
+        key modulus as a residue in [0, modulus) (``((x % m) + m) % m``), so a cell gets the
+        same key whichever hierarchy, path or table it comes from.
         """
         spec, nd = self.spec, self.nd
         if source is None:
@@ -373,14 +401,18 @@ class TableRun:
                     keep.append(f"r._o{j}")
                     up.append(f"r._o{j}")
             aggs = []
+            times = " * b.coef" if self.coef[k] else ""
             for v in values:
-                if v == "_k":
+                if v == "_k" and times:
+                    aggs.append("CAST(((sum(r._k * b.coef) % ?) + ?) % ? AS BIGINT) AS _k")
+                    params += [self.modulus] * 3
+                elif v == "_k":
                     aggs.append("CAST(sum(r._k) % ? AS BIGINT) AS _k")
                     params.append(self.modulus)
                 elif v in ("_n", "_np"):
-                    aggs.append(f"CAST(sum(r.{v}) AS BIGINT) AS {v}")
+                    aggs.append(f"CAST(sum(r.{v}{times}) AS BIGINT) AS {v}")
                 else:
-                    aggs.append(f"sum(r.{v}) AS {v}")
+                    aggs.append(f"sum(r.{v}{times}) AS {v}")
             levels = {j: f"r._l{j}" for j in range(k)}
             keep_where = published_filter(spec, {**levels, k: "c.level"})
             up_where = published_filter(spec, {**levels, k: "b.level"})
@@ -396,9 +428,12 @@ class TableRun:
 
     def _complete(self) -> bool:
         """True when the roll-up gives every published cell by itself: empty cells are left
-        out (drop_empty), or every combination of leaf codes is an inner cell."""
+        out (drop_empty), or every combination of leaf codes is an inner cell (and no code
+        of a hierarchy has coefficients that all cancel)."""
         if self.spec.drop_empty:
             return True
+        if any(d.hierarchy is not None and d.hierarchy._codes_without_leaves() for d in self.spec.dimensions):
+            return False
         return self._count(f"SELECT 1 FROM {self._ids or self.inner}") == int(np.prod(self._leaf_counts))
 
     def _cells_source(self) -> tuple[str, str, list[Any]]:
@@ -460,10 +495,18 @@ class TableRun:
         frame = self.arrow(f"SELECT {', '.join(cols)} FROM {self.ids} c {joins} ORDER BY c._id")
         return frame.rename(output_names(self.spec, frame.columns))
 
-    def pairs(self) -> tuple[np.ndarray, np.ndarray, int, int]:
+    def pairs(self, *, coefficients: bool = False) -> tuple[np.ndarray, np.ndarray, int, int]:
         """(inner id, published id) of every inner cell under every published cell.
 
         Published ids number the cells in publication order (as :meth:`published`).
+
+        Under a hierarchy that is not a tree an inner cell enters a published cell with a
+        coefficient: the product over dimensions of the leaf's coefficient in the code
+        (−1 for a country of nonEU in EU = Europe − nonEU; 2 for a leaf counted twice).
+        These are the values of X, left in ``self.pair_coef`` (int64, one per pair; all 1
+        for trees) when ``coefficients=True``; :meth:`matrix` builds X with them. Without
+        ``coefficients=True`` a coefficient other than 1 raises SpecError, as the caller
+        would build a 0/1 matrix.
         """
         nd = self.nd
         pub = self._create(
@@ -474,17 +517,35 @@ class TableRun:
         joins = " ".join(f"JOIN {b} b{k} ON i._o{k} = b{k}.leaf" for k, b in enumerate(self.bridges))
         match = " AND ".join(f"p._o{k} = b{k}.anc" for k in range(nd))
         where = published_filter(self.spec, {k: f"b{k}.level" for k in range(nd)})
+        signed = [k for k in range(nd) if self.coef[k]]
+        coef = (", " + " * ".join(f"b{k}.coef" for k in signed) + " AS _c") if signed else ""
         tab = self.con.sql(
-            f"SELECT i._id, p._pid FROM {self.ids} i {joins} JOIN {pub} p ON {match} WHERE {where}"
+            f"SELECT i._id, p._pid{coef} FROM {self.ids} i {joins} JOIN {pub} p ON {match} WHERE {where}"
         ).to_arrow_table()
         n_inner = self._count(f"SELECT 1 FROM {self.ids}")
         n_pub = self._count(f"SELECT 1 FROM {pub}")
+        self.pair_coef = tab.column("_c").to_numpy().astype(np.int64) if signed else np.ones(tab.num_rows, np.int64)
+        if not coefficients and signed and bool((self.pair_coef != 1).any()):
+            dims = [self.spec.dimensions[k].column for k in signed]
+            raise SpecError(
+                f"the hierarchy of {show_values(dims)} has coefficients other than 1 (signs -1, "
+                "or a leaf counted more than once), which a 0/1 model matrix cannot hold; build "
+                "X with TableRun.matrix() (or pairs(coefficients=True))"
+            )
         return (
             tab.column("_id").to_numpy(),
             tab.column("_pid").to_numpy(),
             n_inner,
             n_pub,
         )
+
+    def matrix(self) -> Any:
+        """The model matrix X (scipy csc, inner × published, float64) with the coefficients
+        of :meth:`pairs`, so that ``X.T @ inner n == published n`` for any hierarchy."""
+        from scipy import sparse
+
+        rows, cols, n_inner, n_pub = self.pairs(coefficients=True)
+        return sparse.csc_matrix((self.pair_coef.astype(np.float64), (rows, cols)), shape=(n_inner, n_pub))
 
     def perturb(self, ptable: "PTable", *, original: bool, threshold: int | None) -> pl.DataFrame:
         """Cells joined to the p-table's integer key ranges: n_pert (and w_pert)."""

@@ -9,6 +9,7 @@ import polars as pl
 
 from protab.errors import HierarchyError, show_values
 from protab.hierarchy._common import _FIX_LINKS, _key, _listing
+from protab.hierarchy._graph import build_graph
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy.core import Hierarchy
@@ -77,14 +78,23 @@ def build(
     root: object | None,
     source: str,
     default_root: str,
+    sign: pl.Series | None = None,
+    several_parents: bool = False,
 ) -> Hierarchy:
-    """What :meth:`Hierarchy._build` does (see its docstring)."""
+    """What :meth:`Hierarchy._build` does (see its docstring).
+
+    ``sign``: +1/−1 per link (already checked), or None for all +1. ``several_parents``:
+    a code may have more than one parent. Links that form a tree (one parent per code, all
+    signs +1) always give the tree built here; anything else goes to :mod:`._graph`.
+    """
     if root is not None:
         root_key = _key(root)
         if not root_key:
             raise HierarchyError(f"root must be a non-empty string, got {root!r}")
         root = root_key
     df = pl.DataFrame({"parent": parent.cast(pl.String), "child": child.cast(pl.String)})
+    if sign is not None and (sign != 1).any():
+        df = df.with_columns(sign.cast(pl.Int8).alias("sign"))
     if df.height == 0:
         raise HierarchyError(f"{source}: no codes given; a hierarchy needs at least one code below its root")
 
@@ -112,21 +122,34 @@ def build(
             f"links (a code cannot contain itself)."
         )
 
-    # Exact duplicate links are fine; a code with two different parents is not.
+    # Exact duplicate links are fine; a code with two different parents is not (unless
+    # several_parents), nor one link with both signs.
     df = df.unique(maintain_order=True)
+    signed = "sign" in df.columns
+    if signed:
+        both = df.group_by("parent", "child", maintain_order=True).len().filter(pl.col("len") > 1)
+        if both.height:
+            ex = [f"{c!r} → {p!r}" for p, c in zip(both["parent"].head(3), both["child"].head(3))]
+            raise HierarchyError(
+                f"{source}: links given with both signs, +1 and -1: {_listing(ex)}. Keep one "
+                f"sign per link (a code cannot be added to and subtracted from the same code)."
+            )
     multi = (
         df.group_by("child", maintain_order=True).agg(pl.col("parent"), pl.len().alias("n")).filter(pl.col("n") > 1)
     )
-    if multi.height:
+    if multi.height and not several_parents:
         examples = []
         for c, ps in zip(multi["child"].head(3).to_list(), multi["parent"].head(3).to_list()):
             shown = ", ".join("none (top code)" if p is None else repr(p) for p in ps)
             examples.append(f"{c!r} (parents {shown})")
         raise HierarchyError(
             f"{source}: codes with more than one parent: {_listing(multi['child'].to_list())}; "
-            f"e.g. {'; '.join(examples)}. protab publishes trees only: {_FIX_LINKS} "
-            f"(drop the extra links, or give the code a distinct name under each parent)."
+            f"e.g. {'; '.join(examples)}. Either {_FIX_LINKS} (drop the extra links, or give "
+            f"the code a distinct name under each parent), or, if the code belongs to several "
+            f"groups on purpose (overlapping groups), pass several_parents=True."
         )
+    if multi.height or signed:
+        return build_graph(cls, df, root=root, source=source, default_root=default_root)
 
     # All codes: those that are never children (by first appearance as a parent), then
     # the children in the order of their links (each child has exactly one row now).

@@ -55,6 +55,32 @@ def from_code_lengths(
     return cls._build(df["parent"], df["child"], root=root, source=what)
 
 
+def parse_signs(sign: pl.Series, parent: pl.Series, child: pl.Series, what: str) -> pl.Series:
+    """Signs as an Int8 series of +1/−1 from numbers or ``"+"``/``"-"`` text; else an error."""
+    if sign.dtype == pl.String:
+        num = sign.str.strip_chars().replace_strict(
+            {"+": 1.0, "-": -1.0, "1": 1.0, "+1": 1.0, "-1": -1.0}, default=None, return_dtype=pl.Float64
+        )
+    elif sign.dtype.is_numeric():
+        num = sign.cast(pl.Float64)
+    else:
+        num = pl.Series([None] * sign.len(), dtype=pl.Float64)
+    ok = ((num == 1.0) | (num == -1.0)).fill_null(False).to_numpy()
+    bad_rows = np.flatnonzero(~ok)
+    if bad_rows.size:
+        idx = bad_rows[:3].tolist()
+        ex = [
+            f"{f!r} → {t!r} (sign {g!r})"
+            for f, t, g in zip(child.gather(idx).to_list(), parent.gather(idx).to_list(), sign.gather(idx).to_list())
+        ]
+        raise HierarchyError(
+            f"{what}: rows with a sign other than +1 or -1 (counted from 0): "
+            f"{_listing(bad_rows.tolist())}, e.g. {'; '.join(ex)}. Give each link the sign 1 "
+            f"(add the child) or -1 (subtract it), or '+' / '-'."
+        )
+    return num.cast(pl.Int8).alias("sign")
+
+
 def from_frame(cls: type[Hierarchy], frame: Any, *, root: str | None) -> Hierarchy:
     """What :meth:`Hierarchy.from_frame` does (see its docstring)."""
     what = "hierarchy frame (mapsFrom, mapsTo)"
@@ -62,35 +88,10 @@ def from_frame(cls: type[Hierarchy], frame: Any, *, root: str | None) -> Hierarc
     if df is None:
         raise HierarchyError(f"{what}: expected a polars, pandas or pyarrow frame, got {type(frame).__name__}")
     _columns(df, ("mapsFrom", "mapsTo"), what)
-    if "sign" in df.columns:
-        sign = df["sign"]
-        if sign.dtype == pl.String:
-            num = sign.str.strip_chars().replace_strict(
-                {"+": 1.0, "-": -1.0, "1": 1.0, "+1": 1.0, "-1": -1.0}, default=None, return_dtype=pl.Float64
-            )
-        elif sign.dtype.is_numeric():
-            num = sign.cast(pl.Float64)
-        else:
-            num = pl.Series([None] * df.height, dtype=pl.Float64)
-        bad_rows = np.flatnonzero(~(num == 1.0).fill_null(False).to_numpy())
-        if bad_rows.size:
-            sub = df[bad_rows.tolist()]
-            ex = [
-                f"{f!r} → {t!r} (sign {g!r})"
-                for f, t, g in zip(
-                    sub["mapsFrom"].head(3).to_list(),
-                    sub["mapsTo"].head(3).to_list(),
-                    sub["sign"].head(3).to_list(),
-                )
-            ]
-            raise HierarchyError(
-                f"{what}: rows with a sign other than +1 (counted from 0): "
-                f"{_listing(bad_rows.tolist())}, e.g. {'; '.join(ex)}. protab "
-                f"publishes sums only: remove these rows (a difference of margins is not supported)."
-            )
     p = _as_codes(df["mapsTo"], f"{what}, column 'mapsTo'")
     c = _as_codes(df["mapsFrom"], f"{what}, column 'mapsFrom'")
-    return cls._build(p, c, root=root, source=what)
+    sign = parse_signs(df["sign"], p, c, f"{what}, column 'sign'") if "sign" in df.columns else None
+    return cls._build(p, c, root=root, source=what, sign=sign, several_parents=True)
 
 
 def read_hrc(
@@ -161,9 +162,49 @@ def to_hrc(h: Hierarchy, *, leadstring: str) -> str:
     return "\n".join(lines.to_list()) + "\n"
 
 
+def _graph_links(h: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links of a non-tree ordered by child id, then parent id."""
+    assert h._links is not None
+    child, parent, sign = h._links
+    order = np.lexsort((parent, child))
+    return child[order], parent[order], sign[order]
+
+
+def to_frame_graph(h: Hierarchy) -> pl.DataFrame:
+    """What :meth:`Hierarchy.to_frame` does for a hierarchy that is not a tree."""
+    child, parent, sign = _graph_links(h)
+    tops = np.flatnonzero(h._parent == 0)
+    tops = tops[~np.isin(tops, child)]
+    if (parent == 0).any():  # the root is a code of the input: a top code itself
+        tops = np.concatenate([[0], tops])
+    ids = np.concatenate([tops, child])
+    has_p = np.concatenate([np.zeros(tops.size, dtype=bool), np.ones(child.size, dtype=bool)])
+    pids = np.concatenate([np.zeros(tops.size, dtype=np.int64), parent])
+    return pl.DataFrame(
+        {
+            "code": h._code.gather(ids),
+            "parent": pl.select(
+                pl.when(pl.lit(pl.Series(has_p))).then(pl.lit(h._code.gather(pids)))
+            ).to_series(),
+            "sign": pl.Series(np.concatenate([np.ones(tops.size, dtype=np.int8), sign])),
+            "level": pl.Series(h._level[ids].astype(np.int32)),
+        }
+    )
+
+
 def to_ssb_frame(h: Hierarchy) -> pl.DataFrame:
     """What :meth:`Hierarchy.to_ssb_frame` does (see its docstring)."""
     height = h._height()
+    if h._links is not None:
+        child, parent, sign = _graph_links(h)
+        return pl.DataFrame(
+            {
+                "mapsFrom": h._code.gather(child),
+                "mapsTo": h._code.gather(parent),
+                "sign": pl.Series(sign.astype(np.int32)),
+                "level": pl.Series(height[parent].astype(np.int32)),
+            }
+        )
     ids = np.flatnonzero(h._parent >= 0)
     par = h._parent[ids]
     return pl.DataFrame(

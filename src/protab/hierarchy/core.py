@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from protab._io import write_text
 from protab.errors import HierarchyError
-from protab.hierarchy import _formats
+from protab.hierarchy import _formats, _graph
 from protab.hierarchy._build import _level_bounds, build
 from protab.hierarchy._common import (
     DEFAULT_ROOT,
@@ -39,12 +39,13 @@ class Hierarchy:
     ('Total', 3, 'DE1', 2)
     """
 
-    __slots__ = ("_cache", "_code", "_is_leaf", "_level", "_parent")
+    __slots__ = ("_cache", "_code", "_is_leaf", "_level", "_links", "_parent")
 
     _code: pl.Series
     _parent: np.ndarray
     _level: np.ndarray
     _is_leaf: np.ndarray
+    _links: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     _cache: dict[str, Any]
 
     # ---- construction ----------------------------------------------------------------
@@ -55,12 +56,27 @@ class Hierarchy:
         )
 
     @classmethod
-    def _new(cls, code: pl.Series, parent: np.ndarray, level: np.ndarray) -> Hierarchy:
-        """Wrap validated, level-sorted arrays (root at id 0)."""
+    def _new(
+        cls,
+        code: pl.Series,
+        parent: np.ndarray,
+        level: np.ndarray,
+        links: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> Hierarchy:
+        """Wrap validated, level-sorted arrays (root at id 0).
+
+        ``links`` (child ids, parent ids, signs) only for hierarchies that are not trees;
+        then ``parent`` holds each code's first parent (the root for top codes), and the
+        root is a code without child links when it was added as the total of all leaves.
+        """
         self = object.__new__(cls)
         n = parent.size
         has_child = np.zeros(n, dtype=bool)
-        has_child[parent[parent >= 0]] = True
+        if links is None:
+            has_child[parent[parent >= 0]] = True
+        else:
+            has_child[links[1]] = True
+            has_child[0] = True  # the root: a total, never a leaf
         arrays: dict[str, np.ndarray] = {
             "_parent": parent.astype(np.int64, copy=False),
             "_level": level.astype(np.int32, copy=False),
@@ -69,6 +85,15 @@ class Hierarchy:
         for name, arr in arrays.items():
             arr.flags.writeable = False
             object.__setattr__(self, name, arr)
+        if links is not None:
+            links = (
+                links[0].astype(np.int64, copy=False),
+                links[1].astype(np.int64, copy=False),
+                links[2].astype(np.int8, copy=False),
+            )
+            for arr in links:
+                arr.flags.writeable = False
+        object.__setattr__(self, "_links", links)
         object.__setattr__(self, "_code", code.alias("code"))
         object.__setattr__(self, "_cache", {})
         return self
@@ -80,7 +105,8 @@ class Hierarchy:
         raise AttributeError("Hierarchy is immutable")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Hierarchy._new, (self._code, np.array(self._parent), np.array(self._level)))
+        links = None if self._links is None else tuple(np.array(a) for a in self._links)
+        return (Hierarchy._new, (self._code, np.array(self._parent), np.array(self._level), links))
 
     def __copy__(self) -> Hierarchy:
         return self
@@ -97,9 +123,14 @@ class Hierarchy:
         root: object | None,
         source: str,
         default_root: str = DEFAULT_ROOT,
+        sign: pl.Series | None = None,
+        several_parents: bool = False,
     ) -> Hierarchy:
-        """Validate parent-child links (a null parent marks a top code) and build the tree."""
-        return build(cls, parent, child, root=root, source=source, default_root=default_root)
+        """Validate parent-child links (a null parent marks a top code) and build the hierarchy."""
+        return build(
+            cls, parent, child, root=root, source=source, default_root=default_root,
+            sign=sign, several_parents=several_parents,
+        )
 
     @classmethod
     def from_parent_child(
@@ -109,6 +140,8 @@ class Hierarchy:
         root: str | None = None,
         parent: str = "parent",
         child: str = "child",
+        sign: str | None = None,
+        several_parents: bool = False,
     ) -> Hierarchy:
         """A hierarchy from (parent, child) links: tuples, or a polars/pandas/pyarrow frame.
 
@@ -117,27 +150,47 @@ class Hierarchy:
         ``root`` (default ``"Total"``) is added above them; if ``root`` is given and does not
         occur in the pairs, it is added above all top codes. A null parent marks its child as
         a top code (so ``h.to_frame()`` round-trips). Integer codes become strings.
+
+        Hierarchies that are not trees (see :meth:`from_frame` for their meaning):
+
+        * ``sign``: the name of a frame column of +1/−1 (or ``"+"``/``"-"``) per link; with
+          tuples, give 3-tuples ``(parent, child, sign)`` instead (and leave ``sign`` None).
+          A link with sign −1 subtracts the child from the parent.
+        * ``several_parents``: let a code belong to more than one parent (overlapping
+          groups). Off by default, so that a stray link in a tree is reported as an error.
         """
         what = "parent-child pairs"
         frame = _to_frame(pairs)
+        g = None
         if frame is not None:
-            _columns(frame, (parent, child), what)
+            _columns(frame, (parent, child) + ((sign,) if sign is not None else ()), what)
             p = _as_codes(frame[parent], f"{what}, column {parent!r}")
             c = _as_codes(frame[child], f"{what}, column {child!r}")
+            if sign is not None:
+                g = _formats.parse_signs(frame[sign], p, c, f"{what}, column {sign!r}")
         else:
             if isinstance(pairs, (str, bytes)):
                 raise HierarchyError(f"{what}: expected (parent, child) tuples or a frame, got a string")
+            if sign is not None:
+                raise HierarchyError(
+                    f"{what}: sign= names a column of a frame; with tuples, give (parent, child, sign)"
+                )
             rows = list(pairs)
-            bad = [i for i, r in enumerate(rows) if not isinstance(r, (tuple, list)) or len(r) != 2]
+            bad = [i for i, r in enumerate(rows) if not isinstance(r, (tuple, list)) or len(r) not in (2, 3)]
+            if not bad and len({len(r) for r in rows}) > 1:
+                bad = [i for i, r in enumerate(rows) if len(r) != len(rows[0])]
             if bad:
                 raise HierarchyError(
                     f"{what}: rows that are not (parent, child) pairs (counted from 0): {_listing(bad)}, "
-                    f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child)."
+                    f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child), or every "
+                    f"link as a 3-tuple (parent, child, sign)."
                 )
             cols = list(zip(*rows)) if rows else [(), ()]
             p = _as_codes(list(cols[0]), f"{what}, parents")
             c = _as_codes(list(cols[1]), f"{what}, children")
-        return cls._build(p, c, root=root, source=what)
+            if len(cols) == 3:
+                g = _formats.parse_signs(pl.Series("sign", list(cols[2]), strict=False), p, c, f"{what}, signs")
+        return cls._build(p, c, root=root, source=what, sign=g, several_parents=several_parents)
 
     @classmethod
     def from_code_lengths(
@@ -157,11 +210,20 @@ class Hierarchy:
     def from_frame(cls, frame: Any, *, root: str | None = None) -> Hierarchy:
         """A hierarchy from an SSBtools to-from frame (``mapsFrom``, ``mapsTo``, ``sign``, ``level``).
 
-        ``mapsFrom`` is the child code and ``mapsTo`` its parent. ``sign`` (optional) must be
-        +1 (or ``"+"``): protab publishes sums only, so -1 rows are refused. ``level`` is
-        ignored (it is SSBtools' order of computation; protab computes levels itself). A code
-        mapping to two parents is refused: SSBtools allows that, but protab publishes trees.
-        Top codes are handled as in :meth:`from_parent_child`.
+        ``mapsFrom`` is the child code and ``mapsTo`` its parent. ``sign`` (optional, default
+        +1) is +1 or −1 (or ``"+"``/``"-"``): a −1 row subtracts the child, so
+        ``Europe → EU (+1)`` and ``nonEU → EU (−1)`` make EU = Europe − nonEU. A code may map
+        to several parents (overlapping groups). ``level`` is ignored: it is SSBtools' order
+        of computation, and protab computes levels itself.
+
+        A frame that forms a tree (one parent per code, all signs +1) gives the same tree as
+        :meth:`from_parent_child`. Otherwise (see :mod:`protab.hierarchy._graph`): each code
+        publishes Σ coefficient × leaf, the coefficient of a leaf being the sum over its
+        paths up to the code of the product of the signs (so a leaf reached twice counts
+        twice, and one that cancels out is left out); the links must not form a cycle; the
+        root is the total of all leaves: a top code that is exactly that, or a total named
+        ``root`` (default ``"Total"``) added beside the other top codes. Leaves are the codes
+        that are never ``mapsTo``; data are coded at them.
         """
         return _formats.from_frame(cls, frame, root=root)
 
@@ -195,6 +257,11 @@ class Hierarchy:
 
     def to_hrc(self, *, leadstring: str = "@") -> str:
         """The tau-ARGUS ``.hrc`` text: codes depth-first, ``leadstring`` × (level − 1) before each."""
+        if self._links is not None:
+            raise HierarchyError(
+                "a tau-ARGUS .hrc file holds a tree; this hierarchy has signs or codes with "
+                "several parents: write it with to_ssb_frame() instead"
+            )
         return _formats.to_hrc(self, leadstring=leadstring)
 
 
@@ -209,7 +276,15 @@ class Hierarchy:
         ``level`` is the ancestor's level (root 0). Margins are this relation joined to inner
         cells on ``leaf``, grouped by ``ancestor``. Rows are ordered by leaf (in code order),
         then from the leaf itself up to the root. Its length is Σ over leaves (level + 1).
+
+        For a hierarchy that is not a tree (:attr:`is_tree` false) a fourth column ``coef``
+        (int64) holds the coefficient of the leaf in the ancestor: margins are then
+        Σ coef × value. Pairs whose coefficient is 0 are left out; the root has coefficient
+        1 for every leaf. Rows are ordered by leaf, then by level from the leaf up (codes of
+        one level in code order).
         """
+        if self._links is not None:
+            return self._signed_relation()
         leaf = np.flatnonzero(self._is_leaf)
         anc = leaf
         leaf_parts, anc_parts, step_parts = [], [], []
@@ -234,8 +309,53 @@ class Hierarchy:
             }
         )
 
+    def _coef(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(leaf id, code id, coefficient) of every non-zero pair of a non-tree, root included."""
+        c = self._cache.get("coef")
+        if c is None:
+            assert self._links is not None
+            child, parent, sign = self._links
+            leaves = np.flatnonzero(self._is_leaf)
+            m = _graph.coefficients(len(self), leaves, child, parent, sign).tocoo()
+            keep = m.col != 0  # the root's column is set below: every leaf once
+            li = np.concatenate([leaves[m.row[keep]], leaves])
+            ci = np.concatenate([m.col[keep].astype(np.int64), np.zeros(leaves.size, dtype=np.int64)])
+            co = np.concatenate([m.data[keep].astype(np.int64), np.ones(leaves.size, dtype=np.int64)])
+            order = np.lexsort((ci, -self._level[ci].astype(np.int64), li))
+            c = self._cache["coef"] = (li[order], ci[order], co[order])
+        return c
+
+    def _signed_relation(self) -> pa.Table:
+        li, ci, co = self._coef()
+        codes = self._pa_codes()
+        return pa.table(
+            {
+                "leaf": codes.take(pa.array(li)),
+                "ancestor": codes.take(pa.array(ci)),
+                "level": pa.array(self._level[ci], type=pa.int32()),
+                "coef": pa.array(co, type=pa.int64()),
+            }
+        )
+
+    @property
+    def is_tree(self) -> bool:
+        """False for hierarchies with signs −1 or codes with several parents (see :meth:`from_frame`)."""
+        return self._links is None
+
+    def _codes_without_leaves(self) -> list[str]:
+        """Codes whose every leaf coefficient is 0 (no row in :meth:`relation`); none in a tree."""
+        if self._links is None:
+            return []
+        present = np.zeros(len(self), dtype=bool)
+        present[self._coef()[1]] = True
+        return self._code.filter(pl.Series(~present)).to_list()
+
     def code_levels(self) -> pa.Table:
-        """Every code with its ``level`` (int32, root 0), ``parent`` (null for the root) and ``is_leaf``."""
+        """Every code with its ``level`` (int32, root 0), ``parent`` (null for the root) and ``is_leaf``.
+
+        In a hierarchy that is not a tree, ``parent`` is a code's first parent in input order
+        (the root for top codes); :meth:`to_frame` and :meth:`to_ssb_frame` give every link.
+        """
         codes = self._pa_codes()
         root = self._parent < 0
         pidx = pa.array(np.where(root, 0, self._parent), mask=root)
@@ -249,7 +369,16 @@ class Hierarchy:
         )
 
     def to_frame(self) -> pl.DataFrame:
-        """Columns ``code``, ``parent`` (null for the root), ``level``; from_parent_child reads it back."""
+        """Columns ``code``, ``parent`` (null for the root), ``level``; from_parent_child reads it back.
+
+        For a hierarchy that is not a tree: one row per link, with a column ``sign`` after
+        ``parent``, and a row with a null parent for each top code (the root, when it is a
+        code of the input, and the codes without parent); read it back with
+        ``from_parent_child(f, child="code", sign="sign", several_parents=True)`` (with
+        ``root=`` when the root was added and is not named ``"Total"``).
+        """
+        if self._links is not None:
+            return _formats.to_frame_graph(self)
         out = pl.from_arrow(self.code_levels().select(["code", "parent", "level"]))
         assert isinstance(out, pl.DataFrame)
         return out
@@ -339,12 +468,37 @@ class Hierarchy:
         return int(self._level[self._id(code)])
 
     def parent_of(self, code: object) -> str | None:
-        """The parent of ``code``; None for the root."""
-        p = int(self._parent[self._id(code)])
+        """The parent of ``code``; None for the root.
+
+        Raises :class:`HierarchyError` for a code with several parents (see :meth:`parents_of`).
+        """
+        i = self._id(code)
+        if self._links is not None:
+            ps = self.parents_of(code)
+            if len(ps) > 1:
+                raise HierarchyError(f"{code!r} has several parents: {ps!r}; use parents_of")
+        p = int(self._parent[i])
         return None if p < 0 else str(self._code[p])
 
+    def parents_of(self, code: object) -> list[str]:
+        """The parents of ``code`` in code order: none for the root, one in a tree.
+
+        A top code of a hierarchy that is not a tree has the root as its parent.
+        """
+        i = self._id(code)
+        if self._links is None or i == 0:
+            p = int(self._parent[i])
+            return [] if p < 0 else [str(self._code[p])]
+        child, parent, _ = self._links
+        ps = np.unique(parent[child == i])
+        return self._code.gather(ps).to_list() if ps.size else [self.root]
+
     def children_of(self, code: object) -> list[str]:
-        """The children of ``code`` in code order; empty for a leaf."""
+        """The children of ``code`` in code order; empty for a leaf.
+
+        In a hierarchy that is not a tree these are the codes linked to ``code`` whatever
+        their sign (plus the top codes, for the root).
+        """
         i = self._id(code)
         order, offsets = self._children_csr()
         return self._code.gather(order[offsets[i] : offsets[i + 1]]).to_list()
@@ -363,9 +517,12 @@ class Hierarchy:
             return True
         if len(self) != len(other) or self.root != other.root:
             return False
-        a = self.to_frame().select("code", "parent").sort("code")
-        b = other.to_frame().select("code", "parent").sort("code")
-        return a.equals(b)
+        if (self._links is None) != (other._links is None):
+            return False
+        cols = ["code", "parent"] if self._links is None else ["code", "parent", "sign"]
+        a = self.to_frame().select(cols).sort(cols, nulls_last=True)
+        b = other.to_frame().select(cols).sort(cols, nulls_last=True)
+        return a.equals(b) and (self._links is None or set(self.codes) == set(other.codes))
 
     def __hash__(self) -> int:
         return hash((self.root, len(self), self.depth, int(self._is_leaf.sum())))
@@ -401,6 +558,16 @@ class Hierarchy:
 
     def _children_csr(self) -> tuple[np.ndarray, np.ndarray]:
         c = self._cache.get("csr")
+        if c is None and self._links is not None:
+            child, parent, _ = self._links
+            tops = np.flatnonzero(self._parent == 0)
+            tops = tops[~np.isin(tops, child)]
+            ch = np.concatenate([child, tops])
+            pa_ = np.concatenate([parent, np.zeros(tops.size, dtype=np.int64)])
+            key = np.unique(pa_ * len(self) + ch)  # unique links, by parent then child id
+            pa_, ch = key // len(self), key % len(self)
+            counts = np.bincount(pa_, minlength=len(self))
+            c = self._cache["csr"] = (ch, np.concatenate([[0], np.cumsum(counts)]))
         if c is None:
             nonroot = np.flatnonzero(self._parent >= 0)
             order = nonroot[np.argsort(self._parent[nonroot], kind="stable")]
@@ -411,6 +578,14 @@ class Hierarchy:
 
     def _height(self) -> np.ndarray:
         """Height of each code: 0 for a leaf, 1 + the largest height of its children."""
+        if self._links is not None:
+            child, parent, _ = self._links
+            height = np.zeros(len(self), dtype=np.int64)
+            by_level = np.argsort(-self._level[child], kind="stable")
+            for lev in np.unique(self._level[child])[::-1]:
+                sel = by_level[self._level[child[by_level]] == lev]
+                np.maximum.at(height, parent[sel], height[child[sel]] + 1)
+            return height
         bounds = _level_bounds(self._level, self.depth)
         height = np.zeros(len(self), dtype=np.int64)
         for lev in range(self.depth, 0, -1):

@@ -1,0 +1,264 @@
+"""Hierarchies that are not trees: signed links and codes with several parents.
+
+An SSBtools hierarchy frame describes each output code as a signed sum of other codes
+(``EU = Europe − nonEU``), and a code may feed several output codes (overlapping age
+groups). Read as a graph with an edge from every child to its parent, such a hierarchy
+must be acyclic; what a margin publishes is then fixed by the *coefficients*: the
+coefficient of leaf ``l`` in code ``a`` is the sum, over every path from ``l`` up to
+``a``, of the product of the signs along the path. A tree has coefficient 1 on every
+(leaf, ancestor) pair; ``EU = Europe − nonEU`` gives 1 to EU members and 0 (no entry) to
+the others; a leaf reached twice with sign +1 counts twice (coefficient 2), as in SSBtools.
+
+The root of such a hierarchy is always the plain total of all leaves (coefficient 1 for
+every leaf): either a code of the input that is exactly that, or a total added above the
+codes that have no parent (with coefficient 1 on every leaf, *not* the sum of those top
+codes, which may overlap). Levels are longest paths from the root, so a parent always
+sits above each of its children.
+
+Everything is vectorised: Python loops run over levels (rounds of a topological sort, and
+powers of the signed adjacency matrix), never over codes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+from scipy import sparse
+
+from protab.errors import HierarchyError, show_values
+from protab.hierarchy._common import _listing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from protab.hierarchy.core import Hierarchy
+
+
+def _children_lists(n: int, child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of children by parent: (children ordered by parent, offsets of length n + 1)."""
+    order = np.argsort(parent, kind="stable")
+    counts = np.bincount(parent, minlength=n)
+    return child[order], np.concatenate([[0], np.cumsum(counts)])
+
+
+def _gather(kids: np.ndarray, offsets: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """The children of the codes ``of`` (concatenated)."""
+    starts, ends = offsets[of], offsets[of + 1]
+    cnt = ends - starts
+    total = int(cnt.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.repeat(starts - (np.cumsum(cnt) - cnt), cnt)
+    return kids[first + np.arange(total)]
+
+
+def longest_levels(n: int, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Level of each code as the longest path from a code without parents (those are 0).
+
+    A topological sort by rounds: a code is placed once all its parents are. Codes never
+    placed (level -1) sit on a cycle or below one. ``child``/``parent`` are unique links.
+    """
+    level = np.full(n, -1, dtype=np.int64)
+    remaining = np.bincount(child, minlength=n)
+    kids, offsets = _children_lists(n, child, parent)
+    frontier = np.flatnonzero(remaining == 0)
+    lev = 0
+    while frontier.size:
+        level[frontier] = lev
+        ch = _gather(kids, offsets, frontier)
+        if ch.size == 0:
+            break
+        remaining -= np.bincount(ch, minlength=n)
+        cand = np.unique(ch)
+        frontier = cand[remaining[cand] == 0]
+        lev += 1
+    return level
+
+
+def cycle_error(codes: pl.Series, child: np.ndarray, parent: np.ndarray, unplaced: np.ndarray) -> HierarchyError:
+    """The error for links with a cycle: one cycle spelled out, the codes on cycles listed."""
+    n = codes.len()
+    on = np.zeros(n, dtype=bool)
+    on[unplaced] = True
+    # Peel codes with no child left among the unplaced ones: what remains lies on cycles
+    # (or between two of them). Error path only, so a loop per peeled layer is fine.
+    while True:
+        inside = on[child] & on[parent]
+        has_child = np.zeros(n, dtype=bool)
+        has_child[parent[inside]] = True
+        peel = on & ~has_child
+        if not peel.any():
+            break
+        on &= ~peel
+    names_ids = np.flatnonzero(on)
+    inside = on[child] & on[parent]
+    first_parent = np.full(n, -1, dtype=np.int64)
+    c_in, p_in = child[inside], parent[inside]
+    first_parent[c_in[::-1]] = p_in[::-1]  # the first link of each code wins
+    path = [int(names_ids[0])]
+    while len(path) < 9 and path.count(path[-1]) < 2:
+        path.append(int(first_parent[path[-1]]))
+    if path.count(path[-1]) == 2:
+        path = path[path.index(path[-1]) :]
+    shown = " → ".join(repr(codes[i]) for i in path)
+    if path[-1] != path[0]:
+        shown += " → …"
+    below = unplaced.size - names_ids.size
+    extra = f"; {below} more code(s) below them cannot reach a top code either" if below > 0 else ""
+    return HierarchyError(
+        f"the parent links form a cycle (a code would be its own ancestor), e.g. {shown} "
+        f"(each code followed by one of its parents). Codes on cycles: "
+        f"{_listing(codes.gather(names_ids).to_list())}{extra}. Remove one link of each cycle."
+    )
+
+
+def coefficients(n: int, leaves: np.ndarray, child: np.ndarray, parent: np.ndarray, sign: np.ndarray) -> sparse.csr_matrix:
+    """The (leaf × code) matrix of coefficients: Σ over paths of the product of signs.
+
+    Row ``i`` belongs to ``leaves[i]``; the leaf itself has coefficient 1. Zeros (paths
+    that cancel) are removed. The links must be acyclic.
+    """
+    a = sparse.csr_matrix((sign.astype(np.int64), (child, parent)), shape=(n, n))
+    m = sparse.csr_matrix(
+        (np.ones(leaves.size, dtype=np.int64), (np.arange(leaves.size), leaves)), shape=(leaves.size, n)
+    )
+    total = m.copy()
+    while True:
+        m = m @ a
+        m.eliminate_zeros()
+        if m.nnz == 0:
+            break
+        total = total + m
+    total.eliminate_zeros()
+    total.sort_indices()
+    return total
+
+
+def _is_plain_total(coef: sparse.csr_matrix, code: int) -> bool:
+    col = coef[:, code]
+    return bool(col.nnz == coef.shape[0] and np.all(col.data == 1))
+
+
+def build_graph(
+    cls: type[Hierarchy],
+    df: pl.DataFrame,
+    *,
+    root: str | None,
+    source: str,
+    default_root: str,
+) -> Hierarchy:
+    """A hierarchy from unique links ``parent, child[, sign]`` that do not form a tree.
+
+    Null parents mark top codes. See the module docstring for the root and the levels.
+    """
+    if "sign" not in df.columns:
+        df = df.with_columns(pl.lit(1, dtype=pl.Int8).alias("sign"))
+    linked = df.filter(pl.col("parent").is_not_null())
+    declared_tops = df.filter(pl.col("parent").is_null())["child"]
+    both = declared_tops.filter(declared_tops.is_in(linked["child"].implode())).unique(maintain_order=True)
+    if both.len():
+        raise HierarchyError(
+            f"{source}: codes given both as top codes (no parent) and with a parent: "
+            f"{_listing(both.to_list())}. Drop the rows without a parent for these codes."
+        )
+
+    parents = linked["parent"].unique(maintain_order=True)
+    children = df["child"].unique(maintain_order=True)
+    only_parents = parents.filter(~parents.is_in(children.implode()))
+    codes = pl.concat([only_parents, children]).alias("code")
+    if root is not None and not codes.is_in([root]).any():
+        codes = pl.concat([pl.Series("code", [root], dtype=pl.String), codes])
+        added: str | None = root
+    else:
+        added = None
+
+    ids = pl.DataFrame({"code": codes}).with_row_index("id")
+    j = linked.join(ids.rename({"code": "child", "id": "cid"}), on="child", maintain_order="left").join(
+        ids.rename({"code": "parent", "id": "pid"}), on="parent", maintain_order="left"
+    )
+    c = j["cid"].to_numpy().astype(np.int64)
+    p = j["pid"].to_numpy().astype(np.int64)
+    s = j["sign"].to_numpy().astype(np.int64)
+    n = codes.len()
+
+    level0 = longest_levels(n, c, p)
+    unplaced = np.flatnonzero(level0 < 0)
+    if unplaced.size:
+        raise cycle_error(codes, c, p, unplaced)
+
+    is_leaf = np.ones(n, dtype=bool)
+    is_leaf[p] = False
+    has_parent = np.zeros(n, dtype=bool)
+    has_parent[c] = True
+    if added is not None:
+        is_leaf[0] = False  # the added root, a total of all leaves
+    leaves = np.flatnonzero(is_leaf)
+    coef = coefficients(n, leaves, c, p, s).tocsc()
+    tops = np.flatnonzero(~has_parent)
+
+    if root is not None:
+        if added is None:
+            rid = int(ids.filter(pl.col("code") == root)["id"][0])
+            if has_parent[rid]:
+                ps = linked.filter(pl.col("child") == root)["parent"].to_list()
+                raise HierarchyError(
+                    f"{source}: the root {root!r} also appears as a child (of {show_values(ps)}). "
+                    f"The root must have no parent: remove that link, or name another root."
+                )
+            if not _is_plain_total(coef, rid):
+                raise HierarchyError(_not_total(source, root, codes, coef, rid, leaves))
+        else:
+            rid = 0
+    else:
+        plain_tops = [int(t) for t in tops if _is_plain_total(coef, int(t))]
+        named = [t for t in plain_tops if codes[t] == default_root]
+        if tops.size == 1 and plain_tops:
+            rid = plain_tops[0]
+        elif named:
+            rid = named[0]
+        elif codes.is_in([default_root]).any():
+            did = int(ids.filter(pl.col("code") == default_root)["id"][0])
+            raise HierarchyError(
+                f"{source}: no single top code is the total of all leaves, so protab would add a "
+                f"total {default_root!r}, but {default_root!r} is already a code. "
+                + (_not_total(source, default_root, codes, coef, did, leaves, lead=False) + " " if not has_parent[did] else "")
+                + "Pass root= with an unused name for the grand total."
+            )
+        else:
+            codes = pl.concat([pl.Series("code", [default_root], dtype=pl.String), codes])
+            c, p, n, rid = c + 1, p + 1, n + 1, 0
+            is_leaf = np.concatenate([[False], is_leaf])
+            has_parent = np.concatenate([[False], has_parent])
+            tops = tops + 1
+
+    # Levels: longest paths from the root, the other top codes hanging right below it.
+    others = tops[tops != rid]
+    vc = np.concatenate([c, others])
+    vp = np.concatenate([p, np.full(others.size, rid, dtype=np.int64)])
+    level = longest_levels(n, vc, vp)
+    first = np.full(n, -1, dtype=np.int64)
+    first[vc[::-1]] = vp[::-1]  # the first link of each code in input order
+
+    order = np.argsort(level, kind="stable")
+    new_id = np.empty(n, dtype=np.int64)
+    new_id[order] = np.arange(n, dtype=np.int64)
+    parent_arr = first[order]
+    parent_arr = np.where(parent_arr >= 0, new_id[np.maximum(parent_arr, 0)], -1)
+    links = (new_id[c], new_id[p], s.astype(np.int8))
+    return cls._new(codes.gather(order), parent_arr, level[order], links=links)
+
+
+def _not_total(
+    source: str, root: str, codes: pl.Series, coef: sparse.csc_matrix, rid: int, leaves: np.ndarray, *, lead: bool = True
+) -> str:
+    col = np.zeros(coef.shape[0], dtype=np.int64)
+    sub = coef[:, rid]
+    col[sub.indices] = sub.data
+    off = np.flatnonzero(col != 1)
+    ex = [f"{codes[int(leaves[i])]!r}: {int(col[i])}" for i in off[:3]]
+    head = f"{source}: the root {root!r} is not the total of all leaves" if lead else f"{root!r} is not the total of all leaves"
+    return (
+        f"{head} (a grand total counts every leaf once); its coefficients differ from 1 for "
+        f"{_listing(codes.gather(leaves[off]).to_list())}, e.g. {'; '.join(ex)}."
+        + (" Name another root, or leave out root= to add a total of all leaves." if lead else "")
+    )
