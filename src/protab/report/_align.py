@@ -124,6 +124,26 @@ def _inner_rows(a: pl.DataFrame, dims: Sequence[str], total: str) -> pl.DataFram
     return a.filter(_all([_is_finest(a, d, total) for d in dims]))
 
 
+def _finest_published(a: pl.DataFrame, dims: Sequence[str], total: str) -> pl.DataFrame:
+    """The cells of the finest published crossings: every dimension at its finest level or at
+    its total, and no published crossing finer. For a full table these are the inner cells;
+    for a table published by a formula such as ``a*b + a*c`` (no a×b×c cells) they are the
+    cells of a×b and of a×c."""
+    flags = [pl.when(_is_finest(a, d, total)).then(pl.lit("1"))
+             .when(_is_total(a, d, total)).then(pl.lit("0")).otherwise(pl.lit("x"))
+             for d in dims]
+    if not flags:
+        return a
+    marked = a.with_columns(pl.concat_str(flags).alias("_crossing"))
+    patterns = [p for p in marked["_crossing"].unique().to_list() if p is not None and "x" not in p]
+
+    def finer(q: str, p: str) -> bool:
+        return q != p and all(qc >= pc for qc, pc in zip(q, p))
+
+    maximal = [p for p in patterns if not any(finer(q, p) for q in patterns)]
+    return marked.filter(pl.col("_crossing").is_in(maximal)).drop("_crossing")
+
+
 def _crossing(a: pl.DataFrame, dims: Sequence[str], total: str, finest: Sequence[str],
               any_level: Sequence[str] = ()) -> pl.DataFrame:
     """Cells of the crossing of ``finest`` (finest level) and ``any_level`` dims: the rows with

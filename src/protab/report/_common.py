@@ -50,7 +50,9 @@ MEASURES: dict[str, tuple[str, str]] = {
                         "their true value (1 for the original).", "Shlomo & Young 2006"),
     "rm": _doc("Risk: conditional-entropy measure 1 − H(A|B)/H(A) of the inner cells, A the "
            "original and B the protected value of a cell: 1 = the published value gives the "
-           "original away, 0 = it tells nothing.", "Shlomo, Krenzke & Li 2019"),
+           "original away, 0 = it tells nothing. A table published by a formula without the full "
+           "crossing (e.g. a*b + a*c) has no inner cells: there the cells of its finest "
+           "published crossings (a×b and a×c).", "Shlomo, Krenzke & Li 2019"),
     "entropy_risk": _doc("Risk: entropy risk of the inner population table, r for the original "
                      "and r# for a protected version (weights ⅓ each).",
                      "Antal, Shlomo & Elliot 2014"),
@@ -67,6 +69,25 @@ MEASURES: dict[str, tuple[str, str]] = {
     "disclosures_protected": _doc("b: exact disclosures in the protected data (where the original "
                               "combination is non-empty).", ""),
     "disclosures_both": _doc("c: exact disclosures in both.", ""),
+}
+
+#: Why a measure column can be empty (null in every row): shown on an empty R-U map.
+WHY_EMPTY: dict[str, str] = {
+    "small_unchanged": "no original cell has a value in 1…small",
+    "rm": "no cells at the finest level of every published crossing",
+    "entropy_risk": "no inner cells (every dimension at its finest level); a table published by "
+                    "a formula has none: compare expected inner frequencies (view expected)",
+    "f_beta": "needs sensitive and quasi (the [measures] of a request)",
+    "precision": "needs sensitive and quasi, and disclosures in the protected table",
+    "recall": "needs sensitive and quasi, and disclosures in the original",
+    "disclosive_share": "needs a sensitive dimension",
+    "aad": "no inner cells (every dimension at its finest level)",
+    "var_cell_avg_change_pct": "no inner cells (every dimension at its finest level)",
+    "anova_r2_before": "needs groups and inner cells",
+    "anova_r2_after": "needs groups and inner cells",
+    **{k: "needs two_way (two dimensions)" for k in ("chi2_before", "chi2_after", "p_before",
+                                                     "p_after", "cramers_v_before",
+                                                     "cramers_v_after")},
 }
 
 _SCHEMA: dict[str, Any] = {"method": pl.String, "view": pl.String, "cells": pl.Int64}

@@ -16,6 +16,7 @@ from protab.ptable import PTable
 from protab.report._align import (
     _align,
     _crossing,
+    _finest_published,
     _inner_rows,
     _is_finest,
     _is_total,
@@ -23,7 +24,7 @@ from protab.report._align import (
     _total_mask,
     _value_column,
 )
-from protab.report._common import _SCHEMA, MEASURES, _Options
+from protab.report._common import _SCHEMA, MEASURES, WHY_EMPTY, _Options
 from protab.report.render import _write_report
 
 __all__ = ["compare"]
@@ -73,10 +74,14 @@ def _measure_row(a: pl.DataFrame, o: _Options, *, is_original: bool) -> dict[str
         if o.groups:
             row["anova_r2_before"] = m.anova_r2(fi, grp)
             row["anova_r2_after"] = m.anova_r2(gi, grp)
-        row["rm"] = m.conditional_entropy_risk(fi, gi)
         if fi.sum() > 0 and (fi >= 0).all():
             row["entropy_risk"] = (m.entropy_risk(fi) if is_original
                                    else m.entropy_risk_perturbed(fi, gi))
+
+    finest = _finest_published(a, o.dims, o.total)
+    if finest.height:
+        # the inner cells, or for a formula table without them its finest published crossings
+        row["rm"] = m.conditional_entropy_risk(finest["_f"].to_numpy(), finest["_g"].to_numpy())
 
     if o.two_way:
         r, c = o.two_way
@@ -116,6 +121,29 @@ def _measure_row(a: pl.DataFrame, o: _Options, *, is_original: bool) -> dict[str
 
 # --------------------------------------------------------------------------------------------
 # compare
+
+
+def _default_risk(result: pl.DataFrame, first: str, utility: str) -> tuple[str, str | None]:
+    """The risk axis of the R-U map when none was asked for: ``first`` if some protected row
+    has it (and, for f_beta, the original has exact disclosures to speak of), else the first
+    of small_unchanged, rm and small_share that has: the map is never empty for want of a
+    risk. Returns the measure and, if it is not ``first``, a sentence saying why."""
+    prot = result.filter(pl.col("method") != "original")
+
+    def usable(name: str) -> bool:
+        if name == "f_beta" and not (result["disclosures_original"].fill_null(0) > 0).any():
+            return False
+        return prot.filter(pl.col(name).is_not_null() & pl.col(utility).is_not_null()).height > 0
+
+    for name in (first, "small_unchanged", "rm", "small_share"):
+        if usable(name):
+            if name == first:
+                return name, None
+            why = ("the original has no exact disclosures of the sensitive dimension"
+                   if first == "f_beta" and prot["f_beta"].null_count() < prot.height
+                   else WHY_EMPTY.get(first, "it is empty"))
+            return name, f"The risk axis shows {name} because {first} does not apply here: {why}."
+    return first, None
 
 
 def _mapping(x: str | Mapping[str, str] | None, label: str) -> str | None:
@@ -245,9 +273,10 @@ def compare(
          for row in rows],
         schema=_SCHEMA,
     )
-    if default_risk and risk == "small_unchanged" and result["small_unchanged"].null_count() == result.height:
-        risk = "rm"  # no small cells to speak of: the conditional-entropy risk of the inner cells
+    note = None
+    if default_risk:
+        risk, note = _default_risk(result, risk, utility)
     if out_dir is not None:
         _write_report(Path(out_dir), result, pairs, ptables or {}, opts, risk, utility, title,
-                      orig.height)
+                      orig.height, note)
     return result

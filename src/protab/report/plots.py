@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import polars as pl
 from protab._io import atomic_path
 from protab.errors import InputError
 from protab.ptable import PTable
+from protab.report._common import WHY_EMPTY
 
 __all__ = ["plot_noise", "plot_ru_map"]
 
@@ -30,21 +33,36 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
+def _png(fig: Any) -> bytes:
+    """The figure as PNG bytes: the figure's own size (no bbox_inches="tight") and no Software
+    tag, so that the same inputs give the same bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    return buf.getvalue()
+
+
 def _save_png(fig: Any, path: Path) -> Path:
+    data = _png(fig)
     with atomic_path(path) as tmp:
-        # no bbox_inches="tight": the image keeps the figure's size; no Software tag:
-        # the same inputs give the same bytes
-        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+        tmp.write_bytes(data)
     return path
 
 
 def plot_ru_map(measures: pl.DataFrame, path: str | os.PathLike[str], *,
                 risk: str = "small_unchanged", utility: str = "hellinger_utility",
-                title: str = "R-U confidentiality map") -> Path:
+                title: str = "R-U confidentiality map", note: str | None = None) -> Path:
     """R-U confidentiality map (Duncan, Keller-McNulty & Stokes 2001; Shlomo & Young 2006):
     the ``risk`` column across, the ``utility`` column up, one labelled point per row of a
     :func:`compare` frame (stars: the original; circles: published; squares: expected).
-    Written as an 800 × 600 PNG. Rows where either value is null are left out."""
+    Written as an 800 × 600 PNG. Rows where either value is null are left out; when no row
+    has both, the plot says why in its middle. ``note``: a line under the plot (e.g. why
+    this risk measure was chosen)."""
+    return _save_png(_ru_map_figure(measures, risk=risk, utility=utility, title=title, note=note),
+                     Path(path))
+
+
+def _ru_map_figure(measures: pl.DataFrame, *, risk: str, utility: str, title: str,
+                   note: str | None) -> Any:
     for col in (risk, utility, "method", "view"):
         if col not in measures.columns:
             raise InputError(f"plot_ru_map: the measures have no column {col!r}")
@@ -72,18 +90,32 @@ def plot_ru_map(measures: pl.DataFrame, path: str | os.PathLike[str], *,
         if view in views:
             handles.append(Line2D([], [], marker=marker, color=colour, linestyle="", markersize=7,
                                   markeredgecolor="black", label=f"{view} (view)"))
-    ax.legend(handles=handles, fontsize=8, loc="lower left")
+    if d.height:
+        ax.legend(handles=handles, fontsize=8, loc="lower left")
     ax.set_xlabel(f"risk: {risk}  (lower is safer)")
     ax.set_ylabel(f"utility: {utility}  (higher is better)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.margins(0.15)
     left_out = measures.height - d.height
-    if left_out:
+    if d.height == 0:
+        empty = [c for c in (risk, utility) if measures[c].null_count() == measures.height]
+        why = "; ".join(f"{c}: {WHY_EMPTY.get(c, 'does not apply to these tables')}" for c in empty)
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(
+                    f"No point to show: no row has both {risk} and {utility}"
+                    + (f" ({why})" if why else "") + ". Choose other measures (risk = …, "
+                    "utility = … in the request's [measures]).", 60)),
+                ha="center", va="center", transform=ax.transAxes, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    elif left_out:
         ax.text(0.99, 0.01, f"{left_out} row(s) without both values not shown", ha="right",
                 transform=ax.transAxes, fontsize=7, color="grey")
-    fig.tight_layout()
-    return _save_png(fig, Path(path))
+    if note:
+        fig.text(0.5, 0.01, "\n".join(textwrap.wrap(note, 120)), ha="center", va="bottom",
+                 fontsize=7, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
+    return fig
 
 
 _NOISE_PANELS = 8
@@ -93,7 +125,12 @@ def plot_noise(original: Any, protected: Any, ptable: PTable, path: str | os.Pat
                title: str = "Noise per original value") -> Path:
     """Histogram of the noise v = protected − original per original value (p-table row class
     1…8): bars are the observed shares among the cells, dots the p-table's probabilities
-    (ESSnet Handbook: distribution of the noise by original value). 1000 × 600 PNG."""
+    (ESSnet Handbook: distribution of the noise by original value). 1000 × 600 PNG. The
+    dots show the p-table's probabilities: an internal figure, not for publication."""
+    return _save_png(_noise_figure(original, protected, ptable, title=title), Path(path))
+
+
+def _noise_figure(original: Any, protected: Any, ptable: PTable, *, title: str) -> Any:
     from matplotlib.ticker import MaxNLocator
 
     f = np.asarray(original, dtype=float).ravel()
@@ -131,4 +168,4 @@ def plot_noise(original: Any, protected: Any, ptable: PTable, path: str | os.Pat
     fig.supxlabel("noise v = protected − original", fontsize=9)
     fig.supylabel("share", fontsize=9)
     fig.tight_layout()
-    return _save_png(fig, Path(path))
+    return fig

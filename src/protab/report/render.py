@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,9 @@ import numpy as np
 import polars as pl
 
 from protab import measures as m
-from protab._io import write_frame, write_text
 from protab.ptable import PTable
 from protab.report._common import MEASURES, _Options
-from protab.report.plots import plot_noise, plot_ru_map
+from protab.report.plots import _noise_figure, _png, _ru_map_figure
 
 # --------------------------------------------------------------------------------------------
 # the report folder
@@ -87,24 +88,52 @@ def _noise_table(pairs: pl.DataFrame, ptable: PTable) -> pl.DataFrame:
     return theo.with_columns(pl.col("value").cast(pl.Int64)).join(emp, on="value", how="left").sort("value")
 
 
+def _write_files(out: Path, files: Mapping[str, bytes]) -> None:
+    """Write the files of a folder together: each under a temporary name first, then all
+    renamed. On an error no file is renamed and every temporary file is removed (and the
+    folder, if this call made it and it is empty)."""
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
+    temps: list[tuple[str, Path]] = []
+    try:
+        for name, data in files.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
+            temps.append((tmp, out / name))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if made and not any(out.iterdir()):
+            out.rmdir()
+        raise
+
+
 def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame],
                   ptables: Mapping[str, PTable], o: _Options, risk: str, utility: str,
-                  title: str, n_cells: int) -> None:
-    # everything is computed first; each file is then written atomically
+                  title: str, n_cells: int, risk_note: str | None = None) -> None:
+    # every file is made in memory first, then the folder's files are written together
+    files: dict[str, bytes] = {}
     shown = [c for c in result.columns
              if c in ("method", "view", "cells") or result[c].null_count() < result.height]
     table = result.select(shown)
     methods = [x for x in result["method"].unique(maintain_order=True).to_list() if x != "original"]
-    out.mkdir(parents=True, exist_ok=True)
-    write_frame(result, out / "measures.csv")
-    plot_ru_map(result, out / "ru_map.png", risk=risk, utility=utility,
-                title=f"R-U map: {title}")
+    files["measures.csv"] = result.write_csv().encode("utf-8")
+    files["ru_map.png"] = _png(_ru_map_figure(result, risk=risk, utility=utility,
+                                              title=f"R-U map: {title}", note=risk_note))
     taken: set[str] = {"ru_map"}
     noise: list[tuple[str, str, pl.DataFrame]] = []
     for label, pt in ptables.items():
         a = pairs[label]
         name = f"noise_{_slug(label, taken)}.png"
-        plot_noise(a["_f"], a["_g"], pt, out / name, title=f"Noise per original value: {label}")
+        files[name] = _png(_noise_figure(a["_f"], a["_g"], pt,
+                                         title=f"Noise per original value: {label}"))
         noise.append((label, name, _noise_table(a, pt)))
 
     options = []
@@ -141,6 +170,7 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
         "<h2>Risk-utility map</h2>",
         (f"<p>Risk ({html.escape(risk)}) across, utility ({html.escape(utility)}) up: the best "
          "methods sit top left; the original sits at the top right.</p>"),
+        (f"<p>{html.escape(risk_note)}</p>" if risk_note else ""),
         '<img src="ru_map.png" alt="R-U confidentiality map" width="800" height="600">',
     ]
     if noise:
@@ -163,7 +193,8 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
     md = [f"# {title}", "", intro, "",
           f"> {warn}", "", "## Measures", "", _md_table(table), "",
           "## Risk-utility map", "",
-          f"Risk ({risk}) across, utility ({utility}) up.", "", "![R-U map](ru_map.png)", ""]
+          f"Risk ({risk}) across, utility ({utility}) up." + (f" {risk_note}" if risk_note else ""),
+          "", "![R-U map](ru_map.png)", ""]
     if noise:
         md += ["## Noise per original value", ""]
         for label, name, tab in noise:
@@ -172,5 +203,6 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
     for c, meaning, source in glossary:
         md.append(f"- **{c}**: {meaning}" + (f" ({source})" if source else ""))
     md.append("")
-    write_text(out / "report.html", "\n".join(parts))
-    write_text(out / "report.md", "\n".join(md))
+    files["report.html"] = "\n".join(parts).encode("utf-8")
+    files["report.md"] = "\n".join(md).encode("utf-8")
+    _write_files(out, files)

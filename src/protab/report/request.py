@@ -143,6 +143,8 @@ class _Request:
             raise InputError(f"{head}: cannot read the file ({exc.strerror or exc})") from None
         except pl.exceptions.PolarsError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if "utf-8" in first.lower() or "utf8" in first.lower():
+                raise InputError(f"{head}: the file is not UTF-8 text; save it as UTF-8") from None
             raise InputError(f"{head}: cannot read the file as a table ({first})") from None
         except ProtabError as exc:
             raise self.fail(exc, f"{key} = {value!r}") from None
