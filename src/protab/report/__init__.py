@@ -15,41 +15,95 @@ folder a person reads:
   original per original value, observed (bars) against the p-table's probabilities (dots);
 - ``measures.csv``: the measures table.
 
-Every file is written atomically (a temporary name, then renamed). The report describes
-original values and p-table noise: it is an internal document, not for publication.
+The report folder is written as a whole: every file is made in memory first, then all are
+written under temporary names and renamed; on an error nothing is left half-written. The
+report describes original values and, for p-table methods, the p-table's noise distribution:
+it is an internal document, not for publication.
 
-Request file of ``protab report REQUEST.toml [--out DIR]`` (paths relative to the file)::
+Request files
+-------------
+``protab report REQUEST.toml [--out DIR]`` reads a TOML request. Every key is checked before
+anything runs: an unknown key (anywhere, nested ones too) is an error naming it and the
+closest valid key, a value of the wrong type (``"true"`` for true, ``"age"`` for ``["age"]``)
+an error naming the key and the type it needs, and a file that is missing, a folder or not
+UTF-8 text an error naming the file and its key. Paths are relative to the request file.
 
-    title = "Party by age and sex"        # optional
-    output = "report"                      # optional report folder; --out overrides
-    dims = ["party", "age", "sex"]         # the dimension columns shared by every file
-    total = "Total"                        # optional: the code of a margin (default Total)
+Top-level keys:
 
-    [original]
-    file = "original.csv"                  # CSV or Parquet: dims + value (+ <dim>_level)
-    value = "n"                            # optional, default "n"
-    inner = "original_inner.csv"           # optional: the original inner cells (for expected)
-    inner_value = "n"                      # optional, default: value
+- ``dims`` (required): the dimension columns, a list of strings;
+- ``title``: the report's title; ``output``: the report folder (default ``report``; ``--out``
+  overrides it); ``total``: the code of a flat dimension's margin (default ``Total``);
+- ``[original]`` (required): the original counts, either tabulated from the microdata or
+  read from a file, exactly one of
 
-    [[protected]]                          # one entry per method and parameter setting
-    label = "CKM D=5 V=3"                  # the name in the table and on the map
-    file = "ckm.parquet"                   # its protected table (may be left out if expected)
-    value = "n_pert"                       # optional: n_pert, n_rounded, rounded, … found alone
-    ptable = "ptable.csv"                  # optional: its p-table (PTable.read): noise plot
-    expected = "ckm_expected.csv"          # optional: its expected inner frequencies
-    expected_value = "expected"            # optional: expected, n_expected, ipfit, … found alone
+  - ``table``: the microdata table in the DuckDB ``database`` (default ``protab.duckdb``
+    beside the request), tabulated as ``protab protect`` tabulates a request table, with
+    the same optional keys ``formula``, ``weight``, ``drop_empty``, ``null_code`` and the
+    same ``[hierarchies.<dim>]`` sections (``columns``, ``code_lengths``, ``hrc``,
+    ``parent_child`` or ``ssb_frame``, and ``root``). The database is opened read-only;
+    this is trusted use of unprotected counts. When a method gives expected frequencies,
+    the original inner cells are tabulated too;
+  - ``file``: a CSV or Parquet file with the dims, the value column and optionally
+    ``<dim>_level`` columns (as ``Session.tabulate`` writes them);
 
-    [measures]                             # all optional
-    small = 2                              # small cells are 1…small
-    sensitive = "party"                    # sensitive dimension: disclosive cells, F_β
-    quasi = ["age", "sex"]                 # quasi-identifiers for the disclosure probabilities
-    know_yourself = true                   # the attacker is a member (1-coalition)
-    beta = 0.5
-    coalition = 1                          # k of the directly disclosive cells
-    two_way = ["party", "age"]             # χ² and Cramér's V of this two-way crossing
-    groups = "party"                       # rows for AAD, variance of cell averages, ANOVA R²
-    risk = "f_beta"                        # x axis of the R-U map (a column of measures.csv)
-    utility = "hellinger_utility"          # y axis
+  and, either way, ``value`` (the value column, default ``n``; ``w`` for the weighted counts
+  of a table with ``weight``), ``inner`` (a file of the original inner cells, for expected
+  frequencies) and ``inner_value`` (its value column, default: ``value``);
+- ``[[protected]]`` (required, one entry per method and setting): ``label`` (required: the
+  name in the table and on the map), ``file`` (its protected table, CSV or Parquet: the dims
+  and a value column), ``value`` (that column; found alone if it is one of n_pert,
+  n_rounded, rounded, n_protected, protected, or the only numeric column), ``ptable`` (its
+  p-table file, as ``PTable.read`` reads it: noise plot and table), ``expected`` (a file of
+  its expected inner frequencies) and ``expected_value``; an entry needs ``file`` or
+  ``expected``;
+- ``[measures]`` (all optional): ``small`` (small cells are 1…small, default 2),
+  ``sensitive`` (a dimension: disclosive cells and, with ``quasi``, F_β), ``quasi`` (a list
+  of dimensions: the quasi-identifiers), ``know_yourself`` (true: the attacker is in the
+  data; default true), ``beta`` (default 0.5), ``coalition`` (k of the directly disclosive
+  cells, default 1), ``two_way`` (two dimensions: χ² and Cramér's V), ``groups`` (a
+  dimension: the rows of AAD, variance of cell averages and ANOVA R²), ``risk`` and
+  ``utility`` (columns of measures.csv: the axes of the R-U map).
+
+Without ``risk`` the R-U map shows ``f_beta`` (with sensitive and quasi, when the original
+has exact disclosures), else ``small_unchanged`` (when the original has small cells), else
+``rm`` (on the inner cells or, for a table published by a formula, on its finest published
+crossings), else ``small_share``; the report says why when it is not the first. When no row
+has both values of the asked axes, the map says why in its middle.
+
+Example: the demo census and a cell-key-protected table published by a formula. In a folder
+of its own::
+
+    protab demo --persons 20000 --db protab.duckdb --out protab_output
+    protab ptable generate --D 5 --V 3 --js 2 --out ptable.csv   # the demo's p-table
+
+then ``protab report report.toml`` with this ``report.toml`` writes the folder ``report``::
+
+    title = "Municipality by age group + municipality by sex"
+    output = "report"
+    dims = ["municipality", "agegroup", "sex"]
+
+    [original]                        # tabulated from the microdata (trusted use)
+    database = "protab.duckdb"        # the default; relative to this file
+    table = "persons"
+    formula = "municipality*agegroup + municipality*sex"
+
+    [hierarchies.municipality]        # as in a protect request
+    columns = ["region", "municipality"]
+
+    [[protected]]
+    label = "CKM D=5 V=3"
+    file = "protab_output/municipality_agegroup_plus_sex.parquet"
+    value = "n_pert"
+    ptable = "ptable.csv"
+
+    [measures]
+    small = 2
+    sensitive = "agegroup"
+    quasi = ["municipality"]
+    two_way = ["municipality", "sex"]
+
+A report from files instead names ``file = "original.csv"`` in ``[original]`` (no
+``database``, ``table`` or ``[hierarchies]``); tests/test_report.py runs such a request.
 
 Cells are matched on the dimension columns (codes compared as strings). A cell missing from
 a protected table counts as 0 when its original value is 0 (tables with ``drop_empty``) and is
