@@ -39,9 +39,10 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
+from protab._progress import bar
 from protab.errors import ConvergenceWarning, InputError
 from protab.measures import hellinger_utility
-from protab.rounding._common import check_base, counts, prepare, xty
+from protab.rounding._common import as_frame, check_base, counts, prepare, xty
 
 __all__ = ["SmallCountResult", "small_count", "small_count_matrix"]
 
@@ -85,8 +86,16 @@ class SmallCountResult:
 
 
 def _criterion(f: np.ndarray, g: np.ndarray, b: int, M: int, lam: float) -> np.ndarray:
-    """Per published cell: (√f − √g)² plus ``lam`` if g is small (1 … M−1, not a multiple of b)."""
-    h = (np.sqrt(f) - np.sqrt(np.maximum(g, 0).astype(np.float64))) ** 2
+    """Per published cell: (f − g)² / (4√f) plus ``lam`` if g is small (1 … M−1, not a
+    multiple of b).
+
+    The squared change over 4√f sits between the Hellinger term (≈ (f − g)²/(4f), which
+    lets large cells absorb the changes) and plain least squares (SmallCountRounding's
+    criterion, which spreads them evenly over small and large cells): on the R package's own
+    test cases it gives both a higher Hellinger utility and a lower mean absolute difference
+    of the published cells than either extreme (tests/test_rounding_scr_r.py)."""
+    gg = np.maximum(g, 0).astype(np.float64)
+    h = (f - gg) ** 2 / (4.0 * np.sqrt(np.maximum(f, 1.0)))
     if lam:
         h = h + lam * ((g > 0) & (g < M) & (g % b != 0))
     return h
@@ -140,8 +149,16 @@ def _choose_up(
     lam: float,
     conflict_max: int | None,
     polish: int,
+    step: tuple[int, int, int] = (1, 0, 1),
 ) -> np.ndarray:
-    """Which of the candidates (rows of XR, published cells as columns) to raise by b."""
+    """Which of the candidates (rows of XR, published cells as columns) to raise by b.
+
+    ``step`` = (forward, backward, final) as R's step: with forward > 1 a sweep raises at
+    most ``forward`` candidates, after which the ``backward`` least useful earlier raises are
+    taken back (and raised again only if they are still the best); with final > 1, after the
+    swap sweeps, rounds take back the ``final`` least useful raises and refill with the best
+    candidates while that lowers the criterion."""
+    s1, s2, s3 = step
     n, m = XR.shape
     if conflict_max is None:
         # cells with up to √n candidates (at least 64) guard each other; only the few largest
@@ -170,11 +187,25 @@ def _choose_up(
         score = XR @ gain
         win = inc.winners(_rank(score, tie), ~up)
         idx = np.flatnonzero(win)
-        if idx.size > need:
-            idx = idx[np.lexsort((tie[idx], score[idx]))[:need]]
+        cap = need if s1 <= 1 else min(need, s1)
+        if idx.size > cap:
+            idx = idx[np.lexsort((tie[idx], score[idx]))[:cap]]
         up[idx] = True
         need -= idx.size
         g += b * _col_counts(XR, idx, m)
+        if s1 > 1 and s2 > 0 and need > 0:
+            # backward steps: take back the earlier raises whose removal costs least (never
+            # the ones just made, and fewer than were made, so every round gains ground)
+            old = up.copy()
+            old[idx] = False
+            k = min(s2, idx.size - 1, int(old.sum()))
+            if k > 0:
+                loss = XR @ (_criterion(f, g - b, b, M, lam) - _criterion(f, g, b, M, lam))
+                cand_down = np.flatnonzero(old)
+                down = cand_down[np.lexsort((tie[cand_down], loss[cand_down]))[:k]]
+                up[down] = False
+                need += down.size
+                g -= b * _col_counts(XR, down, m)
 
     # swap sweeps: move a raise to a better partner sharing a published cell
     total = float(_criterion(f, g, b, M, lam).sum())
@@ -229,28 +260,105 @@ def _choose_up(
         up[pj[win]] = True
         dirty = g_new != g
         g, total = g_new, new_total
+    if s3 > 1:
+        total = float(_criterion(f, g, b, M, lam).sum())
+        for _ in range(polish):
+            # take back the s3 least useful raises, refill with the best candidates one by one
+            loss = XR @ (_criterion(f, g - b, b, M, lam) - _criterion(f, g, b, M, lam))
+            ups = np.flatnonzero(up)
+            k = min(s3, ups.size, n - ups.size)
+            if k == 0:
+                break
+            down = ups[np.lexsort((tie[ups], loss[ups]))[:k]]
+            up2, g2 = up.copy(), g - b * _col_counts(XR, down, m)
+            up2[down] = False
+            for _k in range(k):
+                score = XR @ (_criterion(f, g2 + b, b, M, lam) - _criterion(f, g2, b, M, lam))
+                score[up2] = np.inf
+                j = int(np.lexsort((tie, score))[0])
+                up2[j] = True
+                g2 += b * _col_counts(XR, np.array([j]), m)
+            new_total = float(_criterion(f, g2, b, M, lam).sum())
+            if new_total >= total - 1e-12:
+                break
+            up, g, total = up2, g2, new_total
     return up
 
 
-def _derivable(Xc: sparse.csc_matrix, Xr: sparse.csr_matrix, zr: np.ndarray) -> np.ndarray:
-    """Inner cells whose value follows from the published values by zeros and single-cell
-    sums (SSBtools' Reduce0exact without leverage): cells under a zero published cell are 0;
-    a published cell with one unknown inner cell left gives that cell; repeat."""
+def _known_cells(
+    Xc: sparse.csc_matrix,
+    Xr: sparse.csr_matrix,
+    y: np.ndarray,
+    zr: np.ndarray,
+    leverage_limit: float | None = None,
+) -> np.ndarray:
+    """Inner cells whose value an intruder can work out from the published values zr = Xᵀy
+    (SSBtools' Reduce0exact): cells under a published cell whose unknown part is 0 are 0; a
+    published cell with one unknown inner cell left gives that cell; with ``leverage_limit``
+    also cells whose leverage (hat value) in the rows and columns still unknown exceeds the
+    limit — a leverage of one means the cell is a linear combination of published values.
+    Repeated until nothing new is found. The leverages use a dense SVD of the unknown part,
+    which is meant for up to a few thousand inner cells (as in R, it is the costly check)."""
     n = Xc.shape[0]
-    known = (Xr @ (zr == 0).astype(np.float64)) > 0
+    known = np.zeros(n, dtype=bool)
     idx = np.arange(n, dtype=np.float64)
     while True:
         unk = (~known).astype(np.float64)
+        zrest = zr - xty(Xc, np.where(known, y, 0))
         cnt = np.rint(Xc.T @ unk)
+        new = ((Xr @ ((zrest == 0) & (cnt > 0)).astype(np.float64)) > 0) & ~known
         single = cnt == 1
-        if not single.any():
-            break
-        rows = np.unique(np.rint((Xc.T @ (unk * idx))[single]).astype(np.int64))
-        rows = rows[~known[rows]]
-        if rows.size == 0:
-            break
-        known[rows] = True
-    return known
+        if single.any():
+            rows = np.rint((Xc.T @ (unk * idx))[single]).astype(np.int64)
+            new[rows] = True
+            new &= ~known
+        if not new.any() and leverage_limit is not None:
+            rows = np.flatnonzero(~known)
+            cols = np.flatnonzero(cnt > 0)
+            if rows.size and cols.size:
+                A = Xr[rows][:, cols].toarray()
+                u, sv, _ = np.linalg.svd(A, full_matrices=False)
+                tol = sv.max() * max(A.shape) * np.finfo(np.float64).eps if sv.size else 0.0
+                rank = int((sv > tol).sum())
+                lev = (u[:, :rank] ** 2).sum(axis=1)
+                new[rows[lev > leverage_limit]] = True
+        if not new.any():
+            return known
+        known |= new
+
+
+def _mask(value: Any, n: int, name: str) -> np.ndarray:
+    """A per-inner-cell boolean option: a bool for all cells or a boolean vector of length n."""
+    if isinstance(value, (bool, np.bool_)):
+        return np.full(n, bool(value))
+    a = np.asarray(value)
+    if a.shape != (n,) or a.dtype.kind not in "biu":
+        raise InputError(f"{name} must be True/False or a boolean vector with one value per inner cell ({n})")
+    return a.astype(bool)
+
+
+def _steps(step: Any) -> tuple[tuple[int, int, int], tuple[int, int, int] | None, tuple[int, int, int]]:
+    """R's step parameter: a number or (forward, backward, final) numbers, or a list of up to
+    three such settings for the main passes, a final re-run (None: none) and the passes
+    caused by easy_check / leverage_check."""
+
+    def one(v: Any) -> tuple[int, int, int]:
+        vals = [int(v)] if np.isscalar(v) else [int(x) for x in v]
+        if not vals or len(vals) > 3 or any(x < 0 for x in vals):
+            raise InputError(f"step: expected a number >= 0 or up to three of them, got {v!r}")
+        s1 = max(1, vals[0])
+        s2 = vals[1] if len(vals) >= 2 else int(np.round(s1 / 2))
+        s3 = vals[2] if len(vals) >= 3 else s1
+        return s1, s2, max(1, s3)
+
+    if isinstance(step, list):
+        if not 1 <= len(step) <= 3:
+            raise InputError("step as a list takes one to three settings (main, re-run, checks)")
+        full = [step[k % len(step)] for k in range(3)]  # recycled to three, as R's rep_len
+        if full[0] is None:
+            raise InputError("step: the first setting of the list cannot be None")
+        return one(full[0]), (None if full[1] is None else one(full[1])), one(full[2] if full[2] is not None else full[0])
+    return one(step), None, one(step)
 
 
 def small_count_matrix(
@@ -265,85 +373,178 @@ def small_count_matrix(
     conflict_max: int | None = None,
     polish: int = 400,
     max_iter: int = 1000,
+    identify_new: bool | None = True,
+    zero_candidates: Any = False,
+    force_inner: Any = False,
+    pre_rounded: Any = None,
+    step: Any = 0,
+    leverage_check: bool | float = False,
 ) -> tuple[np.ndarray, int]:
     """Small count rounding on a model matrix: X (inner × published, 0/1) and inner counts
     y. Returns (rounded inner counts, number of passes). See :func:`small_count`."""
     b = check_base(base)
     Xc = sparse.csc_matrix(X)
     yv = counts(y, "small count rounding: inner counts").ravel()
-    if yv.size != Xc.shape[0]:
-        raise InputError(f"small count rounding: {yv.size} inner counts for a matrix with {Xc.shape[0]} rows")
+    n = yv.size
+    if n != Xc.shape[0]:
+        raise InputError(f"small count rounding: {n} inner counts for a matrix with {Xc.shape[0]} rows")
     mr = b - 1 if max_round is None else max_round
     if isinstance(mr, bool) or not isinstance(mr, (int, np.integer)) or mr < b - 1:
         raise InputError(f"max_round must be an integer >= base - 1 ({b - 1}), got {max_round!r}")
     M = int(mr) + 1
     if small_penalty < 0 or not np.isfinite(small_penalty):
         raise InputError("small_penalty must be a finite number >= 0")
+    if identify_new not in (True, False, None):
+        raise InputError(f"identify_new must be True, False or None, got {identify_new!r}")
+    zc = _mask(zero_candidates, n, "zero_candidates") & (yv % b == 0)
+    fi = _mask(force_inner, n, "force_inner")
+    if isinstance(leverage_check, (bool, np.bool_)):
+        lev_limit = 0.999999 if leverage_check else None
+    elif isinstance(leverage_check, (int, float, np.floating)) and 0 < leverage_check:
+        lev_limit = float(leverage_check)
+    else:
+        raise InputError(f"leverage_check must be True/False or a leverage limit > 0, got {leverage_check!r}")
+    steps_main, steps_rerun, steps_check = _steps(step)
+    fixed = np.zeros(n, dtype=bool)
+    pre_vals = None
+    if pre_rounded is not None:
+        pr = np.asarray(pre_rounded, dtype=np.float64).ravel()
+        if pr.size != n:
+            raise InputError(f"pre_rounded must have one value (or NaN) per inner cell ({n}), got {pr.size}")
+        fixed = ~np.isnan(pr)
+        pre_vals = counts(pr[fixed], "pre_rounded")
     if b == 1:  # every count is a multiple of 1: nothing to round
-        return yv.copy(), 0
-    Xr = Xc.tocsr()
+        out = yv.copy()
+        if pre_vals is not None:
+            out[fixed] = pre_vals
+        return out, 0
     rng = np.random.default_rng(seed)
-    tie = rng.permutation(Xc.shape[0])
+    tie = rng.permutation(n)
     z = xty(Xc, yv)
     zf = z.astype(np.float64)
-    yr = yv.copy()
-    zr = z.copy()
     total0 = int(yv.sum())
-    forced = np.zeros(yv.size, dtype=bool)
+    # the cells of the first pass (R's semantics): small inner cells under a published cell
+    # of 1 … max_round (multiples of the base included), zero candidates among them, forced
+    # cells, and cells revealed by the leverage check
+    Xr = Xc.tocsr()
+    under0 = (Xr @ ((z > 0) & (z < M)).astype(np.float64)) > 0
+    first = under0 & (yv < M) & ((yv % b != 0) | zc)
+    first |= fi & ((yv % b != 0) | zc)
+    if lev_limit is not None and not fi.all():
+        first |= _known_cells(Xc, Xr, yv, z, lev_limit) & (yv < M) & (yv % b != 0)
+    yr = yv.copy()
+    if pre_vals is not None:
+        yr[fixed] = pre_vals
+    first &= ~fixed
+    zr = xty(Xc, yr)
+    # later passes look for published cells that the rounding made small
+    iM = M if identify_new else b
+    forced = first.copy()
+    rerun = steps_rerun is not None
+    cur_step = steps_main
     it = 0
-    while True:
-        small = (zr > 0) & (zr < M) & (zr % b != 0)
-        roundable = (yr < M) & (yr % b != 0)
-        cand = roundable & (forced | ((Xr @ small.astype(np.float64)) > 0))
-        if not cand.any():
-            if small.any():  # cannot happen for max_round >= b - 1; kept as a guard
+    with bar("small count rounding", unit="pass") as pbar:
+        while True:
+            if identify_new is False:
+                small = np.zeros_like(zr, dtype=bool)
+                cand = forced.copy()
+            else:
+                small = (zr > 0) & (zr < iM) & (zr % b != 0)
+                roundable = (yr < iM) & (yr % b != 0) & ~fixed
+                cand = forced | (roundable & ((Xr @ small.astype(np.float64)) > 0))
+            if not cand.any():
+                if small.any():
+                    warnings.warn(
+                        f"small count rounding: {int(small.sum())} published cells are still small "
+                        "and no inner cell can be rounded for them"
+                        + (" (pre_rounded cells are kept)" if fixed.any() else ""),
+                        ConvergenceWarning,
+                        stacklevel=3,
+                    )
+                    break
+                if rerun and it > 1:
+                    # R's re-run: undo every change and round the changed cells together
+                    rerun = False
+                    changed = (yr != yv) & ~fixed
+                    yr[changed] = yv[changed]
+                    zr = xty(Xc, yr)
+                    forced = changed
+                    cur_step = steps_rerun
+                    continue
+                rerun = False
+                if easy_check or lev_limit is not None:
+                    known = _known_cells(Xc, Xr, yr, zr, lev_limit)
+                    newf = known & (yr < M) & (yr % b != 0) & ~fixed
+                    if newf.any():
+                        forced |= newf
+                        cur_step = steps_check
+                        continue
+                break
+            it += 1
+            pbar.update(1)
+            if it > max_iter:
                 warnings.warn(
-                    f"small count rounding: {int(small.sum())} published cells are still small "
-                    "and no inner cell can be rounded for them",
+                    f"small count rounding stopped after {max_iter} passes with "
+                    f"{int(small.sum())} small published cells left; raise max_iter",
                     ConvergenceWarning,
                     stacklevel=3,
                 )
                 break
-            if easy_check:
-                newf = _derivable(Xc, Xr, zr) & roundable
-                if newf.any():
-                    forced |= newf
-                    continue
-            break
-        it += 1
-        if it > max_iter:
-            warnings.warn(
-                f"small count rounding stopped after {max_iter} passes with "
-                f"{int(small.sum())} small published cells left; raise max_iter",
-                ConvergenceWarning,
-                stacklevel=3,
+            R = np.flatnonzero(cand)
+            r = yr[R] % b
+            D = int(r.sum()) + total0 - int(yr.sum())
+            n_up = int(np.clip(np.round(D / b), 0, R.size))  # half to even, as R's round()
+            XR = Xr[R]
+            g0 = zr - xty(XR, r)
+            # only published cells holding some but not all candidates depend on the choice
+            cnt = np.bincount(XR.indices, minlength=Xc.shape[1])
+            rel = (cnt > 0) & (cnt < R.size)
+            cols = np.flatnonzero(rel)
+            remap = np.full(Xc.shape[1], -1, dtype=np.int64)
+            remap[cols] = np.arange(cols.size)
+            keep = rel[XR.indices]
+            rows_nz = np.repeat(np.arange(R.size), np.diff(XR.indptr))
+            XRl = sparse.csr_matrix(
+                (np.ones(int(keep.sum())), (rows_nz[keep], remap[XR.indices[keep]])),
+                shape=(R.size, cols.size),
             )
-            break
-        R = np.flatnonzero(cand)
-        r = yr[R] % b
-        D = int(r.sum()) + total0 - int(yr.sum())
-        n_up = int(np.clip(np.round(D / b), 0, R.size))  # half to even, as R's round()
-        XR = Xr[R]
-        g0 = zr - xty(XR, r)
-        # only published cells holding some but not all candidates depend on the choice
-        cnt = np.bincount(XR.indices, minlength=Xc.shape[1])
-        rel = (cnt > 0) & (cnt < R.size)
-        cols = np.flatnonzero(rel)
-        remap = np.full(Xc.shape[1], -1, dtype=np.int64)
-        remap[cols] = np.arange(cols.size)
-        keep = rel[XR.indices]
-        rows_nz = np.repeat(np.arange(R.size), np.diff(XR.indptr))
-        XRl = sparse.csr_matrix(
-            (np.ones(int(keep.sum())), (rows_nz[keep], remap[XR.indices[keep]])),
-            shape=(R.size, cols.size),
-        )
-        up = _choose_up(
-            XRl, zf[cols], g0[cols], b, M, n_up, tie[R], small_penalty, conflict_max, polish
-        )
-        yr[R] = yr[R] - r + b * up
-        zr = g0 + b * xty(XR, up.astype(np.int64))
-        forced[R] = False
+            up = _choose_up(
+                XRl, zf[cols], g0[cols], b, M, n_up, tie[R], small_penalty, conflict_max, polish,
+                cur_step,
+            )
+            yr[R] = yr[R] - r + b * up
+            zr = g0 + b * xty(XR, up.astype(np.int64))
+            forced[R] = False
     return yr, it
+
+
+def _cell_option(frame: Any, value: Any, prep: Any, kind: str, name: str) -> Any:
+    """A per-inner-cell option of :func:`small_count` given as a bool, a column name of the
+    input frame or a vector with one value per input row, mapped onto the inner cells of
+    ``prep`` (duplicate rows combined; the zero cells added by Extend0 get False / NaN)."""
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return value
+    src = as_frame(frame, "small_count")
+    if isinstance(value, str):
+        if value not in src.columns:
+            raise InputError(f"small_count: {name}={value!r} is not a column of the inner cells")
+        col = src[value]
+    else:
+        arr = np.asarray(value)
+        if arr.shape != (src.height,):
+            raise InputError(f"small_count: {name} must have one value per input row ({src.height}), got shape {arr.shape}")
+        col = pl.Series(arr)
+    dims = prep.spec.columns
+    keyed = src.select(dims).with_columns(col.alias("_v")).with_columns(pl.col(d).cast(prep.inner[d].dtype) for d in dims)
+    if kind == "bool":
+        agg = keyed.group_by(dims).agg(pl.col("_v").cast(pl.Boolean).fill_null(False).any())
+        out = prep.inner.select(dims).join(agg, on=dims, how="left", maintain_order="left")["_v"]
+        return out.fill_null(False).to_numpy().astype(bool)
+    agg = keyed.group_by(dims).agg(pl.col("_v").cast(pl.Float64).sum().alias("_s"), pl.col("_v").is_null().all().alias("_na"))
+    out = prep.inner.select(dims).join(agg, on=dims, how="left", maintain_order="left")
+    vals = out["_s"].fill_null(np.nan).to_numpy().astype(np.float64)
+    vals[out["_na"].fill_null(True).to_numpy()] = np.nan
+    return vals
 
 
 def small_count(
@@ -359,27 +560,63 @@ def small_count(
     conflict_max: int | None = None,
     polish: int = 400,
     max_iter: int = 1000,
+    extend0: bool = True,
+    identify_new: bool | None = True,
+    zero_candidates: Any = False,
+    force_inner: Any = False,
+    pre_rounded: Any = None,
+    step: Any = 0,
+    leverage_check: bool | float = False,
 ) -> SmallCountResult:
     """Small count rounding (SCR) of a table of inner cells (Langsrud & Heldal 2018; the R
     package SmallCountRounding's PLSrounding, re-implemented — see the module docstring).
 
     ``inner``: a frame (polars, pandas, pyarrow) with the dimension columns of ``spec`` and the
-    whole non-negative counts ``freq``; duplicate rows are summed and the zero cells of every
-    combination of occurring codes are added (Extend0). ``spec``: a :class:`TableSpec`
-    (hierarchies, formula) saying which cells are published. Inner cells below
-    ``max_round`` + 1 (default base − 1) under a published cell in 1 … max_round that is not
-    a multiple of ``base`` are rounded to a multiple of the base; afterwards no published cell
-    (the sums of the rounded inner cells) lies in 1 … max_round unless it is a multiple of
-    the base, and the grand total is within base/2 of the original.
+    whole non-negative counts ``freq``; duplicate rows are summed and, with ``extend0``
+    (default), the zero cells of every combination of occurring codes are added (Extend0).
+    ``spec``: a :class:`TableSpec` (hierarchies, formula) saying which cells are published.
+    Inner cells of at most ``max_round`` (default base − 1), not multiples of ``base``, under
+    a published cell in 1 … max_round are rounded to a multiple of the base; afterwards no
+    published cell (the sums of the rounded inner cells) lies in 1 … max_round unless it is
+    a multiple of the base, and the grand total is within base/2 of the original.
+
+    Options with the meaning of SmallCountRounding's (PLSrounding) parameters of similar
+    names:
+
+    * ``identify_new`` — True (default): after the first pass, published cells that the
+      rounding left or made small (1 … max_round, not a multiple of the base) get their small
+      inner cells rounded in further passes. None (R's NA, the older, less conservative
+      rule): only published cells below the base count as small in those passes. False: only
+      the cells found before rounding are rounded (published cells may stay small).
+    * ``zero_candidates`` — True, a boolean column name or vector: inner cells that are
+      multiples of the base (zeros included) under a small published cell may be rounded *up*
+      by one base in the first pass.
+    * ``force_inner`` — True, a column name or vector: these inner cells are rounded whatever
+      their size (their remainder modulo the base goes to 0 or to the base); multiples of the
+      base only when also zero candidates.
+    * ``pre_rounded`` — a column name or vector of predetermined rounded values (null/NaN
+      where none): those cells take these values and are never rounded; the rest make up
+      for the change of the grand total as far as they can.
+    * ``step`` — a number s or (forward, backward, final) numbers, as R's step: with
+      forward > 1 the forward sweeps raise at most ``forward`` candidates and then take back
+      up to ``backward`` (default round(s/2)) earlier raises; with final > 1 backward-forward
+      rounds of ``final`` raises follow the swap sweeps. A list of up to three such settings
+      (recycled to three) sets the main passes, a final re-run (all changed cells put back
+      and rounded again together, as R does; None: no re-run) and the passes caused by
+      ``easy_check`` / ``leverage_check``.
+    * ``leverage_check`` — True or a leverage limit (True means 0.999999): before and after
+      rounding, small inner cells that follow exactly from the published cells by linear
+      algebra (leverage above the limit, SSBtools' Reduce0exact) are rounded too; costly
+      (dense) for large tables. ``easy_check`` (default True) is its light form: zeros and
+      single-cell sums only, after rounding.
 
     Tuning: ``small_penalty`` (criterion weight of a published cell left small, against the
-    Hellinger terms), ``easy_check`` (also round small inner cells derivable from the
-    rounded table), ``conflict_max`` (published cells with more candidates than this do not
-    block simultaneous choices; default √(candidates), at least 64), ``polish`` (most swap
-    sweeps per pass). ``seed`` breaks ties (R's default rndSeed is 123 too).
+    squared-change terms), ``conflict_max`` (published cells with more candidates than this
+    do not block simultaneous choices; default √(candidates), at least 64), ``polish`` (most
+    swap sweeps per pass). ``seed`` breaks ties (R's default rndSeed is 123 too).
     """
     b = check_base(base)
-    prep = prepare(inner, spec, freq, "small_count")
+    prep = prepare(inner, spec, freq, "small_count", extend0=extend0)
     yr, it = small_count_matrix(
         prep.X,
         prep.y,
@@ -391,6 +628,12 @@ def small_count(
         conflict_max=conflict_max,
         polish=polish,
         max_iter=max_iter,
+        identify_new=identify_new,
+        zero_candidates=_cell_option(inner, zero_candidates, prep, "bool", "zero_candidates"),
+        force_inner=_cell_option(inner, force_inner, prep, "bool", "force_inner"),
+        pre_rounded=_cell_option(inner, pre_rounded, prep, "num", "pre_rounded"),
+        step=step,
+        leverage_check=leverage_check,
     )
     zr = xty(prep.X, yr)
     inner_f = prep.inner.with_columns(pl.Series("rounded", yr, dtype=pl.Int64))
