@@ -35,12 +35,9 @@ def demo(tmp_path_factory):
     """The folder of the documented example: demo database, protected tables, p-table."""
     folder = tmp_path_factory.mktemp("example")
     commands, _ = _documented_blocks()
-    assert commands[0].startswith("protab demo --persons 20000 --db protab.duckdb --out protab_output")
-    assert commands[1] == "protab ptable generate --D 5 --V 3 --js 2 --out ptable.csv"
+    assert commands == ["protab demo --persons 20000 --db protab.duckdb --out protab_output"]
     rows = cli.demo(persons=20000, database=str(folder / "protab.duckdb"),
                     out=str(folder / "protab_output"), seed="test", formats=("parquet",))
-    # what `protab ptable generate --D 5 --V 3 --js 2` writes: the demo's p-table
-    pt.PTable.maximum_entropy(D=5, V=3, js=2).write(folder / "ptable.csv")
     return folder, {r["table"]: r for r in rows}
 
 
@@ -144,6 +141,10 @@ quasi = ["age", "sex"]
     ('[measures]', '[measures]\nrisk = "fbeta"', ["measures.risk", "'f_beta'"]),
     ('file = "m.csv"', 'file = ["m.csv"]', ["protected[0].file", "a string"]),
     ('[[protected]]', '[protected]', ["protected", "a list of tables"]),
+    ('file = "m.csv"', 'file = "m.csv"\nptable = { maximum_entropy = { D = 5, V = 3, jss = 2 } }',
+     ["unknown key 'jss'", "protected[0].ptable.maximum_entropy", "'js'"]),
+    ('file = "m.csv"', 'file = "m.csv"\nptable = 5', ["protected[0].ptable", "a p-table file name or a table"]),
+    ('file = "m.csv"', 'file = "m.csv"\nptable = { D = 5 }', ["unknown key 'D'", "protected[0].ptable"]),
     ('file = "original.csv"', 'file = "original.csv"\ntable = "persons"', ["exactly one of file, table"]),
     ('file = "original.csv"', 'file = "original.csv"\nformula = "party*age"', ["formula", "table = '…'"]),
     ('[measures]', '[hierarchies.party]\ncolumns = ["a", "b"]\n[measures]', ["[hierarchies]", "table"]),
@@ -186,6 +187,13 @@ def test_files_named_by_the_request(tmp_path):
     (tmp_path / "p.csv").write_text("not a p-table\n", encoding="utf-8")
     with pytest.raises(ProtabError, match=r"protected\[0\]\.ptable = 'p.csv'"):
         report.run_request(req)
+    req = _write(tmp_path, text.replace('ptable = "p.csv"', 'ptable = { file = "q.csv" }'))
+    with pytest.raises(InputError, match=r"protected\[0\]\.ptable\.file = 'q.csv': no such file"):
+        report.run_request(req)
+    (tmp_path / "q.csv").write_text("not a p-table\n", encoding="utf-8")
+    with pytest.raises(ProtabError, match=r"protected\[0\]\.ptable\.file = 'q.csv'"):
+        report.run_request(req)
+    req = _write(tmp_path, text)
     # the request file itself
     (tmp_path / "latin1.toml").write_bytes('title = "caf\xe9"\n'.encode("latin-1"))
     with pytest.raises(SpecError, match="latin1.toml.*not UTF-8"):
@@ -201,7 +209,7 @@ def test_database_mistakes(demo, tmp_path):
     folder, _ = demo
     _, toml = _documented_blocks()
     base = toml.replace('"protab.duckdb"', f'"{folder}/protab.duckdb"')
-    base = base.replace('"protab_output/', f'"{folder}/protab_output/').replace('"ptable.csv"', f'"{folder}/ptable.csv"')
+    base = base.replace('"protab_output/', f'"{folder}/protab_output/')
     # a request elsewhere: the default database beside it does not exist
     req = _write(tmp_path, re.sub(r"\ndatabase = .*\n", "\n", base))
     with pytest.raises(InputError, match=r"original\.database = 'protab.duckdb': no such file"):

@@ -53,7 +53,9 @@ Top-level keys:
   name in the table and on the map), ``file`` (its protected table, CSV or Parquet: the dims
   and a value column), ``value`` (that column; found alone if it is one of n_pert,
   n_rounded, rounded, n_protected, protected, or the only numeric column), ``ptable`` (its
-  p-table file, as ``PTable.read`` reads it: noise plot and table), ``expected`` (a file of
+  p-table for the noise plot and table: a file as ``PTable.read`` reads it, or a table as the
+  ``[ptable]`` of a protect request: ``{ file = "…", format = "…" }`` or
+  ``{ maximum_entropy = { D = …, V = …, js = … } }``), ``expected`` (a file of
   its expected inner frequencies) and ``expected_value``; an entry needs ``file`` or
   ``expected``;
 - ``[measures]`` (all optional): ``small`` (small cells are 1…small, default 2),
@@ -74,7 +76,6 @@ Example: the demo census and a cell-key-protected table published by a formula. 
 of its own::
 
     protab demo --persons 20000 --db protab.duckdb --out protab_output
-    protab ptable generate --D 5 --V 3 --js 2 --out ptable.csv   # the demo's p-table
 
 then ``protab report report.toml`` with this ``report.toml`` writes the folder ``report``::
 
@@ -94,7 +95,7 @@ then ``protab report report.toml`` with this ``report.toml`` writes the folder `
     label = "CKM D=5 V=3"
     file = "protab_output/municipality_agegroup_plus_sex.parquet"
     value = "n_pert"
-    ptable = "ptable.csv"
+    ptable = { maximum_entropy = { D = 5, V = 3, js = 2 } }   # the demo's; or a file name
 
     [measures]
     small = 2

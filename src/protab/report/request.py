@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from protab._io import read_toml
-from protab._schema import HIERARCHY, Bool, Dict, Int, List, Num, Str, Table, check
+from protab._schema import HIERARCHY, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
 from protab.report._common import MEASURES
@@ -32,6 +32,22 @@ _T = TypeVar("_T")
 # the schema of a report request
 
 _NAMES = List(Str(), unique=True)
+
+
+class _PTableKey(Type):
+    """A p-table: a file name, or a table as the [ptable] section of a protect request."""
+
+    name = "a p-table file name or a table (file = '…', or maximum_entropy = { D = …, V = … })"
+
+    def check(self, value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            PTABLE.check(value, path)
+        elif isinstance(value, str):
+            Str().check(value, path)
+        else:
+            raise SpecError(f"request: {path} must be {self.name}, not {value!r}")
+
+
 _MEASURE_NAMES = tuple(MEASURES)
 
 ORIGINAL = Table(
@@ -59,7 +75,7 @@ PROTECTED = Table(
         "label": Str(),
         "file": Str(),
         "value": Str(),
-        "ptable": Str(),
+        "ptable": _PTableKey(),
         "expected": Str(),
         "expected_value": Str(),
     },
@@ -162,6 +178,21 @@ def _read_table(path: Path, dims: Sequence[str]) -> pl.DataFrame:
     if suffix in (".parquet", ".pq"):
         return pl.read_parquet(path)
     raise InputError(f"cannot read {path.name!r}: use a .csv or .parquet file")
+
+
+def _ptable(req: _Request, key: str, cfg: str | Mapping[str, Any]) -> PTable:
+    """A p-table named by a file, or made as protab protect makes the p-table of its request."""
+    if isinstance(cfg, str):
+        return req.load(key, cfg, PTable.read)
+    from protab.cli import _load_ptable  # the [ptable] section of a protect request
+
+    if "file" in cfg:
+        with req.reading(f"{key}.file", cfg["file"]):
+            return _load_ptable(dict(cfg), req.base)
+    try:
+        return _load_ptable(dict(cfg), req.base)
+    except ProtabError as exc:
+        raise req.fail(exc, key) from None
 
 
 def _read_request(path: Path) -> dict[str, Any]:
@@ -291,8 +322,10 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     # every file must exist before anything is read or tabulated
     for k, e in enumerate(entries):
         for key in ("file", "ptable", "expected"):
-            if key in e:
+            if isinstance(e.get(key), str):
                 req.file(f"protected[{k}].{key}", e[key])
+        if isinstance(e.get("ptable"), dict) and "file" in e["ptable"]:
+            req.file(f"protected[{k}].ptable.file", e["ptable"]["file"])
     for key in ("file", "inner"):
         if key in oc:
             req.file(f"original.{key}", oc[key])
@@ -333,7 +366,7 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
             if "expected_value" in e:
                 evals[label] = e["expected_value"]
         if "ptable" in e:
-            ptables[label] = req.load(f"protected[{k}].ptable", e["ptable"], PTable.read)
+            ptables[label] = _ptable(req, f"protected[{k}].ptable", e["ptable"])
 
     out_dir = Path(out) if out is not None else req.base / cfg.get("output", "report")
     try:
