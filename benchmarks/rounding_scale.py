@@ -118,10 +118,12 @@ def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> None:
     zr = xty(res.X, yr)
     r_small = int(((zr > 0) & (zr < 3)).sum())
     r_changed = int((yr != inner["n"].to_numpy()).sum())
+    zp = res.published["rounded"].to_numpy()
     print(f"  SCR vs R    protab {t_py:.2f} s, R PLSrounding {t_r:.2f} s: ratio R/protab {t_r / t_py:6.1f}  "
           f"changed {int(res.changed.sum()):,} vs {r_changed:,}  HU published "
           f"{res.hellinger_utility:.5f} vs {pt.measures.hellinger_utility(z, zr):.5f}  "
-          f"R's published cells in 1..2: {r_small}")
+          f"mean |diff| published {pt.measures.mean_absolute_deviation(z, zp):.5f} vs "
+          f"{pt.measures.mean_absolute_deviation(z, zr):.5f}  R's published cells in 1..2: {r_small}")
 
 
 def run(size: int, time_limit: float, whole_max: int, methods: list[str], with_r: bool = False) -> None:

@@ -148,3 +148,153 @@ def test_at_least_as_good_as_r_on_its_own_test_cases(name):
     pub = np.rint(X.T @ yr)
     assert hellinger_utility(z, pub) >= r_hu - TOL
     assert mean_absolute_deviation(z, pub) <= r_mad + TOL
+
+
+# --------------------------------------------------------------------------- the options
+# Each test below mirrors an expectation of SmallCountRounding's own tests and fails if
+# protab ignored the option.
+
+
+def z2_inner(freq: str = "ant") -> tuple[pl.DataFrame, pt.TableSpec]:
+    frame = r_input("z2pre").with_columns(pl.col(freq).cast(pl.Int64).alias("n"))
+    return frame, table_spec(CASES["z2_mf2"]["spec"])
+
+
+def expsd() -> tuple[pl.DataFrame, pt.TableSpec]:
+    frame = r_input("exPSD").with_columns(pl.col("freq").cast(pl.Int64).alias("n"))
+    return frame, table_spec(CASES["exPSD_b5"]["spec"])
+
+
+def in_input_order(frame: pl.DataFrame, res: rnd.SmallCountResult) -> np.ndarray:
+    keys = res.inner.columns[:-2]
+    return frame.select(keys).join(res.inner, on=keys, how="left", maintain_order="left")["rounded"].to_numpy()
+
+
+def small(z: np.ndarray, lo: int, hi: int, b: int) -> np.ndarray:
+    return (z >= lo) & (z <= hi) & (z % b != 0)
+
+
+def test_leverage_check_rounds_a_cell_revealed_by_linear_algebra():
+    # R: the 42nd inner cell (I, trygd: 2) is revealed by the published cells of
+    # ~region + hovedint + fylke*hovedint + kostragr*hovedint; only the leverage check sees it
+    frame, spec = z2_inner()
+    assert frame.row(41, named=True)["n"] == 2
+    plain = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False))
+    assert plain[41] == 2
+    for limit in (True, 0.9999999):
+        lev = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False, leverage_check=limit))
+        assert lev[41] != 2
+    # a limit above one finds nothing by leverage
+    high = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False, leverage_check=1.1))
+    assert high[41] == 2
+
+
+def test_identify_new_false_rounds_only_the_cells_found_first():
+    frame, spec = expsd()
+    default = rnd.small_count(frame, spec, 5, extend0=False)
+    once = rnd.small_count(frame, spec, 5, extend0=False, identify_new=False)
+    assert not small(default.published["rounded"].to_numpy(), 1, 4, 5).any()
+    # as in R (its published cells 27, 16, 6, 5, 7, 5, 4, 5, 6): a small cell is left
+    assert small(once.published["rounded"].to_numpy(), 1, 4, 5).any()
+    assert once.iterations == 1 < default.iterations
+
+
+def test_identify_new_none_is_the_less_conservative_rule():
+    # max_round 7: with None (R's NA) later passes look only below the base, so a published
+    # 6 or 7 may stay; by default (True) nothing in 1 … 7 that is not a multiple of 5 stays
+    frame, spec = expsd()
+    strict = rnd.small_count(frame, spec, 5, max_round=7, extend0=False)
+    loose = rnd.small_count(frame, spec, 5, max_round=7, extend0=False, identify_new=None)
+    zs, zl = strict.published["rounded"].to_numpy(), loose.published["rounded"].to_numpy()
+    assert not small(zs, 1, 7, 5).any()
+    assert not small(zl, 1, 4, 5).any() and small(zl, 6, 7, 5).any()
+    # R's inner result for this case has the same published margins: 14, 7, 5 / 5, 5, 5, 5, 6
+    assert sorted(zl.tolist()) == sorted(np.rint(r_matrix(CASES["exPSD_b5_max7_identifyNew_na"]["x"]).T @ np.asarray(CASES["exPSD_b5_max7_identifyNew_na"]["inner_rounded"])).tolist())
+
+
+def test_zero_candidates_may_raise_a_zero_to_the_base():
+    frame, spec = expsd()
+    y = frame["n"].to_numpy()
+    plain = in_input_order(frame, rnd.small_count(frame, spec, 5, extend0=False))
+    zc = in_input_order(frame, rnd.small_count(frame, spec, 5, extend0=False, zero_candidates=True))
+    assert not np.any((y == 0) & (plain > 0))
+    assert np.any((y == 0) & (zc == 5))  # R: (row3, col4) goes from 0 to 5
+    # per cell (a column of the input): only the flagged zero may go up
+    flag = (y == 0) & (zc == 5)
+    one = in_input_order(frame, rnd.small_count(frame.with_columns(pl.Series("zc", flag)), spec, 5, extend0=False, zero_candidates="zc"))
+    assert np.all(one[(y == 0) & ~flag] == 0)
+
+
+def test_force_inner_rounds_every_cell():
+    frame, spec = z2_inner()
+    y = frame["n"].to_numpy()
+    plain = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False))
+    forced = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False, force_inner=True))
+    assert np.any(plain % 3 != 0)
+    assert np.all(forced % 3 == 0) and np.all(np.abs(forced - y) < 3)
+    # a vector with one value per input row forces just those cells (big ones included)
+    pick = (y > 3) & (y % 3 != 0)
+    some = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False, force_inner=pick))
+    assert np.all(some[pick] % 3 == 0)
+
+
+def test_pre_rounded_values_are_kept_and_the_rest_make_up_the_total():
+    frame, spec = z2_inner("freq")
+    y = frame["n"].to_numpy()
+    # R: a predetermined 18 for the first cell (originally 2); the total stays near
+    res = rnd.small_count(frame, spec, 3, extend0=False, easy_check=False, pre_rounded="pre18")
+    yr = in_input_order(frame, res)
+    assert yr[0] == 18 and int((yr - y).sum()) < 2
+    # a predetermined 1000: only that cell goes up; with force_inner the total is all its
+    yr = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False, easy_check=False, pre_rounded="pre1000"))
+    assert yr[0] == 1000 and int(((yr - y) > 0).sum()) == 1
+    yr = in_input_order(frame, rnd.small_count(frame, spec, 3, extend0=False, easy_check=False, pre_rounded="pre1000", force_inner=True))
+    assert int(yr.sum()) == 1000
+    # a first cell of 1000 predetermined as 100: only that cell goes down
+    f2 = frame.with_columns(pl.col("freq1000").cast(pl.Int64).alias("n"))
+    y2 = f2["n"].to_numpy()
+    yr = in_input_order(f2, rnd.small_count(f2, spec, 3, extend0=False, easy_check=False, pre_rounded="pre100"))
+    assert yr[0] == 100 and int(((yr - y2) < 0).sum()) == 1
+    yr = in_input_order(f2, rnd.small_count(f2, spec, 3, extend0=False, easy_check=False, pre_rounded="pre100", force_inner=True))
+    assert set(yr.tolist()) == {100, 3, 0}
+    yr = in_input_order(f2, rnd.small_count(f2, spec, 3, extend0=False, easy_check=False, pre_rounded="pre100", force_inner=True, zero_candidates=True))
+    assert set(yr.tolist()) == {100, 3}
+
+
+def z3_b15(**kw) -> rnd.SmallCountResult:
+    frame = r_input("z3").with_columns(pl.col("ant").cast(pl.Int64).alias("n"))
+    return rnd.small_count(frame, table_spec(CASES["z3_mf3_b15_default"]["spec"]), 15, extend0=False, **kw)
+
+
+def test_step_changes_the_search():
+    default = z3_b15()
+    y0 = default.inner["rounded"].to_numpy()
+    for step in (10, (1, 0, 10)):
+        assert not np.array_equal(z3_b15(step=step).inner["rounded"].to_numpy(), y0)
+    # a list with a second setting adds R's final re-run: more passes, another result
+    rerun = z3_b15(step=[1, 10])
+    assert rerun.iterations > default.iterations
+    assert not np.array_equal(rerun.inner["rounded"].to_numpy(), y0)
+    # None as the second setting: no re-run (R's list(1, NULL, 1) equals the default)
+    assert np.array_equal(z3_b15(step=[1, None, 1]).inner["rounded"].to_numpy(), y0)
+
+
+def test_extend0_false_keeps_the_input_cells():
+    frame, spec = expsd()
+    sparse_in = frame.filter(pl.col("n") > 0)
+    assert rnd.small_count(sparse_in, spec, 5, extend0=False).inner.height == sparse_in.height
+    assert rnd.small_count(sparse_in, spec, 5).inner.height == frame.height
+
+
+def test_bad_option_values():
+    frame, spec = expsd()
+    with pytest.raises(pt.ProtabError, match="identify_new"):
+        rnd.small_count(frame, spec, 5, identify_new="yes")
+    with pytest.raises(pt.ProtabError, match="leverage_check"):
+        rnd.small_count(frame, spec, 5, leverage_check=-1)
+    with pytest.raises(pt.ProtabError, match="step"):
+        rnd.small_count(frame, spec, 5, step=[None])
+    with pytest.raises(pt.ProtabError, match="pre_rounded"):
+        rnd.small_count(frame, spec, 5, pre_rounded="nope")
+    with pytest.raises(pt.ProtabError, match="force_inner"):
+        rnd.small_count(frame, spec, 5, force_inner=[True, False])

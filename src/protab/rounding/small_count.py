@@ -3,30 +3,37 @@ R package SmallCountRounding (PLSrounding), in protab's own implementation.
 
 What it does (METHODS.md §2, REFERENCE_ALGORITHMS.md §4): only *inner* cells are rounded and
 every published cell is a sum of rounded inner cells (z = Xᵀy), so the output is additive and
-consistent across every table made from the same inner cells. A small inner cell
-(value < max_round + 1, not a multiple of the base b) that lies under a small published cell
-(1 … max_round, not a multiple of b) keeps its multiple-of-b part and has its residual
-r = y mod b rounded to 0 or b. How many go up is fixed to keep the grand total within b/2 of
-the original; which ones go up is chosen to keep the published table close to the original.
-Published cells that the rounding makes small are found and their small inner cells rounded
-in the next pass, until no published cell is small; an inner cell that an intruder can
-derive exactly from the rounded table (zeros and single-cell sums, SSBtools' Reduce0exact
-"easy check") is rounded as well when it is small.
+consistent across every table made from the same inner cells. The first pass takes the small
+inner cells (value < max_round + 1, not a multiple of the base b) under a published cell of
+1 … max_round (multiples of b included, as SmallCountRounding does); each keeps its
+multiple-of-b part and has its residual r = y mod b rounded to 0 or b. How many go up is
+fixed to keep the grand total within b/2 of the original; which ones go up is chosen to keep
+the published table close to the original. Published cells that the rounding leaves small
+(1 … max_round, not a multiple of b) are found and their small inner cells rounded in the
+next pass, until no published cell is small; an inner cell that an intruder can derive
+exactly from the rounded table (zeros and single-cell sums, SSBtools' Reduce0exact "easy
+check"; with ``leverage_check`` also by linear algebra) is rounded as well when it is small.
+The options of :func:`small_count` (identify_new, zero_candidates, force_inner, pre_rounded,
+step, leverage_check) change these rules as SmallCountRounding's parameters of the same
+meaning do.
 
-How protab chooses (its own algorithm, not a port): the criterion is the one the result is
-judged by — the Hellinger distance of the published cells, Σ_c (√z_c − √g_c)² — plus a
-penalty per published cell left in 1 … max_round, so that a pass creates few new small cells
-(each would cost further changed inner cells). Starting from every candidate rounded down, a
-vectorised greedy raises candidates in sweeps: each sweep scores every candidate by the exact
-change of the criterion if it alone went up (one sparse product) and raises, all at once, the
-candidates that score best among the candidates sharing a published cell with them (a
-Luby-style independent set; published cells holding very many candidates, such as large
-margins, do not block each other). Then swap sweeps move a rounding-up from a raised cell to
-the best partner in one of its published cells wherever the exact change of the criterion is
-negative, again many non-overlapping swaps per sweep, keeping a sweep only if the criterion
-falls (after the first sweep only candidates next to a cell the last sweep changed are
-looked at). Ties are broken by a random order drawn from ``seed``. Every step is a handful
-of sparse products over all candidates: no Python loop over cells.
+How protab chooses (its own algorithm, not a port): the criterion is Σ_c (z_c − g_c)²/(4√z_c)
+over the published cells — between the Hellinger distance (≈ (z − g)²/(4z), by which the
+result is judged) and SmallCountRounding's least squares; on the R package's own test cases it
+beats R on both Hellinger utility and mean absolute difference (tests/test_rounding_scr_r.py)
+— plus a penalty per published cell left in 1 … max_round, so that a pass creates few new
+small cells (each would cost further changed inner cells). Starting from every candidate
+rounded down, a vectorised greedy raises candidates in sweeps: each sweep scores every
+candidate by the exact change of the criterion if it alone went up (one sparse product) and
+raises, all at once, the candidates that score best among the candidates sharing a published
+cell with them (a Luby-style independent set; published cells holding very many candidates,
+such as large margins, do not block each other). Then swap sweeps move a rounding-up from a
+raised cell to the best partner in one of its published cells wherever the exact change of
+the criterion is negative, again many non-overlapping swaps per sweep, keeping a sweep only
+if the criterion falls (after the first sweep only candidates next to a cell the last sweep
+changed are looked at). Ties are broken by a random order drawn from ``seed``. Every step is
+a handful of sparse products over all candidates: no Python loop over cells (the optional
+``step`` backward-forward rounds and the dense ``leverage_check`` are the costlier paths).
 """
 
 from __future__ import annotations
