@@ -10,10 +10,11 @@ coefficient of leaf ``l`` in code ``a`` is the sum, over every path from ``l`` u
 the others; a leaf reached twice with sign +1 counts twice (coefficient 2), as in SSBtools.
 
 The root of such a hierarchy is always the plain total of all leaves (coefficient 1 for
-every leaf): either a code of the input that is exactly that, or a total added above the
-codes that have no parent (with coefficient 1 on every leaf, *not* the sum of those top
-codes, which may overlap). Levels are longest paths from the root, so a parent always
-sits above each of its children.
+every leaf): the one code without parent that is exactly that (or the one named as the
+default root, ``"Total"``, when several are), else a total added with coefficient 1 on
+every leaf (*not* the sum of the codes without parent, which may overlap or subtract).
+The other codes without parent sit right below the root, at level 1. Levels are longest
+paths from the root, so a parent always sits above each of its children.
 
 Everything is vectorised: Python loops run over levels (rounds of a topological sort, and
 powers of the signed adjacency matrix), never over codes.
@@ -212,7 +213,7 @@ def build_graph(
     else:
         plain_tops = [int(t) for t in tops if _is_plain_total(coef, int(t))]
         named = [t for t in plain_tops if codes[t] == default_root]
-        if tops.size == 1 and plain_tops:
+        if len(plain_tops) == 1:
             rid = plain_tops[0]
         elif named:
             rid = named[0]
