@@ -78,8 +78,15 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
 
 def read_toml(path: str | os.PathLike[str], error: type[ProtabError] = ProtabError) -> dict[str, Any]:
     """A TOML request file as a dict; ``error`` naming the file if it cannot be read."""
+    p = Path(path)
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"the request file {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise error(f"the request file {str(path)!r} is a folder, not a TOML file") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"the request file {str(path)!r} is not UTF-8 text (byte {exc.start})") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise error(f"cannot read the request file {str(path)!r}: {exc}") from None
 

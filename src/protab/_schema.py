@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from protab.errors import SpecError
@@ -186,10 +186,12 @@ class Table(Type):
             if key not in self.keys:
                 close = difflib.get_close_matches(str(key), list(self.keys), n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise SpecError(
+                exc = SpecError(
                     f"request: unknown key {key!r} in {where}{hint} (valid keys: "
                     f"{', '.join(sorted(self.keys))})"
                 )
+                exc.unknown_key, exc.where = key, path  # type: ignore[attr-defined]
+                raise exc
         for key in self.required:
             if key not in value:
                 raise SpecError(f"request: {where} needs the key {key!r}")
@@ -231,7 +233,16 @@ class Refused(Type):
 
 def check(cfg: Mapping[str, Any], schema: Table) -> None:
     """Raise a :class:`SpecError` naming the first key of ``cfg`` that ``schema`` refuses."""
-    schema.check(dict(cfg), "")
+    try:
+        schema.check(dict(cfg), "")
+    except SpecError as exc:
+        key, where = getattr(exc, "unknown_key", None), getattr(exc, "where", "")
+        if key is not None and where and key in schema.keys:
+            raise SpecError(
+                f"{exc}. In TOML a key written after a [section] header belongs to that section: "
+                f"move {key!r} above the first [section]"
+            ) from None
+        raise
 
 
 # -- protab protect ---------------------------------------------------------------------------

@@ -207,6 +207,17 @@ def _load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
     return PTable.maximum_entropy(**cfg["maximum_entropy"])
 
 
+def _hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
+    """A request's hierarchy; its errors say which [hierarchies.…] section they come from."""
+    try:
+        return _load_hierarchy(s, cfg, source, column, base)
+    except ProtabError as exc:
+        msg = str(exc)
+        if f"hierarchies.{column}" in msg:
+            raise
+        raise type(exc)(f"[hierarchies.{column}] of the request: {msg}") from None
+
+
 def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
     import polars as pl
 
@@ -233,6 +244,7 @@ def _read_csv(path: Path, key: str, **kwargs: Any) -> pl.DataFrame:
     import polars as pl
 
     with _reading(path, f"the hierarchy file ({key})"):
+        path.read_bytes().decode("utf-8-sig")  # not UTF-8: a clear error, not mojibake codes
         try:
             return pl.read_csv(path, **kwargs)
         except pl.exceptions.PolarsError as exc:
@@ -293,12 +305,13 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     ptable = _load_ptable(cfg["ptable"], base)
     rows, frames = [], {}
     with Session(db, read_only=False) as s:
+        _check_sources(s, tables, db)
         specs = []
         for t in tables:  # every table specified (and its hierarchies read) before any is built
             dims: dict[str, Any] = {}
             for d in t["dims"]:
                 h = cfg.get("hierarchies", {}).get(d)
-                dims[d] = _load_hierarchy(s, h, t["source"], d, base) if h else None
+                dims[d] = _hierarchy(s, h, t["source"], d, base) if h else None
             specs.append(TableSpec(
                 dims, formula=t.get("formula"), weight=t.get("weight"),
                 drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
@@ -312,6 +325,25 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     print(_summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
+
+
+def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
+    """Every table's source and columns exist (a catalog look-up, before any table is built)."""
+    known = s.tables()
+    for t in tables:
+        if t["source"] not in known:
+            raise InputError(
+                f"request: table {t['name']!r}: the database {db!r} has no table {t['source']!r} "
+                f"(tables: {', '.join(known) or 'none'}); register it with `protab register`"
+            )
+        cols = s.columns(t["source"])
+        wanted = [("dims", d) for d in t["dims"]] + ([("weight", t["weight"])] if "weight" in t else [])
+        for key, c in wanted:
+            if c not in cols:
+                raise InputError(
+                    f"request: table {t['name']!r}: {key} names {c!r}, which is not a column of "
+                    f"{t['source']!r} (columns: {', '.join(cols)})"
+                )
 
 
 # -- tables and p-tables ----------------------------------------------------------------------
