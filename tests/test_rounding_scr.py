@@ -199,3 +199,61 @@ def test_at_least_as_good_as_the_r_package_on_a_census_like_table(formula, colum
     assert pt.measures.hellinger_utility(z, zr) == pytest.approx(r_utility, abs=1e-9)
     assert int(res.changed.sum()) <= int((yr != r["n"].to_numpy()).sum())
     assert res.hellinger_utility >= pt.measures.hellinger_utility(z, zr)
+
+
+# --------------------------------------------------------------------------- tuning options
+# Each test fails if its option stopped working: the result, or the work done, changes.
+
+
+def z3_table(base: int, **kw) -> rnd.SmallCountResult:
+    """SmallCountRounding's z3 data (tests/data/scr_r_z3.csv) with its mf3 formula."""
+    frame = pl.read_csv(DATA / "scr_r_z3.csv", infer_schema_length=0)
+    frame = frame.with_columns(pl.col("ant").cast(pl.Int64).alias("n"), pl.col("ant2").cast(pl.Int64))
+    spec = pt.TableSpec(
+        {d: None for d in ["region", "fylke", "kostragr", "hovedint", "mnd"]},
+        formula="region*mnd + region*hovedint + fylke*hovedint*mnd + kostragr*hovedint*mnd",
+    )
+    return rnd.small_count(frame, spec, base, extend0=False, **kw)
+
+
+def _mad(res: rnd.SmallCountResult) -> float:
+    return pt.measures.mean_absolute_deviation(res.published["n"], res.published["rounded"])
+
+
+def test_polish_swaps_improve_the_result():
+    with_swaps, without = z3_table(3), z3_table(3, polish=0)
+    assert not with_swaps.inner.equals(without.inner)
+    assert with_swaps.hellinger_utility > without.hellinger_utility
+    assert _mad(with_swaps) < _mad(without)
+
+
+def test_conflict_max_guards_shared_cells():
+    # conflict_max=0: no published cell keeps two candidates from going up in one sweep,
+    # so a sweep piles raises into the same cells and the result is much worse
+    guarded, unguarded = z3_table(15), z3_table(15, conflict_max=0)
+    assert guarded.hellinger_utility > unguarded.hellinger_utility + 0.05
+    assert _mad(guarded) < _mad(unguarded)
+    # guarding every cell is the default on this small table
+    assert z3_table(15, conflict_max=10**9).inner.equals(guarded.inner)
+
+
+def test_small_penalty_avoids_new_small_cells():
+    # a high penalty on published cells left small means fewer later passes and fewer
+    # changed inner cells; without it the criterion ignores new small cells
+    none, high = z3_table(3, small_penalty=0.0), z3_table(3, small_penalty=10.0)
+    assert high.n_changed < none.n_changed
+    assert high.iterations < none.iterations
+
+
+def test_easy_check_rounds_cells_derivable_from_the_rounded_table():
+    # R's test: z3 rounded once in base 50 without the check ("ant2") is left alone by a
+    # second run without the check, but the check finds small inner cells to round
+    frame = pl.read_csv(DATA / "scr_r_z3.csv", infer_schema_length=0).with_columns(pl.col("ant2").cast(pl.Int64).alias("n"))
+    spec = pt.TableSpec(
+        {d: None for d in ["region", "fylke", "kostragr", "hovedint", "mnd"]},
+        formula="region*mnd + region*hovedint + fylke*hovedint*mnd + kostragr*hovedint*mnd",
+    )
+    off = rnd.small_count(frame, spec, 50, extend0=False, easy_check=False)
+    on = rnd.small_count(frame, spec, 50, extend0=False)
+    assert off.n_changed == 0 and off.iterations == 0
+    assert on.n_changed > 0 and on.iterations > 0
