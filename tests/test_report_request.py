@@ -232,31 +232,30 @@ def test_database_mistakes(demo, tmp_path):
 
 def test_nothing_half_written(tmp_path, monkeypatch):
     out = tmp_path / "rep"
-    calls = {"n": 0}
-    real = os.fdopen
+    real = render._writer
 
-    def failing(fd, *a, **k):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            os.close(fd)
-            raise OSError(28, "No space left on device")
-        return real(fd, *a, **k)
+    def failing_third(data):
+        def write(path):
+            if path.name == "c.html":
+                raise OSError(28, "No space left on device")
+            real(data)(path)
 
-    monkeypatch.setattr(render.os, "fdopen", failing)
+        return write
+
+    monkeypatch.setattr(render, "_writer", failing_third)
     files = {"a.csv": b"1", "b.png": b"2", "c.html": b"3"}
     with pytest.raises(OSError):
         render._write_files(out, files)
-    assert not out.exists()  # made by the call, left empty: removed
-    monkeypatch.setattr(render.os, "fdopen", real)
+    assert not out.exists() and not list(tmp_path.iterdir())  # no folder, no leftovers
+    monkeypatch.setattr(render, "_writer", real)
     render._write_files(out, files)
     assert sorted(p.name for p in out.iterdir()) == ["a.csv", "b.png", "c.html"]
-    # an existing folder keeps its files when a later write fails
-    calls["n"] = 0
-    monkeypatch.setattr(render.os, "fdopen", failing)
+    # an existing folder keeps every file when a later write fails
+    monkeypatch.setattr(render, "_writer", failing_third)
     with pytest.raises(OSError):
         render._write_files(out, {"a.csv": b"new", "b.png": b"new", "c.html": b"new"})
     assert [(out / n).read_bytes() for n in ("a.csv", "b.png", "c.html")] == [b"1", b"2", b"3"]
-    assert sorted(p.name for p in out.iterdir()) == ["a.csv", "b.png", "c.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
 
 
 def test_a_failing_comparison_writes_nothing(tmp_path):

@@ -16,7 +16,8 @@ folder a person reads:
 - ``measures.csv``: the measures table.
 
 The report folder is written as a whole: every file is made in memory first, then all are
-written under temporary names and renamed; on an error nothing is left half-written. The
+swapped into the folder at once (``protab._io.write_batch``); a run that fails or is killed
+leaves the folder as it was, and files of the folder that are not the report's are kept. The
 report describes original values and, for p-table methods, the p-table's noise distribution:
 it is an internal document, not for publication.
 

@@ -1,13 +1,12 @@
-"""The report folder: measures.csv, figures, report.html and report.md (written atomically)."""
+"""The report folder: measures.csv, figures, report.html and report.md (made in memory, then
+written all at once)."""
 
 from __future__ import annotations
 
 import html
 import math
-import os
 import re
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from protab import measures as m
+from protab._io import write_batch
 from protab.ptable import PTable
 from protab.report._common import MEASURES, _Options
 from protab.report.plots import _noise_figure, _png, _ru_map_figure
@@ -88,31 +88,17 @@ def _noise_table(pairs: pl.DataFrame, ptable: PTable) -> pl.DataFrame:
     return theo.with_columns(pl.col("value").cast(pl.Int64)).join(emp, on="value", how="left").sort("value")
 
 
+def _writer(data: bytes) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.write_bytes(data)
+
+    return write
+
+
 def _write_files(out: Path, files: Mapping[str, bytes]) -> None:
-    """Write the files of a folder together: each under a temporary name first, then all
-    renamed. On an error no file is renamed and every temporary file is removed (and the
-    folder, if this call made it and it is empty)."""
-    made = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    temps: list[tuple[str, Path]] = []
-    try:
-        for name, data in files.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out)
-            temps.append((tmp, out / name))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
-        for tmp, target in temps:
-            os.replace(tmp, target)
-    except BaseException:
-        for tmp, _ in temps:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        if made and not any(out.iterdir()):
-            out.rmdir()
-        raise
+    """Write the files of the report folder all at once (protab._io.write_batch): either
+    every file is replaced or none is, also if the process is killed."""
+    write_batch(out, {name: _writer(data) for name, data in files.items()})
 
 
 def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame],
