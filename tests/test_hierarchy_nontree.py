@@ -354,3 +354,54 @@ def test_cell_keys_of_signed_cells() -> None:
     # cells with a positive count are perturbed as in any table
     pos = c_gap.filter(pl.col("n") > 0)
     assert pos.height and pos["n_pert"].null_count() == 0
+
+
+# ---- random signed hierarchies against dense matrix algebra ---------------------------------
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_signed_hierarchies_against_dense_algebra(seed: int) -> None:
+    """Random acyclic signed links; each code's published count, weight sum and cell key
+    must equal Σ coef × leaf value with coef = the path sums of (I − A)⁻¹."""
+    rng = np.random.default_rng(seed)
+    n_leaf, n_group = 6, 5
+    leaves = [f"l{i}" for i in range(n_leaf)]
+    groups = [f"g{i}" for i in range(n_group)]
+    links = []
+    for i, g in enumerate(groups):  # a group draws children among the leaves and earlier groups
+        pool = leaves + groups[:i]
+        for child in rng.choice(pool, size=int(rng.integers(1, 4)), replace=False):
+            links.append((g, str(child), int(rng.choice([1, 1, -1]))))
+    used = {c for _, c, _ in links} | {p for p, _, _ in links}
+    links += [("g0", leaf, 1) for leaf in leaves if leaf not in used]  # every leaf in the hierarchy
+    h = Hierarchy.from_parent_child(links, several_parents=True, root="All")
+    codes = [c for c in h.codes if c != "All"]
+    # dense A (child → parent, signed); path sums = (I − A)⁻¹
+    idx = {c: k for k, c in enumerate(codes)}
+    a = np.zeros((len(codes), len(codes)))
+    for p, c, s in links:
+        a[idx[c], idx[p]] = s
+    paths = np.rint(np.linalg.inv(np.eye(len(codes)) - a)).astype(np.int64)
+    real_leaves = [c for c in codes if c in set(h.leaves)]
+    counts = rng.integers(0, 5, size=len(real_leaves))
+    rows = [(leaf, int(k) + 1) for leaf, c in zip(real_leaves, counts) for k in range(c)]
+    data = pl.DataFrame({"g": [r[0] for r in rows], "w": [float(r[1]) for r in rows],
+                         "rk": list(range(1, len(rows) + 1))}, schema={"g": pl.String, "w": pl.Float64, "rk": pl.Int64})
+    key_sum = {leaf: int(data.filter(pl.col("g") == leaf)["rk"].sum()) for leaf in real_leaves}
+    w_sum = {leaf: float(data.filter(pl.col("g") == leaf)["w"].sum()) for leaf in real_leaves}
+    with pt.Session(":memory:") as s:
+        s.register("d", data)
+        s.add_record_keys("d", record_key_column="rk", bits=5)
+        out = s.tabulate("d", pt.TableSpec({"g": h}, weight="w"), cell_keys=True)
+        with s._run("d", pt.TableSpec({"g": h}), extend0=True) as run:
+            X, inner, published = run.matrix(), run.inner_frame(), run.published()
+    got = {c: (n, w, k) for c, n, w, k in zip(out["g"], out["n"], out["w"], out["cell_key"])}
+    assert set(got) == set(h.codes)  # every code once
+    for code in codes:
+        coef = {leaf: paths[idx[leaf], idx[code]] for leaf in real_leaves}
+        n = sum(coef[leaf] * c for leaf, c in zip(real_leaves, counts))
+        w = sum(coef[leaf] * w_sum[leaf] for leaf in real_leaves)
+        k = sum(coef[leaf] * key_sum[leaf] for leaf in real_leaves) % 32
+        assert got[code] == (n, pytest.approx(w), k), code
+    assert got["All"][0] == len(rows)
+    np.testing.assert_array_equal(X.T @ inner["n"].to_numpy(), published["n"].to_numpy())
