@@ -90,13 +90,13 @@ def test_hash_keys_string_ids_and_determinism(session):
     ids = pl.DataFrame({"id": ["a", "b", "ü-7", "x'y"]})
     session.register("p", ids)
     session.register("q", ids)
-    session.add_record_keys("p", id_column="id", seed=12345)
-    session.add_record_keys("q", id_column="id", seed=12345)
+    session.add_record_keys("p", id_column="id", seed="12345")
+    session.add_record_keys("q", id_column="id", seed="12345")
     p = session.sql("SELECT id, rkey FROM p ORDER BY id")
     assert p.equals(session.sql("SELECT id, rkey FROM q ORDER BY id"))
     assert p["rkey"].to_list() == [expected_key("12345", i) for i in p["id"]]
     session.register("r", ids)
-    session.add_record_keys("r", id_column="id", seed=12346)
+    session.add_record_keys("r", id_column="id", seed="12346")
     assert session.sql("SELECT rkey FROM r ORDER BY id")["rkey"].to_list() != p["rkey"].to_list()
 
 

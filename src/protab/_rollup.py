@@ -17,6 +17,7 @@ Identifiers are internal (``_d0``, ``_o0``, …) or quoted; every value is a bou
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -99,6 +100,11 @@ class TableRun:
     except the combinations in ``structural`` (a frame of dimension codes).
     """
 
+    #: Weights and sums are summed exactly as DECIMAL(38, 8) (|x| < 1e30); a column is
+    #: accepted when the sum of its absolute values over the table is below this bound, so
+    #: that no cell and no margin can overflow.
+    SUM_LIMIT = 1e29
+
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
@@ -109,8 +115,15 @@ class TableRun:
         extend0: bool = False,
         structural: pl.DataFrame | None = None,
         cache: dict[Any, tuple[str, str]] | None = None,
+        types: dict[str, str] | None = None,
+        max_cells: int | None = None,
     ) -> None:
+        """``types``: column → DuckDB type of the table (NaN codes of floating-point
+        dimensions become NULL); ``max_cells``: refuse requests estimated to publish (or,
+        with ``extend0``, to hold as inner cells) more cells than this."""
         self.con, self.table, self.spec = con, table, spec
+        self.types = {k: str(v).upper() for k, v in (types or {}).items()}
+        self.max_cells = max_cells
         # code and bridge tables of hierarchies depend on nothing else: a Session keeps them
         # for its lifetime (temporary tables, gone with the connection)
         self.cache = cache if cache is not None else {}
@@ -167,63 +180,152 @@ class TableRun:
         return pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
 
     # -- 1. one scan to inner cells ---------------------------------------------------------
+    def _code_expr(self, column: str) -> str:
+        """A dimension column as read by the scan: NaN of a floating-point column is NULL."""
+        q = quote_ident(column)
+        if self.types.get(column) in ("FLOAT", "DOUBLE", "REAL"):
+            return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} END"
+        return q
+
+    def _value_sources(self) -> list[tuple[str, str, str]]:
+        """(internal column, microdata column, what) of the weight and the sums."""
+        spec = self.spec
+        out = [("_w", spec.weight, "weight column")] if spec.weight is not None else []
+        return out + [(f"_s{k}", c, "sums column") for k, c in enumerate(spec.sums)]
+
     def _scan(self) -> str:
         """One GROUP BY of the microdata to inner cells; codes become text after grouping
         (cheaper than casting every record), except that ``null_code`` replaces NULL before
-        grouping, so a code that also occurs in the data gives one cell, not two."""
+        grouping, so a code that also occurs in the data gives one cell, not two.
+
+        Weights and sums are summed as DECIMAL(38, 8) (exact, the same for any number of
+        threads); values that are not finite or too large to sum exactly are left out of
+        the sums and counted by check columns instead, which :meth:`_check_inner` reads."""
         spec = self.spec
         params: list[Any] = []
         if spec.null_code is not None:
-            raw = [f"coalesce(CAST({quote_ident(c)} AS VARCHAR), ?) AS _r{k}" for k, c in enumerate(spec.columns)]
+            raw = [f"coalesce(CAST({self._code_expr(c)} AS VARCHAR), ?) AS _r{k}" for k, c in enumerate(spec.columns)]
             params += [spec.null_code] * self.nd  # parameters bind in text order
         else:
-            raw = [f"{quote_ident(c)} AS _r{k}" for k, c in enumerate(spec.columns)]
+            raw = [f"{self._code_expr(c)} AS _r{k}" for k, c in enumerate(spec.columns)]
         aggs = [
             "count(*) AS _n" if spec.freq is None
             else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
         ]
-        if spec.weight is not None:
-            aggs.append(f"sum(CAST({quote_ident(spec.weight)} AS DECIMAL(38, 8))) AS _w")
-        aggs += [f"sum(CAST({quote_ident(s)} AS DECIMAL(38, 8))) AS _s{k}" for k, s in enumerate(spec.sums)]
+        # checks that ride along in the same scan (read by _check_inner)
+        checks = []
+        for internal, col, _ in self._value_sources():
+            q = quote_ident(col)
+            x = f"CAST({q} AS DOUBLE)"
+            aggs.append(
+                f"sum(CASE WHEN isfinite({x}) AND abs({x}) < {self.SUM_LIMIT!r} "
+                f"THEN CAST({q} AS DECIMAL(38, 8)) END) AS {internal}"
+            )
+            checks += [f"_chk_nf{internal}", f"_chk_abs{internal}"]
+            aggs += [
+                f"count({q}) FILTER (WHERE NOT isfinite({x})) AS _chk_nf{internal}",
+                f"sum(abs({x})) FILTER (WHERE isfinite({x})) AS _chk_abs{internal}",
+            ]
         if self.key is not None:
             aggs.append(f"CAST(sum({quote_ident(self.key[0])}) % ? AS BIGINT) AS _k")
             params.append(self.modulus)
-        # checks that ride along in the same scan (read by _check_inner)
-        checks = []
         if spec.weight is not None:
-            aggs.append(f"count(*) - count({quote_ident(spec.weight)}) AS _chk_w")
-            checks.append("_chk_w")
+            w = quote_ident(spec.weight)
+            aggs += [f"count(*) - count({w}) AS _chk_w", f"count(*) FILTER (WHERE {w} < 0) AS _chk_neg"]
+            checks += ["_chk_w", "_chk_neg"]
         if spec.freq is not None:
             aggs.append(f"count(*) FILTER (WHERE {quote_ident(spec.freq)} < 0) AS _chk_f")
             checks.append("_chk_f")
         self._checks = checks
         outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
-        return self._create(
-            "inner",
-            f"SELECT {', '.join(outer + self.values + checks)} FROM ("
-            f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(self.table)} GROUP BY ALL)",
-            params,
-        )
+        try:
+            return self._create(
+                "inner",
+                f"SELECT {', '.join(outer + self.values + checks)} FROM ("
+                f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(self.table)} GROUP BY ALL)",
+                params,
+            )
+        except duckdb.OutOfRangeException:
+            # a sum overflowed in some cell: the sum of |values| is beyond SUM_LIMIT
+            self._too_large(self._abs_totals(self.table))
+            raise
+
+    def _abs_totals(self, relation: str, prefix: str = "") -> dict[str, float]:
+        """Sum of |value| over ``relation`` per weight/sums column (from the microdata, or
+        from the check columns of the inner cells with ``prefix='_chk_abs'``)."""
+        sources = self._value_sources()
+        if not sources:
+            return {}
+        if prefix:
+            items = [f"coalesce(sum({prefix}{i}), 0)" for i, _, _ in sources]
+        else:
+            items = [
+                f"coalesce(sum(abs(CAST({quote_ident(c)} AS DOUBLE))) "
+                f"FILTER (WHERE isfinite(CAST({quote_ident(c)} AS DOUBLE))), 0)"
+                for _, c, _ in sources
+            ]
+        row = self.con.execute(f"SELECT {', '.join(items)} FROM {relation}").fetchall()[0]
+        return {i: float(v) for (i, _, _), v in zip(sources, row)}
+
+    def _too_large(self, totals: dict[str, float]) -> None:
+        """InputError for the first weight/sums column whose |values| add up beyond SUM_LIMIT."""
+        for internal, col, what in self._value_sources():
+            total = totals.get(internal, 0.0)
+            if total >= self.SUM_LIMIT:
+                raise InputError(
+                    f"{what} {col!r} of table {self.table!r}: its values add up to about "
+                    f"{total:.3g} in absolute value, beyond what protab sums exactly (below "
+                    f"{self.SUM_LIMIT:.0e}: decimals with 8 places, DECIMAL(38, 8)); express the "
+                    "column in a larger unit (e.g. thousands or millions) and register it again"
+                )
+
+    def _bad_values(self, column: str, where: str) -> str:
+        """The first few distinct offending values of a microdata column (error path only)."""
+        q = quote_ident(column)
+        rows = self.con.execute(
+            f"SELECT DISTINCT {q} FROM {quote_ident(self.table)} WHERE {where.format(q=q)} "
+            f"ORDER BY 1 LIMIT 5"
+        ).fetchall()
+        return show_values([r[0] for r in rows])
 
     def _check_inner(self) -> None:
-        """NULL codes, codes missing from hierarchies, codes equal to a margin code, NULL
-        weights and negative frequencies."""
+        """NULL (and NaN) codes, codes missing from hierarchies, codes equal to a margin code,
+        NULL, NaN, infinite or negative weights, NaN or infinite sums, sums too large to add
+        up exactly, negative frequencies; then the size of the request (``max_cells``)."""
         if self._checks:
             found = self.con.execute(
                 f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in self._checks)} FROM {self.inner}"
             ).fetchall()[0]
-            for c, bad in zip(self._checks, found):
-                if not bad:
-                    continue
-                if c == "_chk_w":
+            checks = dict(zip(self._checks, found))
+            spec = self.spec
+            for internal, col, what in self._value_sources():
+                bad = checks[f"_chk_nf{internal}"]
+                if bad:
                     raise InputError(
-                        f"weight column {self.spec.weight!r} of table {self.table!r} is missing "
-                        f"(NULL) in {bad} record(s); give every record a weight"
+                        f"{what} {col!r} of table {self.table!r} is NaN or infinite in {bad} "
+                        f"record(s) ({self._bad_values(col, 'NOT isfinite(CAST({q} AS DOUBLE))')}); "
+                        + ("give every record a finite weight" if internal == "_w" else
+                           "replace them with numbers (NULL is left out of the sum)")
                     )
+            if checks.get("_chk_w"):
                 raise InputError(
-                    f"frequency column {self.spec.freq!r} of table {self.table!r} is negative in "
-                    f"{bad} row(s); frequencies must be counts (0 or more)"
+                    f"weight column {spec.weight!r} of table {self.table!r} is missing "
+                    f"(NULL) in {checks['_chk_w']} record(s); give every record a weight"
                 )
+            if checks.get("_chk_neg"):
+                assert spec.weight is not None
+                raise InputError(
+                    f"weight column {spec.weight!r} of table {self.table!r} is negative in "
+                    f"{checks['_chk_neg']} record(s) ({self._bad_values(spec.weight, '{q} < 0')}); "
+                    "weights must be 0 or more: correct or drop those records"
+                )
+            self._too_large({i: float(checks[f"_chk_abs{i}"]) for i, _, _ in self._value_sources()})
+            if checks.get("_chk_f"):
+                raise InputError(
+                    f"frequency column {spec.freq!r} of table {self.table!r} is negative in "
+                    f"{checks['_chk_f']} row(s); frequencies must be counts (0 or more)"
+                )
+        n_codes: list[int] = []
         for k, d in enumerate(self.spec.dimensions):
             codes = [r[0] for r in self.con.execute(f"SELECT DISTINCT _d{k} FROM {self.inner}").fetchall()]
             if not codes:
@@ -234,12 +336,14 @@ class TableRun:
                 nulls = self.con.execute(
                     f"SELECT coalesce(sum(_n), 0) FROM {self.inner} WHERE _d{k} IS NULL"
                 ).fetchall()[0][0]
+                nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""
                 raise InputError(
-                    f"column {d.column!r} of table {self.table!r} is missing (NULL) in {nulls} "
+                    f"column {d.column!r} of table {self.table!r} is missing (NULL{nan}) in {nulls} "
                     "record(s); remove them, or publish them as a category with "
                     "TableSpec(..., null_code='Unknown')"
                 )
             self._leaf_counts.append(len(d.hierarchy.leaves) if d.hierarchy is not None else len(codes))
+            n_codes.append(len(codes))
             if d.hierarchy is not None:
                 d.hierarchy.check_codes(codes, table=self.table, column=d.column)
             elif d.root in codes:
@@ -248,6 +352,48 @@ class TableRun:
                     "also the name of its margin; pass TableSpec(..., total='...') with another "
                     "margin name"
                 )
+        if self.max_cells is not None:
+            self._check_size(n_codes)
+
+    def _check_size(self, n_codes: list[int]) -> None:
+        """SpecError when the request is estimated to publish more than ``max_cells`` cells.
+
+        Estimate (cheap, from the code counts): Σ over published crossings of the product of
+        their dimensions' code counts (every level, margins included); with ``drop_empty``
+        at most (inner cells) × Σ over crossings of the product of their numbers of levels.
+        With ``extend0`` the inner cells are the product of the occurring codes' counts.
+        """
+        spec, limit = self.spec, int(self.max_cells or 0)
+        dims = spec.dimensions
+        size = [len(d.hierarchy) if d.hierarchy is not None else n + 1 for d, n in zip(dims, n_codes)]
+        levels = [d.hierarchy.depth + 1 if d.hierarchy is not None else 2 for d in dims]
+        col = {d.column: k for k, d in enumerate(dims)}
+        grid = [math.prod(size[col[c]] for c in t) for t in spec.terms]
+        estimate = float(sum(grid))
+        inner = math.prod(n_codes) if self.extend0 else None
+        if spec.drop_empty:
+            n_inner = inner if inner is not None else self._count(f"SELECT 1 FROM {self.inner}")
+            estimate = min(estimate, float(n_inner) * sum(math.prod(levels[col[c]] for c in t) for t in spec.terms))
+        how = (
+            "publish fewer or coarser dimensions (a formula such as 'a*b + c', hierarchies "
+            "with fewer codes)"
+            + ("" if spec.drop_empty else ", leave out empty cells with TableSpec(drop_empty=True)")
+            + f", or raise the limit with Session(max_cells=...) (now {limit:,})"
+        )
+        if inner is not None and inner > limit:
+            counts = " × ".join(f"{d.column} {n:,}" for d, n in zip(dims, n_codes))
+            raise SpecError(
+                f"table {self.table!r}: the zero-extended inner cells (every combination of the "
+                f"codes found: {counts}) would be about {float(inner):.3g} cells, more than the "
+                f"limit of {limit:,}; {how}"
+            )
+        if estimate > limit:
+            term = spec.terms[int(np.argmax(grid))]
+            counts = " × ".join(f"{d.column} {size[k]:,} codes" for k, d in enumerate(dims) if d.column in term)
+            raise SpecError(
+                f"table {self.table!r} would publish about {estimate:.3g} cells (the largest "
+                f"crossing: {counts or 'the grand total'}), more than the limit of {limit:,}; {how}"
+            )
 
     def _extend0(self) -> str:
         """Inner cells plus a zero cell for every missing combination of occurring codes."""

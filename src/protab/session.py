@@ -10,10 +10,16 @@ seeds, codes) are always quoted identifiers or bound parameters, never spliced i
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import os
 import re
+import shutil
 import sys
+import tempfile
+import time
 import uuid
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
@@ -31,12 +37,21 @@ from protab._rollup import TableRun, keyspace_arrow, quote_ident
 from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
     from protab.ptable import PTable
 
 #: The database file a Session opens when none is named (in the working directory).
 DEFAULT_DATABASE = "protab.duckdb"
+
+#: A Session refuses table requests estimated to publish more cells than this
+#: (``Session(max_cells=...)`` raises or lifts it).
+DEFAULT_MAX_CELLS = 100_000_000
 
 _KEY_COMMENT = re.compile(r"^protab record key; modulus=(\d+)$")
 _NUMERIC = re.compile(
@@ -65,6 +80,32 @@ class Session:
     directory); ``Session(":memory:")`` keeps everything in memory. New database files are
     written in the storage format of ``storage_version`` (DuckDB 1.2 by default), so that
     older duckdb command lines can open them; ``None`` uses the library's newest format.
+
+    Resources:
+
+    ``max_cells``
+        Refuse a table request estimated to publish more cells than this (default
+        :data:`DEFAULT_MAX_CELLS`, 10^8; ``None``: no limit). The estimate is made after the
+        scan of the microdata, before the roll-up, from the number of codes of each
+        dimension: the sum over the published crossings of the product of their dimensions'
+        code counts (margins included); with ``drop_empty`` at most the number of inner
+        cells times the number of level combinations. A crossing of identifiers (person ×
+        household × age) is refused at once instead of exhausting memory and disk.
+    ``memory_limit``
+        DuckDB's memory limit: a size such as ``"4GB"`` or ``"50%"``, or a number of bytes.
+        Default: half of the machine's memory (or of the container's limit), so that DuckDB
+        spills to disk before the system runs out of memory.
+    ``temp_directory``
+        Where DuckDB spills: protab makes a private folder
+        ``protab-<user>/s-<pid>-<random>`` under this folder (default: the system's
+        temporary folder, ``TMPDIR``) and removes it when the session closes — not a
+        ``.tmp`` folder next to the database. Folders that a killed process left behind are
+        removed by the next Session (on POSIX systems, where each live session holds a lock
+        on its folder).
+    ``progress``
+        Progress bars on long steps (adding record keys, copying files into the database,
+        and DuckDB's own bar on other long queries): True, False, or None — shown when
+        stderr is a terminal (``PROTAB_PROGRESS=0/1`` overrides).
     """
 
     def __init__(
@@ -75,19 +116,28 @@ class Session:
         threads: int | None = None,
         progress: bool | None = None,
         storage_version: str | None = "v1.2.0",
+        max_cells: int | float | None = DEFAULT_MAX_CELLS,
+        memory_limit: str | int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.database = str(database)
-        config: dict[str, Any] = {}
+        self._spill: _SpillFolder | None = None
+        self.max_cells = _check_max_cells(max_cells)
+        config: dict[str, Any] = {"memory_limit": _memory_limit(memory_limit)}
         if threads is not None:
             config["threads"] = int(threads)
         if storage_version is not None and not read_only:
             # new database files in a storage format every DuckDB since 1.2 reads, so that an
             # analyst's duckdb CLI (which may lag the Python package) opens them too
             config["storage_compatibility_version"] = storage_version
+        spill = _SpillFolder(temp_directory)
+        config["temp_directory"] = spill.path
         try:
             self._con = duckdb.connect(self.database, read_only=read_only, config=config)
         except duckdb.Error as exc:
+            spill.remove()
             raise InputError(f"cannot open the DuckDB database {self.database!r}: {exc}") from None
+        self._spill = spill
         show = sys.stderr.isatty() if progress is None else bool(progress)
         self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
         self._keys: dict[str, tuple[str, int]] = {}
@@ -107,7 +157,12 @@ class Session:
 
     # -- lifecycle ------------------------------------------------------------------------
     def close(self) -> None:
-        self._con.close()
+        """Close the connection and remove the session's spill folder (idempotent)."""
+        try:
+            self._con.close()
+        finally:
+            if self._spill is not None:
+                self._spill.remove()
 
     def __enter__(self) -> "Session":
         return self
@@ -299,8 +354,14 @@ class Session:
         style uses ``bits=8``) or, with ``decimals=d``, decimal keys in [0, 1] with d digits as
         made by R cellKey or tau-ARGUS, held exactly as integers below 10^d.
 
-        The seed is a secret: it is bound as a parameter and never stored or shown. A view
-        (e.g. over Parquet files) is copied into a database table to hold the keys.
+        The seed is a secret: it is bound as a parameter and never stored or shown. It must be
+        a string with at least one non-whitespace character (used exactly as given, spaces
+        included), or non-empty ``bytes`` (e.g. from ``os.urandom`` or a key file), which are
+        used as their lowercase hex text: ``seed=b"\\x01\\xff"`` gives the same keys as
+        ``seed="01ff"``, the text to hand the SQL macro in DuckDB or Spark. Numbers, booleans
+        and whitespace-only strings are refused (as by the command line), so that a seed
+        cannot silently differ between the API and the CLI (``12345`` against ``"12345"``).
+        A view (e.g. over Parquet files) is copied into a database table to hold the keys.
         """
         self._require(table)
         if not isinstance(name, str) or not name:
@@ -317,10 +378,7 @@ class Session:
                 "record_key_column (to use existing keys)"
             )
         if id_column is not None:
-            if seed is None or (isinstance(seed, (str, bytes)) and len(seed) == 0):
-                raise InputError("add_record_keys: a non-empty secret seed is needed with id_column")
-            if isinstance(seed, bytes):
-                seed = seed.hex()
+            seed = _check_seed(table, seed)
             bits = _check_bits(bits)
             self._require_columns(table, [id_column], "id column")
             self._check_ids(table, id_column)
@@ -456,27 +514,28 @@ class Session:
         columns = list(columns)
         if len(columns) < 1:
             raise InputError("hierarchy_from_columns: name at least one column")
-        self._require_columns(table, columns)
+        cols = self._require_columns(table, columns)
         t = quote_ident(table)
-        parts = [f"SELECT CAST(? AS VARCHAR) AS parent, CAST({quote_ident(columns[0])} AS VARCHAR) AS child FROM {t}"]
+        code = {c: _code_sql(c, cols[c]) for c in columns}  # NaN is missing, as NULL
+        parts = [f"SELECT CAST(? AS VARCHAR) AS parent, CAST({code[columns[0]]} AS VARCHAR) AS child FROM {t}"]
         params: list[Any] = [root]
         for coarse, fine in zip(columns, columns[1:]):
             parts.append(
-                f"SELECT CAST({quote_ident(coarse)} AS VARCHAR), CAST({quote_ident(fine)} AS VARCHAR) FROM {t}"
+                f"SELECT CAST({code[coarse]} AS VARCHAR), CAST({code[fine]} AS VARCHAR) FROM {t}"
             )
         pairs = self._arrow(f"SELECT DISTINCT * FROM ({' UNION ALL '.join(parts)}) ORDER BY 1, 2", params)
         if pairs["child"].null_count() or pairs["parent"].null_count():
             raise InputError(
                 f"hierarchy_from_columns: columns {show_values(columns)} of table {table!r} have "
-                "missing (NULL) codes"
+                "missing (NULL or NaN) codes; fill them in or drop those records"
             )
         return Hierarchy.from_parent_child(pairs, root=root)
 
     def codes(self, table: str, column: str) -> list[str]:
-        """The distinct non-null values of a column, as strings, sorted."""
-        self._require_columns(table, [column])
+        """The distinct non-missing values of a column (NULL and NaN left out), as strings, sorted."""
+        cols = self._require_columns(table, [column])
         rows = self._con.execute(
-            f"SELECT DISTINCT CAST({quote_ident(column)} AS VARCHAR) FROM {quote_ident(table)} "
+            f"SELECT DISTINCT CAST({_code_sql(column, cols[column])} AS VARCHAR) FROM {quote_ident(table)} "
             "ORDER BY 1"
         ).fetchall()
         return [r[0] for r in rows if r[0] is not None]
@@ -521,7 +580,8 @@ class Session:
             structural = as_polars(structural, "structural zeros")
             require_columns(structural, spec.columns, "structural zeros")
         return TableRun(
-            self._con, table, spec, key=key, extend0=extend0, structural=structural, cache=self._hierarchies
+            self._con, table, spec, key=key, extend0=extend0, structural=structural,
+            cache=self._hierarchies, types=cols, max_cells=self.max_cells,
         )
 
     def tabulate(self, table: str, spec: TableSpec, *, cell_keys: bool = False) -> pl.DataFrame:
@@ -578,7 +638,7 @@ class Session:
         ptable: "PTable",
         *,
         original: bool = False,
-        threshold: int | None = None,
+        threshold: float | None = None,
     ) -> pl.DataFrame:
         """Counts protected by the cell key method: every published cell of ``spec``.
 
@@ -587,15 +647,21 @@ class Session:
         the cell key (a SQL join; the p-table's interval convention decides boundaries).
         Columns: the dimensions, their levels, ``n_pert`` and, with a weight, ``w_pert`` = the
         perturbed count times the cell's mean weight (cellKey and tau-ARGUS). ``n``/``w`` only
-        with ``original=True``. ``threshold``: perturbed counts below it are published as
-        null (the ONS rule). The same records give the same value in every table.
+        with ``original=True``. The same records give the same value in every table.
+
+        ``threshold`` (the ONS rule): a cell whose perturbed count is *below* it is published
+        as null (``n_pert`` and ``w_pert``), i.e. blanked when ``n_pert < threshold``, compared
+        exactly for any real threshold: counts are integers, so ``threshold=2.7`` blanks 0, 1
+        and 2 (as ``threshold=3`` does) and publishes 3. It must be a finite number of 0 or
+        more (``threshold=0`` blanks nothing); booleans, strings, NaN and ±inf are refused.
         """
         from protab.ptable import PTable
 
         if not isinstance(ptable, PTable):
             raise InputError(f"cell_key: ptable must be a protab.PTable, not {type(ptable).__name__}")
+        below = _check_threshold(table, threshold)
         with self._run(table, spec, keys=True) as run:
-            return run.perturb(ptable, original=original, threshold=threshold)
+            return run.perturb(ptable, original=original, threshold=below)
 
     def perturb_inner(
         self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False
@@ -680,6 +746,177 @@ def model_matrix(
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _code_sql(column: str, dtype: str) -> str:
+    """A code column in SQL, NaN of a floating-point column read as NULL (missing)."""
+    q = quote_ident(column)
+    if dtype.upper() in ("FLOAT", "DOUBLE", "REAL"):
+        return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} END"
+    return q
+
+
+def _check_seed(table: str, seed: object) -> str:
+    """The seed as the text that is hashed; InputError (never showing the seed) unless it
+    is a string with non-whitespace content or non-empty bytes."""
+    if isinstance(seed, (bytes, bytearray)):
+        if not seed:
+            raise InputError(
+                f"add_record_keys (table {table!r}): the seed is empty bytes; give a non-empty "
+                "secret seed"
+            )
+        return bytes(seed).hex()
+    if not isinstance(seed, str):
+        raise InputError(
+            f"add_record_keys (table {table!r}): the seed must be a string (or bytes), not "
+            f"{type(seed).__name__}; pass the secret as text, e.g. seed=str(...) — the command "
+            "line reads it as text too"
+        )
+    if not seed.strip():
+        raise InputError(
+            f"add_record_keys (table {table!r}): the seed is empty or only whitespace; give a "
+            "secret seed with at least one visible character"
+        )
+    return seed
+
+
+def _check_threshold(table: str, threshold: object) -> int | None:
+    """The smallest integer count that is published under ``threshold`` (None: no rule).
+
+    A perturbed count is blanked when ``n_pert < threshold``; counts are integers, so for a
+    real threshold t that is ``n_pert < ceil(t)``: exact for any real t (2.7 blanks 0, 1, 2).
+    """
+    if threshold is None:
+        return None
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
+        raise InputError(
+            f"cell_key (table {table!r}): threshold must be a number (counts below it are "
+            f"published as null) or None, not {threshold!r} ({type(threshold).__name__})"
+        )
+    if not math.isfinite(threshold) or threshold < 0:
+        raise InputError(
+            f"cell_key (table {table!r}): threshold must be a finite number of 0 or more, not "
+            f"{threshold!r}"
+        )
+    return int(math.ceil(threshold))
+
+
+def _check_max_cells(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not (
+        math.isfinite(value) and value >= 1
+    ):
+        raise InputError(
+            f"Session: max_cells must be a number of cells (1 or more) or None for no limit, "
+            f"not {value!r}"
+        )
+    return int(value)
+
+
+def _total_memory() -> int | None:
+    """Bytes of memory this process may use: the machine's, or its container's limit."""
+    total = None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            total = int(text) if total is None else min(total, int(text))
+    return total
+
+
+def _memory_limit(value: object) -> str:
+    """DuckDB's memory_limit setting: ``value`` checked, or half of the available memory."""
+    if value is None:
+        total = _total_memory()
+        return f"{max(total // 2, 256 * 2**20)}b" if total else "50%"
+    if isinstance(value, (bool, np.bool_)):
+        pass
+    elif isinstance(value, numbers.Integral) and int(value) >= 2**20:
+        return f"{int(value)}b"
+    elif isinstance(value, str) and _SIZE.match(value.strip()):
+        return value.strip()
+    raise InputError(
+        f"Session: memory_limit must be a size such as '4GB', '512MB' or '50%', or a number of "
+        f"bytes (at least 1 MiB), not {value!r}"
+    )
+
+
+_SIZE = re.compile(r"^\d+(\.\d+)?\s*(%|b|bytes?|[kmgt]i?b)$", re.IGNORECASE)
+
+
+class _SpillFolder:
+    """A private folder for DuckDB's spill files, removed on close or at exit.
+
+    ``<base>/protab-<user>/s-<pid>-<random>``; on POSIX a live session holds an exclusive
+    lock on ``.lock`` inside it, so that a later Session can tell the folders of killed
+    processes (lock free) from live ones and remove them.
+    """
+
+    def __init__(self, base: str | os.PathLike[str] | None) -> None:
+        root = Path(base) if base is not None else Path(tempfile.gettempdir())
+        user = os.getuid() if hasattr(os, "getuid") else "user"
+        self.root = root / f"protab-{user}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            _remove_stale(self.root)
+            self.path = tempfile.mkdtemp(prefix=f"s-{os.getpid()}-", dir=self.root)
+        except OSError as exc:
+            raise InputError(
+                f"Session: cannot make a temporary folder under {str(root)!r} ({exc.strerror}); "
+                "pass temp_directory= a writable folder"
+            ) from None
+        self._fd: int | None = None
+        if fcntl is not None:
+            self._fd = os.open(os.path.join(self.path, ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._finalizer = weakref.finalize(self, _remove_folder, self.path, self._fd)
+
+    def remove(self) -> None:
+        self._finalizer()
+
+
+def _remove_folder(path: str, fd: int | None) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    if fd is not None:
+        os.close(fd)  # releases the lock
+
+
+def _remove_stale(root: Path, min_age: float = 60.0) -> None:
+    """Remove the spill folders under ``root`` of sessions that are gone (POSIX only):
+    their lock is free, or they have no lock file and are older than ``min_age`` seconds."""
+    if fcntl is None:  # pragma: no cover - Windows: files in use cannot be told apart safely
+        return
+    for entry in root.glob("s-*"):
+        if not entry.is_dir():
+            continue
+        lock = entry / ".lock"
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:
+            try:
+                if time.time() - entry.stat().st_mtime > min_age:
+                    shutil.rmtree(entry, ignore_errors=True)
+            except OSError:
+                pass
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # held by a live session
+            continue
+        try:
+            shutil.rmtree(entry, ignore_errors=True)
+        finally:
+            os.close(fd)
+
+
 def _check_bits(bits: int) -> int:
     if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 32:
         raise InputError("bits must be an integer from 1 to 32 (record keys are below 2^bits)")
@@ -708,4 +945,4 @@ def _as_paths(source: Any) -> list[str] | None:
     return None
 
 
-__all__ = ["DEFAULT_DATABASE", "Session", "model_matrix", "quote_ident", "sql_text"]
+__all__ = ["DEFAULT_DATABASE", "DEFAULT_MAX_CELLS", "Session", "model_matrix", "quote_ident", "sql_text"]

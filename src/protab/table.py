@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from protab.errors import SpecError, show_values
 from protab.hierarchy import Hierarchy
 
@@ -53,14 +55,27 @@ class TableSpec:
         The same as an explicit list, e.g. ``[("party", "age"), ("party", "sex")]``.
         Default (neither given): the full crossing of all dimensions with all margins.
     weight:
-        Optional weight column: weighted counts are tabulated beside the counts.
+        Optional weight column: weighted counts are tabulated beside the counts. Every
+        record needs a finite weight of 0 or more (NULL, NaN, ±inf and negative weights
+        are refused).
     sums:
-        Numeric columns to sum per cell (magnitudes).
+        Numeric columns to sum per cell (magnitudes); NULLs are left out of a sum, NaN and
+        ±inf are refused.
+
+        Weights and sums are added up exactly, as decimals with 8 decimal places (DuckDB
+        ``DECIMAL(38, 8)``: each value rounded to 8 decimals, then summed in integers, so
+        the result does not depend on the order of summation or the number of threads). A
+        column qualifies when the sum of its absolute values over the table stays below
+        10^29 (e.g. 10^9 records of up to 10^20 each); protab refuses larger ones (express
+        the column in a larger unit, e.g. thousands).
     drop_empty:
         Leave out cells with no records (for sparse tables such as national grids); by
         default every combination of the dimensions' codes is published, as R cellKey does.
+        True or False.
     null_code:
-        Code given to NULLs in a dimension column; by default NULLs are an error.
+        Code (a string) given to missing codes in a dimension column: NULL, and NaN in a
+        floating-point column (NaN is treated exactly as NULL). By default missing codes are
+        an error naming the column and how many records have them.
     freq:
         Integer column of frequencies when the rows are already aggregated (e.g. inner
         cells): counts are sums of it instead of numbers of rows. Cell keys need records.
@@ -81,6 +96,7 @@ class TableSpec:
     terms: tuple[frozenset[str], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._check_types()
         dims = self.dims
         if isinstance(dims, str) or not isinstance(dims, (Mapping, Sequence)):
             raise SpecError(
@@ -92,14 +108,17 @@ class TableSpec:
             raise SpecError("TableSpec: at least one dimension is needed")
         dimensions = []
         for name, h in items:
-            if not isinstance(name, str) or not name:
-                raise SpecError(f"TableSpec: dimension names must be non-empty strings, got {name!r}")
+            if not isinstance(name, str) or not name.strip():
+                raise SpecError(
+                    f"TableSpec: dims: dimension names must be non-empty strings (column names), "
+                    f"got {name!r} of type {type(name).__name__}"
+                )
             if h is None:
                 dimensions.append(Dimension(name, None, self.total))
             elif isinstance(h, Hierarchy):
                 dimensions.append(Dimension(name, h, h.root))
             elif isinstance(h, (list, tuple)) or hasattr(h, "__array__"):
-                codes = [str(c) for c in list(h)]
+                codes = _code_list(name, h)
                 dimensions.append(Dimension(name, Hierarchy.flat(codes, root=self.total), self.total))
             else:
                 raise SpecError(
@@ -115,9 +134,65 @@ class TableSpec:
         for col in [self.weight, self.freq, *self.sums]:
             if col is not None and col in names:
                 raise SpecError(f"TableSpec: column {col!r} is both a dimension and a value to sum")
-        if isinstance(self.sums, str):
-            object.__setattr__(self, "sums", (self.sums,))
-        object.__setattr__(self, "sums", tuple(self.sums))
+
+    def _check_types(self) -> None:
+        """SpecError naming the argument and the type expected for every argument of the
+        wrong type (a string where a flag belongs, a number where a column name belongs …)."""
+        for arg in ("weight", "freq"):
+            _column_name(arg, getattr(self, arg), optional=True)
+        sums = self.sums
+        if isinstance(sums, str):
+            sums = (sums,)
+        if isinstance(sums, Mapping) or not isinstance(sums, Sequence):
+            raise SpecError(
+                f"TableSpec: sums must be a column name or a list of column names, not "
+                f"{type(self.sums).__name__}"
+            )
+        for s in sums:
+            _column_name("sums", s)
+        dup = sorted({s for s in sums if list(sums).count(s) > 1})
+        if dup:
+            raise SpecError(f"TableSpec: sums names {show_values(dup)} twice")
+        object.__setattr__(self, "sums", tuple(sums))
+        if isinstance(self.drop_empty, np.bool_):
+            object.__setattr__(self, "drop_empty", bool(self.drop_empty))
+        if not isinstance(self.drop_empty, bool):
+            raise SpecError(
+                f"TableSpec: drop_empty must be True or False, not {self.drop_empty!r} "
+                f"({type(self.drop_empty).__name__})"
+            )
+        if self.null_code is not None and (not isinstance(self.null_code, str) or not self.null_code.strip()):
+            raise SpecError(
+                "TableSpec: null_code must be a non-empty string (the code that NULL and NaN "
+                f"dimension values are published as), not {self.null_code!r} "
+                f"({type(self.null_code).__name__})"
+            )
+        if not isinstance(self.total, str) or not self.total.strip():
+            raise SpecError(
+                f"TableSpec: total must be a non-empty string (the margin code of flat "
+                f"dimensions), not {self.total!r} ({type(self.total).__name__})"
+            )
+        if self.formula is not None and not isinstance(self.formula, str):
+            raise SpecError(
+                f"TableSpec: formula must be a string such as 'party*age + party*sex', not "
+                f"{type(self.formula).__name__}"
+            )
+        if self.crossings is not None:
+            if isinstance(self.crossings, (str, Mapping)) or not isinstance(self.crossings, Sequence):
+                raise SpecError(
+                    "TableSpec: crossings must be a list of crossings, each a column name or a "
+                    f"list of column names, e.g. [('party', 'age'), ('party', 'sex')]; not "
+                    f"{type(self.crossings).__name__}"
+                )
+            for c in self.crossings:
+                names = [c] if isinstance(c, str) else c
+                if not isinstance(names, (Sequence, frozenset, set)) or any(
+                    not isinstance(n, str) for n in names
+                ):
+                    raise SpecError(
+                        f"TableSpec: crossings: each crossing must be a column name or a list of "
+                        f"column names (strings), not {c!r}"
+                    )
 
     # -- published crossings -------------------------------------------------------------
     def _parse_terms(self, names: list[str]) -> tuple[frozenset[str], ...]:
@@ -186,3 +261,34 @@ class TableSpec:
             if d.column == column:
                 return d
         raise SpecError(f"TableSpec: no dimension named {column!r}")
+
+
+def _column_name(arg: str, value: object, *, optional: bool = False) -> None:
+    """SpecError unless ``value`` is a non-empty column name (or None when ``optional``)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(
+            f"TableSpec: {arg} must be a column name (a non-empty string)"
+            + (" or None" if optional else "")
+            + f", not {value!r} ({type(value).__name__})"
+        )
+
+
+def _code_list(column: str, values: object) -> list[str]:
+    """The codes of a fixed code list as text; SpecError for missing codes (None, NaN)
+    and codes given twice."""
+    raw = list(values)  # type: ignore[call-overload]
+    bad = [v for v in raw if v is None or (isinstance(v, (float, np.floating)) and v != v)]
+    if bad:
+        raise SpecError(
+            f"TableSpec: the code list of dimension {column!r} holds {len(bad)} missing value(s) "
+            "(None or NaN); list real codes only (NULLs in the data are published with null_code=)"
+        )
+    codes = [str(v) for v in raw]
+    dup = sorted({c for c in codes if codes.count(c) > 1})
+    if dup:
+        raise SpecError(
+            f"TableSpec: the code list of dimension {column!r} names {show_values(dup)} twice"
+        )
+    return codes
