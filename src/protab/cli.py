@@ -141,18 +141,19 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
         raise InputError("--persons must be at most 2,000,000,000")
     out_dir = check_output_folder(out, [f"{t}.{f}" for t in DEMO_TABLES for f in formats])
     t0 = time.perf_counter()
-    with Session(database) as s:
-        if not replace:
+    if not replace and database != ":memory:" and Path(database).is_file():
+        with Session(database, read_only=True, progress=False) as s:  # look, write nothing
             taken = [t for t in ("persons",) if s.exists(t)]
             installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
-            if taken or installed:
-                what = " and ".join(
-                    ([f"a table {taken[0]!r}"] if taken else []) + (["an installed p-table"] if installed else [])
-                )
-                raise InputError(
-                    f"the database {database!r} holds {what} already; the demo would replace "
-                    "them: pass --replace to do so, or --db another file"
-                )
+        if taken or installed:
+            what = " and ".join(
+                ([f"a table {taken[0]!r}"] if taken else []) + (["an installed p-table"] if installed else [])
+            )
+            raise InputError(
+                f"the database {database!r} holds {what} already; the demo would replace "
+                "them: pass --replace to do so, or --db another file"
+            )
+    with Session(database) as s:
         _say(f"protab demo: generating {persons:,} persons in {database} (table persons) …")
         s.con.execute(sql_text("demo_population.sql"))
         s.con.execute("BEGIN TRANSACTION")
@@ -276,6 +277,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     The whole request is checked first (schema, file names, output folder, database, p-table,
     hierarchies); tables are written only after every one was protected, all at once.
     """
+    from protab._progress import track
     from protab.session import Session
     from protab.table import TableSpec
 
@@ -316,7 +318,8 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
                 dims, formula=t.get("formula"), weight=t.get("weight"),
                 drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
             ))
-        for k, (t, spec) in enumerate(zip(tables, specs)):
+        for k, (t, spec) in enumerate(track(list(zip(tables, specs)), "protecting tables",
+                                            total=len(tables), unit="table")):
             _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
             frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
                                                   threshold=t.get("threshold"))

@@ -1,0 +1,88 @@
+"""The command line as a newcomer meets it: fast help with a sentence per option, tables,
+macros, demo that does not overwrite, ptable show."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from protab import cli
+from protab.session import DEFAULT_DATABASE
+
+
+def test_help_imports_no_heavy_library():
+    code = ("import sys, protab.cli\n"
+            "try:\n    protab.cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('duckdb', 'polars', 'numpy', 'scipy', 'matplotlib', 'pyarrow') "
+            "if m in sys.modules])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _parsers(p: argparse.ArgumentParser, name: str = "protab"):
+    yield name, p
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                yield from _parsers(sub, f"{name} {sub_name}")
+
+
+def test_every_command_and_option_has_a_sentence():
+    for name, p in _parsers(cli._parser()):
+        assert p.description or name == "protab", f"{name} has no description"
+        for action in p._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            assert action.help and len(action.help) > 8, f"{name} {action.dest} has no help"
+
+
+def test_defaults_agree_with_the_library():
+    assert cli.DEFAULT_DATABASE == DEFAULT_DATABASE
+
+
+def test_protect_help_documents_the_request_format(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["protect", "--help"])
+    out = capsys.readouterr().out
+    for key in ("[ptable]", "[[tables]]", "dims", "formula", "threshold", "[hierarchies."):
+        assert key in out
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmds")
+    db = root / "d.duckdb"
+    assert cli.main(["demo", "--persons", "1500", "--db", str(db), "--out", str(root / "out")]) == 0
+    return root, db
+
+
+def test_tables_lists_what_the_database_holds(demo_db, capsys):
+    root, db = demo_db
+    capsys.readouterr()
+    assert cli.main(["tables", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "persons" in out and "1,500" in out and "rkey" in out and "installed" in out
+    assert "protab_ptable" not in out
+
+
+def test_demo_does_not_replace_without_replace(demo_db, capsys):
+    root, db = demo_db
+    before = db.read_bytes()
+    assert cli.main(["demo", "--persons", "10", "--db", str(db), "--out", str(root / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert "--replace" in err and "persons" in err
+    assert db.read_bytes() == before and not (root / "o2").exists()
+    assert cli.main(["demo", "--persons", "1500", "--db", str(db), "--out", str(root / "o2"), "--replace"]) == 0
+    assert sorted(p.name for p in (root / "o2").iterdir()) == sorted(
+        f"{t}.{f}" for t in cli.DEMO_TABLES for f in cli.FORMATS)
+
+
+def test_macros_prints_a_readable_path(capsys):
+    assert cli.main(["macros"]) == 0
+    path = capsys.readouterr().out.strip()
+    assert path.endswith("protab.sql") and "CREATE" in open(path, encoding="utf-8").read()
+    assert cli.main(["macros", "--read"]) == 0
+    assert capsys.readouterr().out.startswith(".read '")
