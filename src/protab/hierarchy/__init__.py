@@ -6,6 +6,12 @@ margin. :meth:`Hierarchy.relation` gives the bridge table with one row per (leaf
 pair, the leaf itself and the root included, so that every margin of a table is a join of
 inner cells with these relations followed by ``GROUP BY`` (DESIGN.md, idea 2).
 
+Hierarchies need not be trees: SSBtools frames (and parent-child links with a sign and
+``several_parents=True``) may subtract codes (EU = Europe − nonEU) and put a code under
+several parents (overlapping groups). Then the relation carries a ``coef`` column, the
+signed number of times a leaf enters a code, and margins are Σ coef × value; the root is
+still the plain total of all leaves. Semantics and rules: :mod:`protab.hierarchy._graph`.
+
 Conventions:
 
 * **Levels**: the root is level 0, its children level 1, and so on. Leaves may sit at

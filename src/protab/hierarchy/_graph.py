@@ -16,6 +16,16 @@ every leaf (*not* the sum of the codes without parent, which may overlap or subt
 The other codes without parent sit right below the root, at level 1. Levels are longest
 paths from the root, so a parent always sits above each of its children.
 
+In tables (``protab._rollup``) every value of an inner cell enters a published cell
+multiplied by the product over dimensions of its leaves' coefficients: counts, weights and
+sums become signed sums (a count may be negative, e.g. nonEU − Europe), and the model
+matrix X holds these coefficients, so ``X.T @ y`` is still the published count. The cell
+key of such a cell is the same signed sum of its records' keys, taken modulo the key
+modulus as a residue in [0, modulus): it depends only on which records the cell holds and
+with which coefficients, so a cell gets the same key (and perturbation) in every table
+and under every hierarchy that defines it, e.g. EU as Europe − nonEU or as the sum of its
+members; the key of −S is the modulus minus the key of S (mod the modulus).
+
 Everything is vectorised: Python loops run over levels (rounds of a topological sort, and
 powers of the signed adjacency matrix), never over codes.
 """

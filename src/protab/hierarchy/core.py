@@ -34,6 +34,11 @@ class Hierarchy:
     the tree (no cycles, one parent per code, non-empty codes, one root) and raises
     :class:`~protab.errors.HierarchyError` naming the offending codes.
 
+    :meth:`from_frame`, and :meth:`from_parent_child` when asked, also accept signed links
+    and codes with several parents; such a hierarchy is not a tree (:attr:`is_tree` is
+    false) and its :meth:`relation` has a coefficient per (leaf, ancestor), see
+    :mod:`protab.hierarchy._graph`.
+
     >>> h = Hierarchy.from_code_lengths(["DE11", "DE12", "DE21", "FR10"], (2, 1, 1))
     >>> h.root, h.depth, h.parent_of("DE11"), h.level_of("DE1")
     ('Total', 3, 'DE1', 2)
@@ -221,9 +226,11 @@ class Hierarchy:
         publishes Σ coefficient × leaf, the coefficient of a leaf being the sum over its
         paths up to the code of the product of the signs (so a leaf reached twice counts
         twice, and one that cancels out is left out); the links must not form a cycle; the
-        root is the total of all leaves: a top code that is exactly that, or a total named
-        ``root`` (default ``"Total"``) added beside the other top codes. Leaves are the codes
-        that are never ``mapsTo``; data are coded at them.
+        root is the total of all leaves: the one code without parent that is exactly that,
+        else a total named ``root`` (default ``"Total"``) counting every leaf once; the other
+        codes without parent are at level 1 below it. Levels are longest paths from the root.
+        Leaves are the codes that are never ``mapsTo``; data are coded at them. For a tree,
+        top codes are handled as in :meth:`from_parent_child`.
         """
         return _formats.from_frame(cls, frame, root=root)
 
@@ -579,11 +586,12 @@ class Hierarchy:
     def _height(self) -> np.ndarray:
         """Height of each code: 0 for a leaf, 1 + the largest height of its children."""
         if self._links is not None:
+            # a child's level is above its parents' (longest paths): deepest children first
             child, parent, _ = self._links
             height = np.zeros(len(self), dtype=np.int64)
-            by_level = np.argsort(-self._level[child], kind="stable")
-            for lev in np.unique(self._level[child])[::-1]:
-                sel = by_level[self._level[child[by_level]] == lev]
+            child_level = self._level[child]
+            for lev in np.unique(child_level)[::-1]:
+                sel = child_level == lev
                 np.maximum.at(height, parent[sel], height[child[sel]] + 1)
             return height
         bounds = _level_bounds(self._level, self.depth)
