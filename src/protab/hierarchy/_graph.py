@@ -145,9 +145,11 @@ def coefficients(n: int, leaves: np.ndarray, child: np.ndarray, parent: np.ndarr
     return total
 
 
-def _is_plain_total(coef: sparse.csr_matrix, code: int) -> bool:
-    col = coef[:, code]
-    return bool(col.nnz == coef.shape[0] and np.all(col.data == 1))
+def _plain_totals(coef: sparse.csc_matrix) -> np.ndarray:
+    """Per code: does it count every leaf exactly once (coefficient 1 for all leaves)?"""
+    cols = np.repeat(np.arange(coef.shape[1]), np.diff(coef.indptr))
+    ones = np.bincount(cols[coef.data == 1], minlength=coef.shape[1])
+    return (ones == coef.shape[0]) & (np.diff(coef.indptr) == coef.shape[0])
 
 
 def build_graph(
@@ -205,6 +207,7 @@ def build_graph(
         is_leaf[0] = False  # the added root, a total of all leaves
     leaves = np.flatnonzero(is_leaf)
     coef = coefficients(n, leaves, c, p, s).tocsc()
+    plain = _plain_totals(coef)
     tops = np.flatnonzero(~has_parent)
 
     if root is not None:
@@ -216,12 +219,12 @@ def build_graph(
                     f"{source}: the root {root!r} also appears as a child (of {show_values(ps)}). "
                     f"The root must have no parent: remove that link, or name another root."
                 )
-            if not _is_plain_total(coef, rid):
+            if not plain[rid]:
                 raise HierarchyError(_not_total(source, root, codes, coef, rid, leaves))
         else:
             rid = 0
     else:
-        plain_tops = [int(t) for t in tops if _is_plain_total(coef, int(t))]
+        plain_tops = [int(t) for t in tops[plain[tops]]]
         named = [t for t in plain_tops if codes[t] == default_root]
         if len(plain_tops) == 1:
             rid = plain_tops[0]
