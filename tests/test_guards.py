@@ -4,6 +4,7 @@ table, the column and the offending values, and leaves nothing half-written behi
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.session import _SpillFolder
+from protab.session import _FRAMES, _SpillFolder, model_matrix
 
 PTABLE = pt.PTable.maximum_entropy(D=1, V=0.5)
 
@@ -298,3 +299,44 @@ def test_spill_folders_of_killed_sessions_are_removed(tmp_path):
         assert os.path.isdir(mine)
     live.remove()
     assert not os.path.exists(live.path) and not os.path.exists(mine)
+
+
+# -- 7. model_matrix on frames ---------------------------------------------------------------
+def test_model_matrix_reuses_its_session_and_is_thread_safe():
+    inner = pl.DataFrame({"a": ["x", "x", "y", "y"], "b": ["p", "q", "p", "q"], "n": [1, 2, 3, 4]})
+    spec = pt.TableSpec({"a": None, "b": None})
+    X0, _, pub0 = model_matrix(inner, spec)
+    shared = _FRAMES.session()
+    clean = _state(shared)
+    for _ in range(3):
+        model_matrix(inner, spec)
+    assert _FRAMES.session() is shared and _state(shared) == clean  # reused, nothing left over
+    results, errors = [], []
+
+    def work(k):
+        try:
+            frame = inner.with_columns(pl.col("n") * k)
+            X, _, pub = model_matrix(frame, spec)
+            results.append((k, X, pub))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(1, 9)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 8
+    for k, X, pub in results:
+        assert (X != X0).nnz == 0
+        assert pub["n"].to_list() == [v * k for v in pub0["n"].to_list()]
+    # errors inside leave the shared session clean
+    with pytest.raises(InputError, match="frequency column"):
+        model_matrix(inner, spec, freq="nope")
+    bad = inner.with_columns(pl.Series("a", ["x", None, "y", "y"]))
+    with pytest.raises(InputError, match="missing"):
+        model_matrix(bad, spec)
+    X1, _, _ = model_matrix(inner, spec)
+    assert (X1 != X0).nnz == 0
+    assert _FRAMES.session() is shared and _state(shared) == clean
+

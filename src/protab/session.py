@@ -17,6 +17,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import weakref
@@ -710,6 +711,16 @@ class Session:
                 [imin, int(ptable.imax), int(ptable.period), m],
             )
 
+    def _trim_hierarchies(self, keep: int) -> None:
+        """Drop the cached code and bridge tables of hierarchies when there are more than
+        ``keep`` (a long-lived session that sees ever new hierarchies stays small)."""
+        if len(self._hierarchies) <= keep:
+            return
+        for tables in self._hierarchies.values():
+            for t in tables:
+                self._con.execute(f"DROP TABLE IF EXISTS {t}")
+        self._hierarchies.clear()
+
     def _arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         rel = self._con.sql(query, params=list(params) if params else None)
         return pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
@@ -728,6 +739,10 @@ def model_matrix(
     ``inner`` is a frame with the dimension columns and a frequency column (``freq``, or the
     spec's ``freq``, or ``n``). Runs the same SQL roll-up as :meth:`Session.model_matrix` in
     an in-memory database; see there for what is returned.
+
+    The in-memory database is private to protab and reused by every call of the process
+    (one call at a time: calls from several threads wait for each other), with the frame
+    registered as a view, not copied; a forked child makes its own.
     """
     if not isinstance(spec, TableSpec):
         raise SpecError(f"model_matrix: expected a protab.TableSpec, not {type(spec).__name__}")
@@ -738,11 +753,37 @@ def model_matrix(
             f"model_matrix: the inner frame has no frequency column {col!r}; pass freq= "
             f"(columns: {show_values(frame.columns, 10)})"
         )
-    with Session(":memory:", progress=False) as s:
-        s.register("inner", frame)
-        return s.model_matrix(
-            "inner", dataclasses.replace(spec, freq=col), extend0=extend0, structural_zeros=structural_zeros
-        )
+    spec = dataclasses.replace(spec, freq=col)
+    data = frame.to_arrow()
+    with _FRAMES.lock:
+        s = _FRAMES.session()
+        s._con.register("inner", data)
+        try:
+            return s.model_matrix("inner", spec, extend0=extend0, structural_zeros=structural_zeros)
+        finally:
+            s._con.unregister("inner")
+            s._trim_hierarchies(_FRAMES.max_hierarchies)
+
+
+class _FrameSession:
+    """The private in-memory Session of :func:`model_matrix`: made on first use, remade in
+    a forked child (a DuckDB connection must not cross a fork), guarded by a lock."""
+
+    max_hierarchies = 32  # code and bridge tables kept for this many hierarchies
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._session: Session | None = None
+        self._pid = -1
+
+    def session(self) -> Session:
+        if self._session is None or self._pid != os.getpid():
+            self._session = Session(":memory:", progress=False)
+            self._pid = os.getpid()
+        return self._session
+
+
+_FRAMES = _FrameSession()
 
 
 # -- helpers ------------------------------------------------------------------------------
