@@ -340,3 +340,45 @@ def test_model_matrix_reuses_its_session_and_is_thread_safe():
     assert (X1 != X0).nnz == 0
     assert _FRAMES.session() is shared and _state(shared) == clean
 
+
+# -- 8. progress -----------------------------------------------------------------------------
+class _Bar:
+    made: list["_Bar"] = []
+
+    def __init__(self, desc, total=None, unit="it"):
+        self.desc, self.total, self.done = desc, total, 0
+        _Bar.made.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n=1):
+        self.done += n
+
+    def set_postfix_str(self, s="", refresh=True):
+        pass
+
+
+@pytest.mark.parametrize("progress", [None, False])
+def test_progress_on_long_steps(monkeypatch, progress):
+    import protab.session as ps
+
+    monkeypatch.setenv("PROTAB_PROGRESS", "1")
+    monkeypatch.setattr(ps, "bar", _Bar)
+    monkeypatch.setattr(ps, "_POLL", 0.002)
+    _Bar.made.clear()
+    with pt.Session(":memory:", progress=progress) as s:
+        s.con.execute("CREATE TABLE t AS SELECT range AS pid FROM range(400000)")
+        s.add_record_keys("t", id_column="pid", seed="SEED-NOT-SHOWN")
+        s.register("u", pl.DataFrame({"x": list(range(1000))}))
+        on = s.con.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
+    if progress is False:
+        assert not _Bar.made and on is False
+        return
+    descs = [b.desc for b in _Bar.made]
+    assert descs == ["checking the ids of t", "record keys for t", "copying u into the database"]
+    assert all("SEED" not in d for d in descs)
+    assert any(b.done > 0 for b in _Bar.made) and all(b.done <= 100 for b in _Bar.made)

@@ -15,7 +15,6 @@ import numbers
 import os
 import re
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -33,7 +32,9 @@ import polars as pl
 import pyarrow as pa
 from scipy import sparse
 
+from protab import _progress
 from protab._frames import as_polars, require_columns
+from protab._progress import bar
 from protab._rollup import TableRun, keyspace_arrow, quote_ident
 from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
@@ -49,6 +50,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The database file a Session opens when none is named (in the working directory).
 DEFAULT_DATABASE = "protab.duckdb"
+
+#: Seconds between two looks at DuckDB's progress of a long step.
+_POLL = 0.2
 
 #: A Session refuses table requests estimated to publish more cells than this
 #: (``Session(max_cells=...)`` raises or lifts it).
@@ -139,7 +143,9 @@ class Session:
             spill.remove()
             raise InputError(f"cannot open the DuckDB database {self.database!r}: {exc}") from None
         self._spill = spill
-        show = sys.stderr.isatty() if progress is None else bool(progress)
+        show = _progress.enabled() if progress is None else bool(progress)
+        self._duckdb_bar = show  # DuckDB's own bar on long queries
+        self._bars = progress is not False  # protab's bars on long steps (see _step)
         self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
         self._keys: dict[str, tuple[str, int]] = {}
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
@@ -288,7 +294,8 @@ class Session:
                 tmp = f"_protab_reg_{uuid.uuid4().hex}"
                 self._con.register(tmp, rel)
                 try:
-                    self._con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {tmp}")
+                    with self._step(f"copying {name} into the database"):
+                        self._con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {tmp}")
                 finally:
                     self._con.unregister(tmp)
             else:
@@ -311,7 +318,8 @@ class Session:
         self._con.register(tmp, source)
         try:
             self._drop(name)
-            self._con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {quote_ident(tmp)}")
+            with self._step(f"copying {name} into the database"):
+                self._con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {quote_ident(tmp)}")
         finally:
             self._con.unregister(tmp)
 
@@ -321,6 +329,38 @@ class Session:
             self._con.execute(f"DROP VIEW {quote_ident(name)}")
         elif kind == "table":
             self._con.execute(f"DROP TABLE {quote_ident(name)}")
+
+    @contextmanager
+    def _step(self, desc: str) -> Iterator[None]:
+        """A progress bar (``protab._progress.bar``, tqdm on a terminal) fed by DuckDB's
+        progress of the queries run inside the block; nothing when bars are off. Shows only
+        ``desc`` and a percentage, never a seed or a value."""
+        if not (self._bars and _progress.enabled()):
+            yield
+            return
+        con = self._con
+        con.execute("SET enable_progress_bar = true")
+        con.execute("SET enable_progress_bar_print = false")
+        stop = threading.Event()
+        with bar(desc, total=100, unit="%") as b:
+
+            def poll() -> None:
+                shown = 0
+                while not stop.wait(_POLL):
+                    done = int(con.query_progress())  # -1 between queries
+                    if done > shown:
+                        b.update(done - shown)
+                        shown = done
+
+            watcher = threading.Thread(target=poll, name="protab-progress", daemon=True)
+            watcher.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                watcher.join()
+                con.execute("SET enable_progress_bar_print = true")
+                con.execute(f"SET enable_progress_bar = {'true' if self._duckdb_bar else 'false'}")
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -382,7 +422,8 @@ class Session:
             seed = _check_seed(table, seed)
             bits = _check_bits(bits)
             self._require_columns(table, [id_column], "id column")
-            self._check_ids(table, id_column)
+            with self._step(f"checking the ids of {table}"):
+                self._check_ids(table, id_column)
             expr = f"protab_record_key(?, {quote_ident(id_column)}, ?)::UINTEGER"
             params: list[Any] = [str(seed), bits]
             modulus = 2**bits
@@ -472,7 +513,7 @@ class Session:
         tmp = quote_ident(f"_protab_keys_{uuid.uuid4().hex}")
         select = f"* REPLACE ({expr} AS {n})" if name in cols else f"*, {expr} AS {n}"
         try:
-            with self._transaction():
+            with self._transaction(), self._step(f"record keys for {table}"):
                 self._con.execute(f"CREATE TABLE {tmp} AS SELECT {select} FROM {t}", params)
                 self._drop(table)
                 self._con.execute(f"ALTER TABLE {tmp} RENAME TO {t}")
