@@ -228,6 +228,8 @@ def test_too_many_cells_are_refused_before_the_rollup():
         msg = _raises(s, SpecError, lambda: s.tabulate("t", spec),
                       "table 't'", "pid 201 codes", "hid 101 codes", "max_cells", "10,000", "drop_empty")
         assert "6.09e+04" in msg  # 201 · 101 · 3
+        assert s.inner_cells("t", spec).height == 200  # no roll-up: no estimate of published cells
+        _raises(s, SpecError, lambda: s.inner_cells("t", spec, extend0=True), "zero-extended", "extend0=False")
         # sparse: at most 200 inner cells × 8 level combinations
         out = s.tabulate("t", pt.TableSpec({"pid": None, "hid": None, "sex": None}, drop_empty=True))
         assert out.filter(pl.col("pid") == "Total", pl.col("hid") == "Total", pl.col("sex") == "Total")["n"].item() == 200

@@ -117,13 +117,15 @@ class TableRun:
         cache: dict[Any, tuple[str, str]] | None = None,
         types: dict[str, str] | None = None,
         max_cells: int | None = None,
+        rollup: bool = True,
     ) -> None:
         """``types``: column → DuckDB type of the table (NaN codes of floating-point
         dimensions become NULL); ``max_cells``: refuse requests estimated to publish (or,
-        with ``extend0``, to hold as inner cells) more cells than this."""
+        with ``extend0``, to hold as inner cells) more cells than this; ``rollup=False``:
+        only inner cells are wanted, so the estimate of published cells is skipped."""
         self.con, self.table, self.spec = con, table, spec
         self.types = {k: str(v).upper() for k, v in (types or {}).items()}
-        self.max_cells = max_cells
+        self.max_cells, self.check_published = max_cells, rollup
         # code and bridge tables of hierarchies depend on nothing else: a Session keeps them
         # for its lifetime (temporary tables, gone with the connection)
         self.cache = cache if cache is not None else {}
@@ -385,9 +387,10 @@ class TableRun:
             raise SpecError(
                 f"table {self.table!r}: the zero-extended inner cells (every combination of the "
                 f"codes found: {counts}) would be about {float(inner):.3g} cells, more than the "
-                f"limit of {limit:,}; {how}"
+                f"limit of {limit:,}; pass extend0=False, use fewer or coarser dimensions, or "
+                f"raise the limit with Session(max_cells=...)"
             )
-        if estimate > limit:
+        if estimate > limit and self.check_published:
             term = spec.terms[int(np.argmax(grid))]
             counts = " × ".join(f"{d.column} {size[k]:,} codes" for k, d in enumerate(dims) if d.column in term)
             raise SpecError(

@@ -146,9 +146,17 @@ class Session:
         show = _progress.enabled() if progress is None else bool(progress)
         self._duckdb_bar = show  # DuckDB's own bar on long queries
         self._bars = progress is not False  # protab's bars on long steps (see _step)
-        self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
         self._keys: dict[str, tuple[str, int]] = {}
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
+        try:
+            self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
+            self._install_sql(read_only)
+        except BaseException:
+            self.close()
+            raise
+
+    def _install_sql(self, read_only: bool) -> None:
+        """protab's SQL macros and p-table relations (temporary ones in a read-only database)."""
         text = sql_text()
         if read_only:
             text = text.replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO")
@@ -591,6 +599,7 @@ class Session:
         keys: bool = False,
         extend0: bool = False,
         structural: pl.DataFrame | None = None,
+        rollup: bool = True,
     ) -> TableRun:
         """Check a table request against the catalog and prepare its SQL run."""
         self._require(table)
@@ -623,7 +632,7 @@ class Session:
             require_columns(structural, spec.columns, "structural zeros")
         return TableRun(
             self._con, table, spec, key=key, extend0=extend0, structural=structural,
-            cache=self._hierarchies, types=cols, max_cells=self.max_cells,
+            cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup,
         )
 
     def tabulate(self, table: str, spec: TableSpec, *, cell_keys: bool = False) -> pl.DataFrame:
@@ -644,7 +653,7 @@ class Session:
         Only cells that hold records, unless ``extend0``: then also a zero cell for every
         combination of the codes that occur (SSBtools' Extend0).
         """
-        with self._run(table, spec, extend0=extend0) as run:
+        with self._run(table, spec, extend0=extend0, rollup=False) as run:
             return run.inner_frame()
 
     def model_matrix(
