@@ -119,6 +119,16 @@ def test_sums_that_overflow_in_one_cell_are_refused(session):
             "weight column 'w'", "table 't'", "1e+29")
 
 
+def test_values_near_the_limit_are_looked_at_exactly(session):
+    # the scan's cheap bound (2 values × 6e28 ≥ 5e28) asks for an exact look: 6e28 + 1 < 1e29
+    session.register("t", pl.DataFrame({"a": ["x", "x", "y"], "w": [6e28, 1.0, 2.0]}))
+    out = session.tabulate("t", pt.TableSpec({"a": None}, weight="w"))
+    assert dict(zip(out["a"], out["w"])) == {"x": 6e28, "y": 2.0, "Total": 6e28}
+    session.register("u", pl.DataFrame({"a": ["x", "y"], "w": [6e28, 6e28]}))
+    _raises(session, InputError, lambda: session.tabulate("u", pt.TableSpec({"a": None}, weight="w")),
+            "weight column 'w'", "table 'u'", "1.2e+29")
+
+
 def test_large_weights_within_the_limit_sum_exactly_with_any_thread_count(tmp_path):
     rng = np.random.default_rng(1)
     frame = pl.DataFrame({

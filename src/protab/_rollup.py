@@ -201,8 +201,9 @@ class TableRun:
         grouping, so a code that also occurs in the data gives one cell, not two.
 
         Weights and sums are summed as DECIMAL(38, 8) (exact, the same for any number of
-        threads); values that are not finite or too large to sum exactly are left out of
-        the sums and counted by check columns instead, which :meth:`_check_inner` reads."""
+        threads); values that cannot be (NaN, ±inf, |x| ≥ 1e30) are left out by TRY_CAST.
+        Cheap per-cell aggregates (min, max, count) ride along so that :meth:`_check_inner`
+        can tell whether any value is missing, not finite, negative or too large to sum."""
         spec = self.spec
         params: list[Any] = []
         if spec.null_code is not None:
@@ -218,23 +219,19 @@ class TableRun:
         checks = []
         for internal, col, _ in self._value_sources():
             q = quote_ident(col)
-            x = f"CAST({q} AS DOUBLE)"
-            aggs.append(
-                f"sum(CASE WHEN isfinite({x}) AND abs({x}) < {self.SUM_LIMIT!r} "
-                f"THEN CAST({q} AS DECIMAL(38, 8)) END) AS {internal}"
-            )
-            checks += [f"_chk_nf{internal}", f"_chk_abs{internal}"]
             aggs += [
-                f"count({q}) FILTER (WHERE NOT isfinite({x})) AS _chk_nf{internal}",
-                f"sum(abs({x})) FILTER (WHERE isfinite({x})) AS _chk_abs{internal}",
+                f"sum(TRY_CAST({q} AS DECIMAL(38, 8))) AS {internal}",
+                f"min({q}) AS _chk_lo{internal}",
+                f"max({q}) AS _chk_hi{internal}",
+                f"count({q}) AS _chk_n{internal}",
             ]
+            checks += [f"_chk_lo{internal}", f"_chk_hi{internal}", f"_chk_n{internal}"]
         if self.key is not None:
             aggs.append(f"CAST(sum({quote_ident(self.key[0])}) % ? AS BIGINT) AS _k")
             params.append(self.modulus)
         if spec.weight is not None:
-            w = quote_ident(spec.weight)
-            aggs += [f"count(*) - count({w}) AS _chk_w", f"count(*) FILTER (WHERE {w} < 0) AS _chk_neg"]
-            checks += ["_chk_w", "_chk_neg"]
+            aggs.append(f"count(*) - count({quote_ident(spec.weight)}) AS _chk_w")
+            checks.append("_chk_w")
         if spec.freq is not None:
             aggs.append(f"count(*) FILTER (WHERE {quote_ident(spec.freq)} < 0) AS _chk_f")
             checks.append("_chk_f")
@@ -249,83 +246,88 @@ class TableRun:
             )
         except duckdb.OutOfRangeException:
             # a sum overflowed in some cell: the sum of |values| is beyond SUM_LIMIT
-            self._too_large(self._abs_totals(self.table))
+            self._too_large()
             raise
 
-    def _abs_totals(self, relation: str, prefix: str = "") -> dict[str, float]:
-        """Sum of |value| over ``relation`` per weight/sums column (from the microdata, or
-        from the check columns of the inner cells with ``prefix='_chk_abs'``)."""
+    def _too_large(self) -> None:
+        """InputError for the first weight/sums column whose |values| add up to SUM_LIMIT or
+        more over the table (an exact second look at the microdata, made only when the
+        cheap bound of the scan does not rule it out)."""
         sources = self._value_sources()
-        if not sources:
-            return {}
-        if prefix:
-            items = [f"coalesce(sum({prefix}{i}), 0)" for i, _, _ in sources]
-        else:
-            items = [
-                f"coalesce(sum(abs(CAST({quote_ident(c)} AS DOUBLE))) "
-                f"FILTER (WHERE isfinite(CAST({quote_ident(c)} AS DOUBLE))), 0)"
-                for _, c, _ in sources
-            ]
-        row = self.con.execute(f"SELECT {', '.join(items)} FROM {relation}").fetchall()[0]
-        return {i: float(v) for (i, _, _), v in zip(sources, row)}
-
-    def _too_large(self, totals: dict[str, float]) -> None:
-        """InputError for the first weight/sums column whose |values| add up beyond SUM_LIMIT."""
-        for internal, col, what in self._value_sources():
-            total = totals.get(internal, 0.0)
-            if total >= self.SUM_LIMIT:
+        items = [
+            f"coalesce(sum(abs(CAST({quote_ident(c)} AS DOUBLE))) "
+            f"FILTER (WHERE isfinite(CAST({quote_ident(c)} AS DOUBLE))), 0)"
+            for _, c, _ in sources
+        ]
+        row = self.con.execute(f"SELECT {', '.join(items)} FROM {quote_ident(self.table)}").fetchall()[0]
+        for (_, col, what), total in zip(sources, row):
+            if float(total) >= self.SUM_LIMIT:
                 raise InputError(
                     f"{what} {col!r} of table {self.table!r}: its values add up to about "
-                    f"{total:.3g} in absolute value, beyond what protab sums exactly (below "
+                    f"{float(total):.3g} in absolute value, beyond what protab sums exactly (below "
                     f"{self.SUM_LIMIT:.0e}: decimals with 8 places, DECIMAL(38, 8)); express the "
                     "column in a larger unit (e.g. thousands or millions) and register it again"
                 )
 
-    def _bad_values(self, column: str, where: str) -> str:
-        """The first few distinct offending values of a microdata column (error path only)."""
+    def _bad_values(self, column: str, where: str) -> tuple[int, str]:
+        """How many records of a microdata column are bad, and the first few distinct bad
+        values (error path only)."""
         q = quote_ident(column)
-        rows = self.con.execute(
-            f"SELECT DISTINCT {q} FROM {quote_ident(self.table)} WHERE {where.format(q=q)} "
-            f"ORDER BY 1 LIMIT 5"
-        ).fetchall()
-        return show_values([r[0] for r in rows])
+        cond = where.format(q=q)
+        t = quote_ident(self.table)
+        n = self.con.execute(f"SELECT count(*) FROM {t} WHERE {cond}").fetchall()[0][0]
+        rows = self.con.execute(f"SELECT DISTINCT {q} FROM {t} WHERE {cond} ORDER BY 1 LIMIT 5").fetchall()
+        return int(n), show_values([r[0] for r in rows])
 
     def _check_inner(self) -> None:
         """NULL (and NaN) codes, codes missing from hierarchies, codes equal to a margin code,
         NULL, NaN, infinite or negative weights, NaN or infinite sums, sums too large to add
         up exactly, negative frequencies; then the size of the request (``max_cells``)."""
+        spec = self.spec
+        sources = self._value_sources()
         if self._checks:
-            found = self.con.execute(
-                f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in self._checks)} FROM {self.inner}"
-            ).fetchall()[0]
-            checks = dict(zip(self._checks, found))
-            spec = self.spec
-            for internal, col, what in self._value_sources():
-                bad = checks[f"_chk_nf{internal}"]
-                if bad:
+            items = [f"coalesce(sum({c}), 0)" for c in ("_chk_w", "_chk_f") if c in self._checks]
+            for i, _, _ in sources:
+                lo, hi = f"CAST(_chk_lo{i} AS DOUBLE)", f"CAST(_chk_hi{i} AS DOUBLE)"
+                items += [
+                    f"coalesce(bool_or(isnan({hi}) OR isinf({hi}) OR isinf({lo})), false)",  # NaN sorts last
+                    f"coalesce(min({lo}), 0)",
+                    f"coalesce(sum(_chk_n{i} * greatest(abs({lo}), abs({hi}))), 0)",  # ≥ Σ|x|
+                ]
+            row = list(self.con.execute(f"SELECT {', '.join(items)} FROM {self.inner}").fetchall()[0])
+            nulls = row.pop(0) if "_chk_w" in self._checks else 0
+            negative_f = row.pop(0) if "_chk_f" in self._checks else 0
+            bound = 0.0
+            for internal, col, what in sources:
+                not_finite, low, b = row[:3]
+                del row[:3]
+                if not_finite:
+                    n, shown = self._bad_values(col, "NOT isfinite(CAST({q} AS DOUBLE))")
                     raise InputError(
-                        f"{what} {col!r} of table {self.table!r} is NaN or infinite in {bad} "
-                        f"record(s) ({self._bad_values(col, 'NOT isfinite(CAST({q} AS DOUBLE))')}); "
+                        f"{what} {col!r} of table {self.table!r} is NaN or infinite in {n} "
+                        f"record(s) ({shown}); "
                         + ("give every record a finite weight" if internal == "_w" else
                            "replace them with numbers (NULL is left out of the sum)")
                     )
-            if checks.get("_chk_w"):
-                raise InputError(
-                    f"weight column {spec.weight!r} of table {self.table!r} is missing "
-                    f"(NULL) in {checks['_chk_w']} record(s); give every record a weight"
-                )
-            if checks.get("_chk_neg"):
-                assert spec.weight is not None
-                raise InputError(
-                    f"weight column {spec.weight!r} of table {self.table!r} is negative in "
-                    f"{checks['_chk_neg']} record(s) ({self._bad_values(spec.weight, '{q} < 0')}); "
-                    "weights must be 0 or more: correct or drop those records"
-                )
-            self._too_large({i: float(checks[f"_chk_abs{i}"]) for i, _, _ in self._value_sources()})
-            if checks.get("_chk_f"):
+                if internal == "_w" and nulls:
+                    raise InputError(
+                        f"weight column {col!r} of table {self.table!r} is missing (NULL) in "
+                        f"{nulls} record(s); give every record a weight"
+                    )
+                if internal == "_w" and low < 0:
+                    n, shown = self._bad_values(col, "{q} < 0")
+                    raise InputError(
+                        f"weight column {col!r} of table {self.table!r} is negative in {n} "
+                        f"record(s) ({shown}); weights must be 0 or more: correct or drop those "
+                        "records"
+                    )
+                bound = max(bound, float(b))
+            if bound >= self.SUM_LIMIT / 2:  # near the limit: look exactly (a second scan)
+                self._too_large()
+            if negative_f:
                 raise InputError(
                     f"frequency column {spec.freq!r} of table {self.table!r} is negative in "
-                    f"{checks['_chk_f']} row(s); frequencies must be counts (0 or more)"
+                    f"{negative_f} row(s); frequencies must be counts (0 or more)"
                 )
         n_codes: list[int] = []
         for k, d in enumerate(self.spec.dimensions):
