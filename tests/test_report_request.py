@@ -146,7 +146,7 @@ quasi = ["age", "sex"]
     ('file = "m.csv"', 'file = "m.csv"\nptable = 5', ["protected[0].ptable", "a p-table file name or a table"]),
     ('file = "m.csv"', 'file = "m.csv"\nptable = { D = 5 }', ["unknown key 'D'", "protected[0].ptable"]),
     ('file = "original.csv"', 'file = "original.csv"\ntable = "persons"', ["exactly one of file, table"]),
-    ('file = "original.csv"', 'file = "original.csv"\nformula = "party*age"', ["formula", "table = '…'"]),
+    ('file = "original.csv"', 'file = "original.csv"\nformula = "party*age"', ["original.formula", "only with original.table"]),
     ('[measures]', '[hierarchies.party]\ncolumns = ["a", "b"]\n[measures]', ["[hierarchies]", "table"]),
     ('sensitive = "party"', 'sensitive = "region"', ["measures.sensitive", "'region'", "dims"]),
     ('[measures]', '[measures]\ntwo_way = ["party"]', ["measures.two_way", "two dimensions"]),
@@ -255,6 +255,11 @@ def test_nothing_half_written(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         render._write_files(out, {"a.csv": b"new", "b.png": b"new", "c.html": b"new"})
     assert [(out / n).read_bytes() for n in ("a.csv", "b.png", "c.html")] == [b"1", b"2", b"3"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+    # a path ending in ".." names the folder above, as everywhere
+    (out / "sub").mkdir()
+    render._write_files(out / "sub" / "..", {"d.md": b"4"})
+    assert sorted(p.name for p in out.iterdir()) == ["a.csv", "b.png", "c.html", "d.md", "sub"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
 
 

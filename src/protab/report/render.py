@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -98,7 +99,9 @@ def _writer(data: bytes) -> Callable[[Path], None]:
 def _write_files(out: Path, files: Mapping[str, bytes]) -> None:
     """Write the files of the report folder all at once (protab._io.write_batch): either
     every file is replaced or none is, also if the process is killed."""
-    write_batch(out, {name: _writer(data) for name, data in files.items()})
+    # a normal absolute path: "a/b/.." must name the folder a, not a folder called ".."
+    folder = Path(os.path.abspath(out))
+    write_batch(folder, {name: _writer(data) for name, data in files.items()})
 
 
 def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame],

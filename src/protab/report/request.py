@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from protab._io import read_toml
+from protab._io import check_output_folder, read_toml
 from protab._schema import HIERARCHY, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
@@ -219,8 +219,8 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
         given = [k for k in _TABLE_ONLY if k in oc]
         if given:
             raise SpecError(
-                f"{req.name}: [original] {', '.join(given)} only apply with table = '…' (counts "
-                "tabulated from the database); with file = '…' the counts come from the file"
+                f"{req.name}: original.{', original.'.join(given)}: only with original.table = '…' "
+                "(counts tabulated from the database); with file = '…' the counts come from the file"
             )
         if "hierarchies" in cfg:
             raise SpecError(
@@ -231,7 +231,7 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
     if unknown_h:
         raise SpecError(f"{req.name}: [hierarchies] {show_values(unknown_h)} not among dims {show_values(dims)}")
     if "inner_value" in oc and "inner" not in oc:
-        raise SpecError(f"{req.name}: [original] inner_value needs inner = '…' (the file of the inner cells)")
+        raise SpecError(f"{req.name}: original.inner_value needs original.inner = '…' (the file of the inner cells)")
     labels: set[str] = set()
     for k, e in enumerate(cfg["protected"]):
         where = f"protected[{k}] (label {e['label']!r})"
@@ -319,6 +319,13 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     entries = cfg["protected"]
     mc = cfg.get("measures", {})
 
+    out_dir = Path(out) if out is not None else req.base / cfg.get("output", "report")
+    out_dir = Path(os.path.normpath(out_dir))  # "a/b/.." is a, not a folder named ".."
+    try:
+        check_output_folder(out_dir, ["report.html"])
+    except ProtabError as exc:
+        raise req.fail(exc, "--out" if out is not None else "output") from None
+
     # every file must exist before anything is read or tabulated
     for k, e in enumerate(entries):
         for key in ("file", "ptable", "expected"):
@@ -368,7 +375,6 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
         if "ptable" in e:
             ptables[label] = _ptable(req, f"protected[{k}].ptable", e["ptable"])
 
-    out_dir = Path(out) if out is not None else req.base / cfg.get("output", "report")
     try:
         result = compare(
             original, protected, dims=dims, value=value, protected_value=pvals or None,
