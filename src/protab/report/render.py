@@ -167,7 +167,8 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
         parts.append("<p>For p-table methods: the observed noise v = protected − original per "
                      "original value (bars) against the p-table's probabilities (dots); below, "
                      "P(v = 0 | n) and 1/Var(v | n), risks that grow when the noise is "
-                     "predictable.</p>")
+                     "predictable. The dots and the p-table columns come from the p-table: "
+                     "internal, like the rest of this report.</p>")
         for label, name, tab in noise:
             parts += [f"<h3>{html.escape(label)}</h3>",
                       f'<img src="{name}" alt="noise of {html.escape(label)}" width="1000" height="600">',
@@ -185,7 +186,10 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
           f"Risk ({risk}) across, utility ({utility}) up." + (f" {risk_note}" if risk_note else ""),
           "", "![R-U map](ru_map.png)", ""]
     if noise:
-        md += ["## Noise per original value", ""]
+        md += ["## Noise per original value", "",
+               "Observed noise v = protected − original per original value against the "
+               "p-table's probabilities (from the p-table: internal, like the rest of this "
+               "report).", ""]
         for label, name, tab in noise:
             md += [f"### {label}", "", f"![noise of {label}]({name})", "", _md_table(tab), ""]
     md += ["## What the measures mean", ""]

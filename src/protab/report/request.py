@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from protab._io import check_output_folder, read_toml
-from protab._schema import HIERARCHY, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
+from protab._schema import HIERARCHY, PROTECT_TABLE, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
 from protab.report._common import MEASURES
@@ -57,10 +57,7 @@ ORIGINAL = Table(
         # … or tabulated from the microdata (trusted use), as protab protect describes a table
         "database": Str(),
         "table": Str(),
-        "formula": Str(),
-        "weight": Str(),
-        "drop_empty": Bool(),
-        "null_code": Str(),
+        **{k: PROTECT_TABLE.keys[k] for k in ("formula", "weight", "drop_empty", "null_code")},
         # either way
         "value": Str(),
         "inner": Str(),
