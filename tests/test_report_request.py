@@ -214,6 +214,13 @@ def test_database_mistakes(demo, tmp_path):
     req = _write(tmp_path, re.sub(r"\ndatabase = .*\n", "\n", base))
     with pytest.raises(InputError, match=r"original\.database = 'protab.duckdb': no such file"):
         report.run_request(req)
+    # --db overrides the request's database (a path as given)
+    res = report.run_request(req, tmp_path / "out", database=folder / "protab.duckdb")
+    assert res.height == 2 and (tmp_path / "out" / "report.html").is_file()
+    with pytest.raises(InputError, match="--db 'nope.duckdb': no such file"):
+        report.run_request(req, tmp_path / "out", database="nope.duckdb")
+    with pytest.raises(SpecError, match="--db applies only when"):
+        report.run_request(_write(tmp_path, _GOOD, "files.toml"), database=folder / "protab.duckdb")
     req = _write(tmp_path, base.replace('table = "persons"', 'table = "people"'))
     with pytest.raises(InputError, match=r"original\.table = 'people'.*no table named 'people'"):
         report.run_request(req)

@@ -38,7 +38,7 @@ Top-level keys:
   read from a file, exactly one of
 
   - ``table``: the microdata table in the DuckDB ``database`` (default ``protab.duckdb``
-    beside the request), tabulated as ``protab protect`` tabulates a request table, with
+    beside the request; ``run_request(…, database=…)`` overrides it), tabulated as ``protab protect`` tabulates a request table, with
     the same optional keys ``formula``, ``weight``, ``drop_empty``, ``null_code`` and the
     same ``[hierarchies.<dim>]`` sections (``columns``, ``code_lengths``, ``hrc``,
     ``parent_child`` or ``ssb_frame``, and ``root``). The database is opened read-only;

@@ -257,7 +257,8 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
 # the original counts from the database
 
 
-def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
+              database: str | os.PathLike[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The original table (and its inner cells if ``need_inner``), tabulated from the
     microdata as ``protab protect`` describes a table (src/protab/cli.py, protect)."""
     from protab.cli import _load_hierarchy  # the hierarchies of a protect request
@@ -265,8 +266,14 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool) -> tuple[
     from protab.table import TableSpec
 
     oc = cfg["original"]
-    db_name = oc.get("database", DEFAULT_DATABASE)
-    db = req.file("original.database", db_name)
+    if database is not None:  # --db: a path as given (relative to the working folder)
+        db_name = os.fspath(database)
+        db = Path(db_name)
+        if not db.is_file():
+            raise InputError(f"--db {db_name!r}: " + ("no such file" if not db.exists() else "a folder, not a DuckDB file"))
+    else:
+        db_name = oc.get("database", DEFAULT_DATABASE)
+        db = req.file("original.database", db_name)
     source = oc["table"]
     try:
         with Session(db, read_only=True, progress=False) as s:
@@ -302,10 +309,12 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool) -> tuple[
 # run_request
 
 
-def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> pl.DataFrame:
+def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+                database: str | os.PathLike[str] | None = None) -> pl.DataFrame:
     """Run a report request file (TOML, format in the docstring of :mod:`protab.report`) and
     write the report folder (``out``, else the request's ``output``, else ``report`` beside
-    the request). Every key and file is checked before anything is computed; nothing is
+    the request). ``database`` (``--db``) overrides ``original.database`` of a request whose
+    ``[original]`` names a table. Every key and file is checked before anything is computed; nothing is
     written unless the whole report could be computed."""
     path = Path(request)
     cfg = _read_request(path)
@@ -316,6 +325,9 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     entries = cfg["protected"]
     mc = cfg.get("measures", {})
 
+    if database is not None and "table" not in oc:
+        raise SpecError(f"{req.name}: --db applies only when [original] names table = '…' (counts "
+                        "tabulated from the database); this request reads original.file")
     out_dir = Path(out) if out is not None else req.base / cfg.get("output", "report")
     out_dir = Path(os.path.normpath(out_dir))  # "a/b/.." is a, not a folder named ".."
     try:
@@ -337,7 +349,7 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     value = oc.get("value", "n")
     need_inner = any("expected" in e for e in entries) and "inner" not in oc
     if "table" in oc:
-        original, inner = _tabulate(req, cfg, need_inner)
+        original, inner = _tabulate(req, cfg, need_inner, database)
     else:
         original = req.load("original.file", oc["file"], lambda p: _read_table(p, dims))
         inner = None
