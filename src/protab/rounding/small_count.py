@@ -92,7 +92,9 @@ class SmallCountResult:
 # --------------------------------------------------------------------------- helpers
 
 
-def _criterion(f: np.ndarray, g: np.ndarray, b: int, M: int, lam: float) -> np.ndarray:
+def _criterion(
+    f: np.ndarray, g: np.ndarray, b: int, M: int, lam: float, w: np.ndarray | None = None
+) -> np.ndarray:
     """Per published cell: (f − g)² / (4√f) plus ``lam`` if g is small (1 … M−1, not a
     multiple of b).
 
@@ -101,11 +103,17 @@ def _criterion(f: np.ndarray, g: np.ndarray, b: int, M: int, lam: float) -> np.n
     criterion, which spreads them evenly over small and large cells): on the R package's own
     test cases it gives both a higher Hellinger utility and a lower mean absolute difference
     of the published cells than either extreme (tests/test_rounding_scr_r.py)."""
-    gg = np.maximum(g, 0).astype(np.float64)
-    h = (f - gg) ** 2 / (4.0 * np.sqrt(np.maximum(f, 1.0)))
+    if w is None:  # the weights 1/(4√f), computed once per pass by the caller
+        w = _weights(f)
+    d = f - np.maximum(g, 0)
+    h = d * d * w
     if lam:
         h = h + lam * ((g > 0) & (g < M) & (g % b != 0))
     return h
+
+
+def _weights(f: np.ndarray) -> np.ndarray:
+    return 0.25 / np.sqrt(np.maximum(f, 1.0))
 
 
 class _Incidence:
@@ -166,6 +174,7 @@ def _choose_up(
     swap sweeps, rounds take back the ``final`` least useful raises and refill with the best
     candidates while that lowers the criterion."""
     s1, s2, s3 = step
+    w = _weights(f)
     n, m = XR.shape
     if conflict_max is None:
         # cells with up to √n candidates (at least 64) guard each other; only the few largest
@@ -190,7 +199,7 @@ def _choose_up(
     # forward sweeps: raise locally best candidates until n_up are raised
     need = n_up
     while need > 0:
-        gain = _criterion(f, g + b, b, M, lam) - _criterion(f, g, b, M, lam)
+        gain = _criterion(f, g + b, b, M, lam, w) - _criterion(f, g, b, M, lam, w)
         score = XR @ gain
         win = inc.winners(_rank(score, tie), ~up)
         idx = np.flatnonzero(win)
@@ -207,7 +216,7 @@ def _choose_up(
             old[idx] = False
             k = min(s2, idx.size - 1, int(old.sum()))
             if k > 0:
-                loss = XR @ (_criterion(f, g - b, b, M, lam) - _criterion(f, g, b, M, lam))
+                loss = XR @ (_criterion(f, g - b, b, M, lam, w) - _criterion(f, g, b, M, lam, w))
                 cand_down = np.flatnonzero(old)
                 down = cand_down[np.lexsort((tie[cand_down], loss[cand_down]))[:k]]
                 up[down] = False
@@ -215,7 +224,7 @@ def _choose_up(
                 g -= b * _col_counts(XR, down, m)
 
     # swap sweeps: move a raise to a better partner sharing a published cell
-    total = float(_criterion(f, g, b, M, lam).sum())
+    total = float(_criterion(f, g, b, M, lam, w).sum())
     by_col = _Incidence(rows_nz, cols_nz, n)  # all published cells, grouped by cell
     col_sorted = np.sort(cols_nz, kind="stable")
     dirty = np.ones(m, dtype=bool)  # cells whose value changed in the last sweep
@@ -223,9 +232,9 @@ def _choose_up(
         # a pair can only have become improving if one of its cells changed; changes of
         # large cells (more than conflict_max candidates) are too small to count here
         active = (XR @ (dirty & conflict).astype(np.float64)) > 0
-        base_c = _criterion(f, g, b, M, lam)
-        dn = _criterion(f, g - b, b, M, lam) - base_c
-        upg = _criterion(f, g + b, b, M, lam) - base_c
+        base_c = _criterion(f, g, b, M, lam, w)
+        dn = _criterion(f, g - b, b, M, lam, w) - base_c
+        upg = _criterion(f, g + b, b, M, lam, w) - base_c
         sdown = XR @ dn
         sup = XR @ upg
         # best raisable partner in each published cell (smallest sup; ties: last in order)
@@ -255,12 +264,12 @@ def _choose_up(
         prank = _rank(delta, tie[pi])
         win = np.flatnonzero(_Incidence(items, keys, P).winners(prank, np.ones(P, dtype=bool)))
         g_new = g - b * _col_counts(XR, pi[win], m) + b * _col_counts(XR, pj[win], m)
-        new_total = float(_criterion(f, g_new, b, M, lam).sum())
+        new_total = float(_criterion(f, g_new, b, M, lam, w).sum())
         while new_total >= total - 1e-12 and win.size > 1:
             # interactions through large cells spoilt the batch: keep its better half
             win = win[np.argsort(prank[win])[: win.size // 2]]
             g_new = g - b * _col_counts(XR, pi[win], m) + b * _col_counts(XR, pj[win], m)
-            new_total = float(_criterion(f, g_new, b, M, lam).sum())
+            new_total = float(_criterion(f, g_new, b, M, lam, w).sum())
         if new_total >= total - 1e-12:
             break
         up[pi[win]] = False
@@ -268,10 +277,10 @@ def _choose_up(
         dirty = g_new != g
         g, total = g_new, new_total
     if s3 > 1:
-        total = float(_criterion(f, g, b, M, lam).sum())
+        total = float(_criterion(f, g, b, M, lam, w).sum())
         for _ in range(polish):
             # take back the s3 least useful raises, refill with the best candidates one by one
-            loss = XR @ (_criterion(f, g - b, b, M, lam) - _criterion(f, g, b, M, lam))
+            loss = XR @ (_criterion(f, g - b, b, M, lam, w) - _criterion(f, g, b, M, lam, w))
             ups = np.flatnonzero(up)
             k = min(s3, ups.size, n - ups.size)
             if k == 0:
@@ -280,12 +289,12 @@ def _choose_up(
             up2, g2 = up.copy(), g - b * _col_counts(XR, down, m)
             up2[down] = False
             for _k in range(k):
-                score = XR @ (_criterion(f, g2 + b, b, M, lam) - _criterion(f, g2, b, M, lam))
+                score = XR @ (_criterion(f, g2 + b, b, M, lam, w) - _criterion(f, g2, b, M, lam, w))
                 score[up2] = np.inf
                 j = int(np.lexsort((tie, score))[0])
                 up2[j] = True
                 g2 += b * _col_counts(XR, np.array([j]), m)
-            new_total = float(_criterion(f, g2, b, M, lam).sum())
+            new_total = float(_criterion(f, g2, b, M, lam, w).sum())
             if new_total >= total - 1e-12:
                 break
             up, g, total = up2, g2, new_total
@@ -350,7 +359,10 @@ def _steps(step: Any) -> tuple[tuple[int, int, int], tuple[int, int, int] | None
     caused by easy_check / leverage_check."""
 
     def one(v: Any) -> tuple[int, int, int]:
-        vals = [int(v)] if np.isscalar(v) else [int(x) for x in v]
+        try:
+            vals = [int(v)] if np.isscalar(v) else [int(x) for x in v]
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"step: expected a number >= 0 or up to three of them, got {v!r}") from exc
         if not vals or len(vals) > 3 or any(x < 0 for x in vals):
             raise InputError(f"step: expected a number >= 0 or up to three of them, got {v!r}")
         s1 = max(1, vals[0])
