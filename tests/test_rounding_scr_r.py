@@ -122,6 +122,9 @@ def check_valid(case: dict, res: rnd.SmallCountResult | None, y: np.ndarray, yr:
     if kw.get("identify_new", True) is not False and not fixed.any():
         top = M if kw.get("identify_new", True) else b
         assert not np.any((zr > 0) & (zr < top) & (zr % b != 0)), "a published cell is still small"
+        if res is not None:
+            zp = res.published["rounded"].to_numpy()
+            assert not np.any((zp > 0) & (zp < top) & (zp % b != 0)), "a published cell is still small"
         assert abs(yr.sum() - y.sum()) <= b / 2
     if res is not None:  # additivity in protab's own table
         X2 = res.X
