@@ -115,7 +115,7 @@ def cycle_error(codes: pl.Series, child: np.ndarray, parent: np.ndarray, unplace
     if path[-1] != path[0]:
         shown += " → …"
     below = unplaced.size - names_ids.size
-    extra = f"; {below} more code(s) below them cannot reach a top code either" if below > 0 else ""
+    extra = f"; {below} more code(s) lie below them" if below > 0 else ""
     return HierarchyError(
         f"the parent links form a cycle (a code would be its own ancestor), e.g. {shown} "
         f"(each code followed by one of its parents). Codes on cycles: "

@@ -229,8 +229,9 @@ class Hierarchy:
         root is the total of all leaves: the one code without parent that is exactly that,
         else a total named ``root`` (default ``"Total"``) counting every leaf once; the other
         codes without parent are at level 1 below it. Levels are longest paths from the root.
-        Leaves are the codes that are never ``mapsTo``; data are coded at them. For a tree,
-        top codes are handled as in :meth:`from_parent_child`.
+        Leaves are the codes that are never ``mapsTo``; data are coded at them, and tables
+        publish every code, the leaves included (SSBtools' ``inputInOutput = TRUE``). For a
+        tree, top codes are handled as in :meth:`from_parent_child`.
         """
         return _formats.from_frame(cls, frame, root=root)
 
