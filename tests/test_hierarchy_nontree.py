@@ -410,3 +410,25 @@ def test_random_signed_hierarchies_against_dense_algebra(seed: int) -> None:
         assert got[code] == (n, pytest.approx(w), k), code
     assert got["All"][0] == len(rows)
     np.testing.assert_array_equal(X.T @ inner["n"].to_numpy(), published["n"].to_numpy())
+
+
+def test_perturb_inner_is_additive_with_coefficients() -> None:
+    # inner cells perturbed by their own keys; a margin is Σ coef × perturbed inner cells
+    h = Hierarchy.from_parent_child(
+        [("Europe", "Spain", 1), ("Europe", "Iceland", 1), ("Europe", "Portugal", 1),
+         ("gap", "Iceland", 1), ("gap", "Europe", -1)],
+        several_parents=True,
+    )
+    data = PERSONS.with_columns(pl.Series("rk", [7, 11, 13, 17, 19, 23, 29, 31, 37]))
+    with pt.Session(":memory:") as s:
+        s.register("p", data)
+        s.add_record_keys("p", record_key_column="rk", bits=6)
+        out = s.perturb_inner("p", pt.TableSpec({"geo": h, "sex": None}, weight="w"),
+                              pt.PTable.maximum_entropy(D=5, V=3, js=2), original=True)
+    for sex in ("f", "m", "Total"):
+        by = cells(out, "n_pert", sex=sex)
+        assert by["gap"] == -(by["Spain"] + by["Portugal"])
+        assert by["Europe"] == by["Spain"] + by["Portugal"] + by["Iceland"]
+        w = cells(out, "w_pert", sex=sex)
+        assert w["gap"] == pytest.approx(-(w["Spain"] + w["Portugal"]))
+    assert cells(out, "n", sex="Total")["gap"] == -7
