@@ -13,7 +13,7 @@ import pytest
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.session import _FRAMES, _SpillFolder, model_matrix
+from protab.session import _FRAMES, _remove_folder, _SpillFolder, model_matrix
 
 PTABLE = pt.PTable.maximum_entropy(D=1, V=0.5)
 
@@ -309,6 +309,8 @@ def test_spill_folders_of_killed_sessions_are_removed(tmp_path):
         assert os.path.isdir(live.path)  # a live session's folder is kept
         mine = s.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
         assert os.path.isdir(mine)
+    _remove_folder(live.path, None, os.getpid() + 1)  # as a forked child at its exit
+    assert os.path.isdir(live.path)
     live.remove()
     assert not os.path.exists(live.path) and not os.path.exists(mine)
 

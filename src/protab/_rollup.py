@@ -699,7 +699,10 @@ class TableRun:
         return sparse.csc_matrix((self.pair_coef.astype(np.float64), (rows, cols)), shape=(n_inner, n_pub))
 
     def perturb(self, ptable: "PTable", *, original: bool, threshold: int | None) -> pl.DataFrame:
-        """Cells joined to the p-table's integer key ranges: n_pert (and w_pert)."""
+        """Cells joined to the p-table's integer key ranges: n_pert (and w_pert).
+
+        ``threshold``: an integer; cells with ``n_pert < threshold`` are published as null
+        (the Session passes ``ceil(t)`` of a real threshold t, the same rule exactly)."""
         pt = self._ptable(ptable)
         imin = int(ptable.frame["i"].min())  # type: ignore[arg-type]
         cols, joins, order = self._decode()

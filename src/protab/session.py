@@ -216,12 +216,15 @@ class Session:
 
     def columns(self, table: str) -> dict[str, str]:
         """Column name → DuckDB type of a registered table or view."""
-        self._require(table)
+        if not isinstance(table, str):
+            self._require(table)
         rows = self._con.execute(
             "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
-            "ORDER BY column_index",
+            "AND NOT internal ORDER BY column_index",
             [table],
         ).fetchall()
+        if not rows:
+            self._require(table)  # InputError naming the tables there are
         return {str(n): str(t) for n, t in rows}
 
     def _require(self, table: str) -> None:
@@ -235,12 +238,7 @@ class Session:
 
     def _require_columns(self, table: str, columns: Sequence[str], what: str = "column") -> dict[str, str]:
         cols = self.columns(table)
-        missing = [c for c in columns if c not in cols]
-        if missing:
-            raise InputError(
-                f"table {table!r} has no {what} {show_values(missing)}; its columns are "
-                f"{show_values(list(cols), 12)}"
-            )
+        _missing_columns(table, cols, columns, what)
         return cols
 
     # -- registering microdata ------------------------------------------------------------
@@ -602,12 +600,12 @@ class Session:
         rollup: bool = True,
     ) -> TableRun:
         """Check a table request against the catalog and prepare its SQL run."""
-        self._require(table)
+        cols = self.columns(table)  # one look at the catalog
         if not isinstance(spec, TableSpec):
             raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
-        cols = self._require_columns(table, spec.columns, "dimension column")
+        _missing_columns(table, cols, spec.columns, "dimension column")
         values = ([spec.weight] if spec.weight else []) + list(spec.sums)
-        self._require_columns(table, values + ([spec.freq] if spec.freq else []), "value column")
+        _missing_columns(table, cols, values + ([spec.freq] if spec.freq else []), "value column")
         for v in values:
             if not _NUMERIC.match(cols[v]):
                 raise InputError(
@@ -837,6 +835,16 @@ _FRAMES = _FrameSession()
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _missing_columns(table: str, cols: dict[str, str], columns: Sequence[str], what: str) -> None:
+    """InputError naming the ``columns`` that table ``table`` (columns ``cols``) lacks."""
+    missing = [c for c in columns if c not in cols]
+    if missing:
+        raise InputError(
+            f"table {table!r} has no {what} {show_values(missing)}; its columns are "
+            f"{show_values(list(cols), 12)}"
+        )
+
+
 def _code_sql(column: str, dtype: str) -> str:
     """A code column in SQL, NaN of a floating-point column read as NULL (missing)."""
     q = quote_ident(column)
@@ -953,7 +961,12 @@ class _SpillFolder:
         user = os.getuid() if hasattr(os, "getuid") else "user"
         self.root = root / f"protab-{user}"
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if hasattr(os, "getuid") and (self.root.is_symlink() or self.root.stat().st_uid != os.getuid()):
+                raise InputError(
+                    f"Session: the temporary folder {str(self.root)!r} belongs to another user; "
+                    "pass temp_directory= a folder of your own"
+                )
             _remove_stale(self.root)
             self.path = tempfile.mkdtemp(prefix=f"s-{os.getpid()}-", dir=self.root)
         except OSError as exc:
@@ -965,13 +978,15 @@ class _SpillFolder:
         if fcntl is not None:
             self._fd = os.open(os.path.join(self.path, ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        self._finalizer = weakref.finalize(self, _remove_folder, self.path, self._fd)
+        self._finalizer = weakref.finalize(self, _remove_folder, self.path, self._fd, os.getpid())
 
     def remove(self) -> None:
         self._finalizer()
 
 
-def _remove_folder(path: str, fd: int | None) -> None:
+def _remove_folder(path: str, fd: int | None, owner: int) -> None:
+    if os.getpid() != owner:  # a forked child leaves its parent's folder alone
+        return
     shutil.rmtree(path, ignore_errors=True)
     if fd is not None:
         os.close(fd)  # releases the lock
