@@ -432,3 +432,30 @@ def test_perturb_inner_is_additive_with_coefficients() -> None:
         w = cells(out, "w_pert", sex=sex)
         assert w["gap"] == pytest.approx(-(w["Spain"] + w["Portugal"]))
     assert cells(out, "n", sex="Total")["gap"] == -7
+
+
+def test_two_signed_dimensions_multiply_their_coefficients() -> None:
+    # rows: gap = Iceland − Europe (Spain −1, Portugal −1, Iceland 0); columns: D = y − o
+    geo = Hierarchy.from_parent_child(
+        [("Europe", "Spain", 1), ("Europe", "Iceland", 1), ("Europe", "Portugal", 1),
+         ("gap", "Iceland", 1), ("gap", "Europe", -1)],
+        several_parents=True,
+    )
+    age = Hierarchy.from_parent_child([("All", "y"), ("All", "o"), ("D", "y", 1), ("D", "o", -1)], several_parents=True)
+    assert age.root == "All"
+    # Spain: y y y o; Iceland: o y; Portugal: o y o
+    data = PERSONS.with_columns(pl.Series("age", list("yyyooyoyo")), pl.Series("rk", [1, 2, 3, 4, 5, 6, 7, 8, 9]))
+    with pt.Session(":memory:") as s:
+        s.register("p", data)
+        s.add_record_keys("p", record_key_column="rk", bits=4)
+        spec = pt.TableSpec({"geo": geo, "age": age})
+        out = s.tabulate("p", spec, cell_keys=True)
+        with s._run("p", spec, extend0=True) as run:
+            X, inner, published = run.matrix(), run.inner_frame(), run.published()
+    cell = out.filter((pl.col("geo") == "gap") & (pl.col("age") == "D"))
+    # gap × D = −(Spain_y − Spain_o) − (Portugal_y − Portugal_o) = −(3 − 1) − (1 − 2) = −1
+    assert cell["n"].to_list() == [-1]
+    # key: −((1+2+3) − 4) − ((8) − (7+9)) = −2 + 8 = 6
+    assert cell["cell_key"].to_list() == [6]
+    assert set(np.unique(X.data)) == {-1.0, 1.0}
+    np.testing.assert_array_equal(X.T @ inner["n"].to_numpy(), published["n"].to_numpy())

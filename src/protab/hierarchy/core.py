@@ -159,7 +159,8 @@ class Hierarchy:
         Hierarchies that are not trees (see :meth:`from_frame` for their meaning):
 
         * ``sign``: the name of a frame column of +1/−1 (or ``"+"``/``"-"``) per link; with
-          tuples, give 3-tuples ``(parent, child, sign)`` instead (and leave ``sign`` None).
+          tuples, give 3-tuples ``(parent, child, sign)`` instead (2-tuples among them add
+          the child, sign +1), and leave ``sign`` None.
           A link with sign −1 subtracts the child from the parent.
         * ``several_parents``: let a code belong to more than one parent (overlapping
           groups). Off by default, so that a stray link in a tree is reported as an error.
@@ -182,18 +183,17 @@ class Hierarchy:
                 )
             rows = list(pairs)
             bad = [i for i, r in enumerate(rows) if not isinstance(r, (tuple, list)) or len(r) not in (2, 3)]
-            if not bad and len({len(r) for r in rows}) > 1:
-                bad = [i for i, r in enumerate(rows) if len(r) != len(rows[0])]
             if bad:
                 raise HierarchyError(
                     f"{what}: rows that are not (parent, child) pairs (counted from 0): {_listing(bad)}, "
-                    f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child), or every "
-                    f"link as a 3-tuple (parent, child, sign)."
+                    f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child), or as a "
+                    f"3-tuple (parent, child, sign)."
                 )
-            cols = list(zip(*rows)) if rows else [(), ()]
+            signed = any(len(r) == 3 for r in rows)
+            cols = list(zip(*(tuple(r) + (1,) * (3 - len(r)) if signed else r for r in rows))) if rows else [(), ()]
             p = _as_codes(list(cols[0]), f"{what}, parents")
             c = _as_codes(list(cols[1]), f"{what}, children")
-            if len(cols) == 3:
+            if signed:
                 g = _formats.parse_signs(pl.Series("sign", list(cols[2]), strict=False), p, c, f"{what}, signs")
         return cls._build(p, c, root=root, source=what, sign=g, several_parents=several_parents)
 
