@@ -85,3 +85,15 @@ def test_frame_and_microdata_give_the_same_matrix(session, persons, h_muni):
 def test_missing_frequency_column():
     with pytest.raises(pt.InputError, match="no frequency column 'n'"):
         pt.model_matrix(pl.DataFrame({"a": ["x"], "count": [1]}), pt.TableSpec({"a": None}))
+
+
+def test_run_matrix_equals_the_session_matrix_for_trees(session, persons, h_muni):
+    # TableRun.matrix() carries the coefficients of non-tree hierarchies
+    # (tests/test_hierarchy_nontree.py); for trees it is the 0/1 matrix of model_matrix
+    session.register("p", persons)
+    spec = pt.TableSpec({"municipality": h_muni, "sex": None}, formula="municipality + sex")
+    X, _, _ = session.model_matrix("p", spec)
+    with session._run("p", spec, extend0=True) as run:
+        X2 = run.matrix()
+        assert set(run.pair_coef.tolist()) == {1}
+    assert (X != X2).nnz == 0
