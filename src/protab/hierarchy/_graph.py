@@ -73,6 +73,7 @@ def longest_levels(n: int, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
     remaining = np.bincount(child, minlength=n)
     kids, offsets = _children_lists(n, child, parent)
     frontier = np.flatnonzero(remaining == 0)
+    mark = np.zeros(n, dtype=bool)
     lev = 0
     while frontier.size:
         level[frontier] = lev
@@ -80,8 +81,9 @@ def longest_levels(n: int, child: np.ndarray, parent: np.ndarray) -> np.ndarray:
         if ch.size == 0:
             break
         remaining -= np.bincount(ch, minlength=n)
-        cand = np.unique(ch)
-        frontier = cand[remaining[cand] == 0]
+        mark[ch[remaining[ch] == 0]] = True  # a mask, not np.unique: O(n) per level
+        frontier = np.flatnonzero(mark)
+        mark[frontier] = False
         lev += 1
     return level
 
