@@ -53,7 +53,7 @@ def cells(frame: pl.DataFrame, value: str = "n", **where: str) -> dict[str, obje
 
 def test_eu_is_europe_minus_non_eu() -> None:
     h = Hierarchy.from_frame(GEO_SSB)
-    assert not h.is_tree
+    assert not h.is_tree and repr(h) == "Hierarchy(root='Total', codes=7, leaves=3, depth=3, tree=False)"
     # no top code counts every leaf once (EU leaves Iceland out), so a total is added
     assert h.root == "Total"
     assert h.codes == ["Total", "EU", "Europe", "nonEU", "Spain", "Iceland", "Portugal"]

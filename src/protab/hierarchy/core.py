@@ -536,8 +536,10 @@ class Hierarchy:
         return hash((self.root, len(self), self.depth, int(self._is_leaf.sum())))
 
     def __repr__(self) -> str:
+        tree = "" if self._links is None else ", tree=False"
         return (
-            f"Hierarchy(root={self.root!r}, codes={len(self)}, leaves={int(self._is_leaf.sum())}, depth={self.depth})"
+            f"Hierarchy(root={self.root!r}, codes={len(self)}, leaves={int(self._is_leaf.sum())}, "
+            f"depth={self.depth}{tree})"
         )
 
     # ---- internals ------------------------------------------------------------------------
