@@ -160,6 +160,13 @@ def test_real_mistakes_are_still_refused() -> None:
         Hierarchy.from_parent_child([("T", "a", 1), ("T", "b", 3)])
     with pytest.raises(HierarchyError, match="own parent"):
         Hierarchy.from_frame(pl.DataFrame({"mapsFrom": ["a", "a"], "mapsTo": ["a", "T"], "sign": [-1, 1]}))
+    with pytest.raises(HierarchyError, match=r"both as top codes \(no parent\) and with a parent: 'a'"):
+        Hierarchy.from_parent_child(pl.DataFrame({"parent": [None, "T", "U"], "child": ["a", "a", "a"]}),
+                                    several_parents=True)
+    with pytest.raises(HierarchyError, match="sign= names a column of a frame"):
+        Hierarchy.from_parent_child([("T", "a")], sign="sign")
+    with pytest.raises(HierarchyError, match="missing column"):
+        Hierarchy.from_parent_child(pl.DataFrame({"parent": ["T"], "child": ["a"]}), sign="sign")
     # data must still be coded at the leaves
     h = Hierarchy.from_frame(GEO_SSB)
     with pytest.raises(HierarchyError, match="internal nodes.*'Europe'"):
