@@ -193,8 +193,11 @@ def compare(
     the inner cells (view ``expected``). Columns: method, view, cells and :data:`MEASURES`
     (null where a measure does not apply: no ``sensitive``/``quasi``/``two_way``/``groups``,
     or no inner cells in the table). With ``out_dir``, writes the report folder (module
-    docstring); ``risk`` (default ``f_beta`` with sensitive and quasi, else
-    ``small_unchanged``) and ``utility`` name the columns of the R-U map.
+    docstring); ``risk`` and ``utility`` name the columns of the R-U map. Without ``risk``
+    the map shows ``f_beta`` (with sensitive and quasi, when the original has exact
+    disclosures), else the first of ``small_unchanged``, ``rm`` and ``small_share`` that a
+    protected row has, and the report says why. ``rm`` is computed on the inner cells or, for
+    a table published by a formula without them, on its finest published crossings.
     """
     dims = list(dims)
     if not dims:
