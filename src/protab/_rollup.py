@@ -126,6 +126,7 @@ class TableRun:
         self.con, self.table, self.spec = con, table, spec
         self.types = {k: str(v).upper() for k, v in (types or {}).items()}
         self.max_cells, self.check_published = max_cells, rollup
+        self._n_inner = 0  # inner cells found by the scan (set by _check_inner)
         # code and bridge tables of hierarchies depend on nothing else: a Session keeps them
         # for its lifetime (temporary tables, gone with the connection)
         self.cache = cache if cache is not None else {}
@@ -285,16 +286,28 @@ class TableRun:
         up exactly, negative frequencies; then the size of the request (``max_cells``)."""
         spec = self.spec
         sources = self._value_sources()
+        # one query: the number of inner cells, per dimension its distinct codes and how many
+        # records have no code, then the checks of the values
+        items = ["count(*)"]
+        for k in range(self.nd):
+            items += [
+                f"coalesce(list(DISTINCT _d{k}) FILTER (WHERE _d{k} IS NOT NULL), [])",
+                f"coalesce(sum(_n) FILTER (WHERE _d{k} IS NULL), 0)",
+                f"count(*) FILTER (WHERE _d{k} IS NULL)",
+            ]
+        items += [f"coalesce(sum({c}), 0)" for c in ("_chk_w", "_chk_f") if c in self._checks]
+        for i, _, _ in sources:
+            lo, hi = f"CAST(_chk_lo{i} AS DOUBLE)", f"CAST(_chk_hi{i} AS DOUBLE)"
+            items += [
+                f"coalesce(bool_or(isnan({hi}) OR isinf({hi}) OR isinf({lo})), false)",  # NaN sorts last
+                f"coalesce(min({lo}), 0)",
+                f"coalesce(sum(_chk_n{i} * greatest(abs({lo}), abs({hi}))), 0)",  # ≥ Σ|x|
+            ]
+        row = list(self.con.execute(f"SELECT {', '.join(items)} FROM {self.inner}").fetchall()[0])
+        self._n_inner = int(row.pop(0))
+        per_dim = [(row[3 * k], row[3 * k + 1], row[3 * k + 2]) for k in range(self.nd)]
+        del row[: 3 * self.nd]
         if self._checks:
-            items = [f"coalesce(sum({c}), 0)" for c in ("_chk_w", "_chk_f") if c in self._checks]
-            for i, _, _ in sources:
-                lo, hi = f"CAST(_chk_lo{i} AS DOUBLE)", f"CAST(_chk_hi{i} AS DOUBLE)"
-                items += [
-                    f"coalesce(bool_or(isnan({hi}) OR isinf({hi}) OR isinf({lo})), false)",  # NaN sorts last
-                    f"coalesce(min({lo}), 0)",
-                    f"coalesce(sum(_chk_n{i} * greatest(abs({lo}), abs({hi}))), 0)",  # ≥ Σ|x|
-                ]
-            row = list(self.con.execute(f"SELECT {', '.join(items)} FROM {self.inner}").fetchall()[0])
             nulls = row.pop(0) if "_chk_w" in self._checks else 0
             negative_f = row.pop(0) if "_chk_f" in self._checks else 0
             bound = 0.0
@@ -330,16 +343,12 @@ class TableRun:
                     f"{negative_f} row(s); frequencies must be counts (0 or more)"
                 )
         n_codes: list[int] = []
-        for k, d in enumerate(self.spec.dimensions):
-            codes = [r[0] for r in self.con.execute(f"SELECT DISTINCT _d{k} FROM {self.inner}").fetchall()]
-            if not codes:
-                raise InputError(
-                    f"table {self.table!r} has no records, so there is no table to publish"
-                )
-            if None in codes:  # only without null_code
-                nulls = self.con.execute(
-                    f"SELECT coalesce(sum(_n), 0) FROM {self.inner} WHERE _d{k} IS NULL"
-                ).fetchall()[0][0]
+        if not self._n_inner:
+            raise InputError(
+                f"table {self.table!r} has no records, so there is no table to publish"
+            )
+        for d, (codes, nulls, null_cells) in zip(self.spec.dimensions, per_dim):
+            if null_cells:  # only without null_code
                 nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""
                 raise InputError(
                     f"column {d.column!r} of table {self.table!r} is missing (NULL{nan}) in {nulls} "
@@ -376,7 +385,7 @@ class TableRun:
         estimate = float(sum(grid))
         inner = math.prod(n_codes) if self.extend0 else None
         if spec.drop_empty:
-            n_inner = inner if inner is not None else self._count(f"SELECT 1 FROM {self.inner}")
+            n_inner = inner if inner is not None else self._n_inner
             estimate = min(estimate, float(n_inner) * sum(math.prod(levels[col[c]] for c in t) for t in spec.terms))
         how = (
             "publish fewer or coarser dimensions (a formula such as 'a*b + c', hierarchies "
