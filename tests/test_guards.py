@@ -4,6 +4,8 @@ table, the column and the offending values, and leaves nothing half-written behi
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -296,6 +298,20 @@ def test_memory_limit_and_private_spill_folder(tmp_path):
     # the default: below the machine's memory
     with pt.Session(":memory:") as s:
         assert s.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] != ".tmp"
+
+
+def test_spill_folder_of_a_killed_process_is_removed_by_the_next_session(tmp_path):
+    code = (
+        "import os, sys, protab\n"
+        f"s = protab.Session(':memory:', temp_directory={str(tmp_path)!r})\n"
+        "print(s.con.execute(\"SELECT current_setting('temp_directory')\").fetchall()[0][0], flush=True)\n"
+        "os._exit(9)  # killed: no close, no clean-up at exit\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    left = res.stdout.strip()
+    assert res.returncode == 9 and os.path.isdir(left), res.stderr
+    with pt.Session(":memory:", temp_directory=tmp_path):
+        assert not os.path.exists(left)
 
 
 def test_spill_folders_of_killed_sessions_are_removed(tmp_path):
