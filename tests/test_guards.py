@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import polars as pl
@@ -67,9 +69,9 @@ def test_threshold_is_exact_for_a_real_threshold(session):
     spec = pt.TableSpec({"x": None})
     free = session.cell_key("t", spec, PTABLE)
     assert (free["n_pert"] == 2).sum() > 0  # the case the old int(threshold) got wrong
-    for threshold in (2.7, 3, 2.0000001, np.float64(2.5)):
+    for threshold in (2.7, 3, 2.0000001, np.float64(2.5), Fraction(5, 2), Decimal("2.1"), 1e300):
         out = session.cell_key("t", spec, PTABLE, threshold=threshold)
-        blank = free["n_pert"] < threshold
+        blank = pl.Series([v < threshold for v in free["n_pert"].to_list()])  # exact, in Python
         assert out["n_pert"].is_null().to_list() == blank.to_list(), threshold
         assert out.filter(~blank)["n_pert"].equals(free.filter(~blank)["n_pert"])
     # an integer threshold: the count equal to it is published
@@ -171,6 +173,12 @@ def test_nan_codes_go_to_the_null_code(session):
     got = dict(zip(out["x"].to_list(), out["n"].to_list()))
     assert got == {"1.0": 2, "2.0": 1, "Unknown": 3, "Total": 6}
     assert session.codes("t", "x") == ["1.0", "2.0"]
+
+
+def test_nan_codes_in_hierarchy_columns_are_missing(session):
+    session.register("t", pl.DataFrame({"r": [1.0, 1.0, 2.0], "m": [11.0, float("nan"), 21.0]}))
+    _raises(session, InputError, lambda: session.hierarchy_from_columns("t", ["r", "m"]),
+            "table 't'", "'m'", "NULL or NaN")
 
 
 # -- 4. seeds --------------------------------------------------------------------------------

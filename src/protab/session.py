@@ -10,6 +10,7 @@ seeds, codes) are always quoted identifiers or bound parameters, never spliced i
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import math
 import numbers
 import os
@@ -885,7 +886,7 @@ def _check_threshold(table: str, threshold: object) -> int | None:
     """
     if threshold is None:
         return None
-    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, numbers.Real):
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, (numbers.Real, decimal.Decimal)):
         raise InputError(
             f"cell_key (table {table!r}): threshold must be a number (counts below it are "
             f"published as null) or None, not {threshold!r} ({type(threshold).__name__})"
@@ -895,7 +896,7 @@ def _check_threshold(table: str, threshold: object) -> int | None:
             f"cell_key (table {table!r}): threshold must be a finite number of 0 or more, not "
             f"{threshold!r}"
         )
-    return int(math.ceil(threshold))
+    return min(int(math.ceil(threshold)), 2**62)  # no count reaches 2^62: the same rule
 
 
 def _check_max_cells(value: object) -> int | None:
