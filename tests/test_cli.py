@@ -109,7 +109,7 @@ def test_cli_errors_are_clear_and_write_nothing(tmp_path, capsys, monkeypatch):
     with pt.Session(db):
         pass
     assert cli.main(["protect", str(tmp_path / "bad.toml"), "--db", db, "--out", str(tmp_path / "o")]) == 2
-    assert "no table named 'nope'" in capsys.readouterr().err
+    assert "has no table 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
     with pytest.raises(SystemExit):
         cli.main(["nonsense"])

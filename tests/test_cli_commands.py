@@ -86,3 +86,23 @@ def test_macros_prints_a_readable_path(capsys):
     assert path.endswith("protab.sql") and "CREATE" in open(path, encoding="utf-8").read()
     assert cli.main(["macros", "--read"]) == 0
     assert capsys.readouterr().out.startswith(".read '")
+
+
+def test_outputs_beside_the_working_folder_and_dotdot_paths(demo_db, tmp_path, monkeypatch, capsys):
+    root, db = demo_db
+    monkeypatch.chdir(tmp_path)
+    # a single file in the working folder is fine (only whole output folders are swapped)
+    assert cli.main(["ptable", "generate", "--D", "3", "--V", "1", "--out", "p.csv"]) == 0
+    assert (tmp_path / "p.csv").exists()
+    (tmp_path / "req.toml").write_text(
+        f'database = "{db.as_posix()}"\n[ptable]\nfile = "p.csv"\n'
+        '[[tables]]\nname = "t"\nsource = "persons"\ndims = ["sex"]\n')
+    # "x/.." is the working folder: refused, not copied into itself
+    assert cli.main(["protect", "req.toml", "--out", "x/.."]) == 2
+    assert "working folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "req.toml"]
+    # a folder holding the database is refused too
+    assert cli.main(["protect", "req.toml", "--out", str(root)]) == 2
+    assert "holds the database" in capsys.readouterr().err
+    assert cli.main(["protect", "req.toml", "--out", "sub/x/.."]) == 0
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["t.csv", "t.parquet"]

@@ -107,7 +107,7 @@ def _siblings(out: Path, kind: str) -> list[Path]:
 
 def recover(out: str | os.PathLike[str]) -> None:
     """Finish or undo what an interrupted batch left beside ``out`` (see the module docstring)."""
-    out = Path(out).absolute()
+    out = Path(os.path.abspath(out))
     ready = _siblings(out, _READY)
     if not out.exists() and ready:
         # killed between moving the old folder aside and renaming the new one: finish the swap
@@ -126,7 +126,7 @@ def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
     raw = os.fspath(out)
     if "\x00" in raw:
         raise ProtabError(f"the output folder {raw!r} contains a NUL character")
-    folder = Path(raw).absolute()
+    folder = Path(os.path.abspath(raw))  # "a/b/.." is "a": the folder's real name matters here
     if len(os.fsencode(str(folder))) > 4000:
         raise ProtabError(f"the output folder path is too long ({len(str(folder))} characters)")
     if folder.exists() and not folder.is_dir():
@@ -156,6 +156,24 @@ def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
     if not os.access(folder.parent if folder.parent.exists() else probe, os.W_OK | os.X_OK):
         raise ProtabError(f"cannot write beside the output folder {raw!r} (its parent folder is not writable)")
     return folder
+
+
+def check_output_file(path: str | os.PathLike[str]) -> Path:
+    """Refuse a single output file that cannot be written (NUL, too long, a folder, no parent)."""
+    raw = os.fspath(path)
+    if "\x00" in raw:
+        raise ProtabError(f"the output file {raw!r} contains a NUL character")
+    target = Path(os.path.abspath(raw))
+    if len(os.fsencode(target.name)) > NAME_MAX - 40 or len(os.fsencode(str(target))) > 4000:
+        raise ProtabError(f"the output file name {raw[:60]!r}… is too long")
+    if target.is_dir():
+        raise ProtabError(f"the output file {raw!r} is a folder; name a file")
+    probe = target.parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise ProtabError(f"cannot write {raw!r}: {str(probe)!r} is not a writable folder")
+    return target
 
 
 def write_batch(out: str | os.PathLike[str], files: Mapping[str, Callable[[Path], None]]) -> Path:

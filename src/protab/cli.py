@@ -13,18 +13,17 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab import _schema
-from protab._io import check_output_folder, read_toml
+from protab._io import check_output_file, check_output_folder, read_toml
+from protab._request import hierarchy, load_ptable, reading
 from protab.errors import InputError, ProtabError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from protab.hierarchy import Hierarchy
     from protab.ptable import PTable
     from protab.session import Session
     from protab.table import TableSpec
@@ -66,24 +65,6 @@ as it was; the next run clears what it left).
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-@contextmanager
-def _reading(path: Path | str, what: str):  # type: ignore[no-untyped-def]
-    """Turn a file that cannot be read into a protab error naming the file and what it is."""
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(f"{what} {str(p)!r} is a folder, not a file")
-    try:
-        yield
-    except FileNotFoundError:
-        raise InputError(f"{what} {str(p)!r} does not exist") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {str(p)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except PermissionError:
-        raise InputError(f"{what} {str(p)!r} cannot be read (permission denied)") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} {str(p)!r} is a folder, not a file") from None
 
 
 # -- protect: one table ---------------------------------------------------------------------
@@ -198,60 +179,6 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
 
 
 # -- protect: a request file ----------------------------------------------------------------
-def _load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
-    from protab.ptable import PTable
-
-    if "file" in cfg:
-        path = base / cfg["file"]
-        with _reading(path, "the p-table file ([ptable] file)"):
-            return PTable.read(path, format=cfg.get("format", "auto"))
-    return PTable.maximum_entropy(**cfg["maximum_entropy"])
-
-
-def _hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
-    """A request's hierarchy; its errors say which [hierarchies.…] section they come from."""
-    try:
-        return _load_hierarchy(s, cfg, source, column, base)
-    except ProtabError as exc:
-        msg = str(exc)
-        if f"hierarchies.{column}" in msg:
-            raise
-        raise type(exc)(f"[hierarchies.{column}] of the request: {msg}") from None
-
-
-def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
-    import polars as pl
-
-    from protab.hierarchy import Hierarchy
-
-    root = cfg.get("root", "Total")
-    if "columns" in cfg:
-        return s.hierarchy_from_columns(source, cfg["columns"], root=root)
-    if "code_lengths" in cfg:
-        return Hierarchy.from_code_lengths(s.codes(source, column), cfg["code_lengths"], root=root)
-    if "hrc" in cfg:
-        path = base / cfg["hrc"]
-        with _reading(path, f"the .hrc file (hierarchies.{column}.hrc)"):
-            return Hierarchy.read_hrc(path, root=root)
-    if "parent_child" in cfg:
-        frame = _read_csv(base / cfg["parent_child"], f"hierarchies.{column}.parent_child", infer_schema=False)
-        return Hierarchy.from_parent_child(frame, root=cfg.get("root"))
-    frame = _read_csv(base / cfg["ssb_frame"], f"hierarchies.{column}.ssb_frame",
-                      schema_overrides={"mapsFrom": pl.String, "mapsTo": pl.String})
-    return Hierarchy.from_frame(frame)
-
-
-def _read_csv(path: Path, key: str, **kwargs: Any) -> pl.DataFrame:
-    import polars as pl
-
-    with _reading(path, f"the hierarchy file ({key})"):
-        path.read_bytes().decode("utf-8-sig")  # not UTF-8: a clear error, not mojibake codes
-        try:
-            return pl.read_csv(path, **kwargs)
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(f"cannot read the hierarchy file ({key}) {str(path)!r}: {exc}") from None
-
-
 def _require_database(db: str, hint: str = "") -> None:
     """Commands that read tables must not create an empty database file by mistake."""
     if db != ":memory:" and not Path(db).exists():
@@ -304,7 +231,12 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
         raise SpecError(f"request: [hierarchies.{unused[0]}] is not a dimension of any table (dims of the "
                         "[[tables]] entries); remove it or fix the name")
     _require_database(db, "paths in a request file are relative to the file; ")
-    ptable = _load_ptable(cfg["ptable"], base)
+    if db != ":memory:" and Path(os.path.abspath(db)).is_relative_to(Path(os.path.abspath(out_dir))):
+        raise SpecError(
+            f"the output folder {str(out_dir)!r} holds the database {db!r}; outputs are swapped in as a "
+            "whole folder, so give them a folder of their own (e.g. output = \"protab_output\")"
+        )
+    ptable = load_ptable(cfg["ptable"], base)
     rows, frames = [], {}
     with Session(db, read_only=False) as s:
         _check_sources(s, tables, db)
@@ -313,7 +245,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
             dims: dict[str, Any] = {}
             for d in t["dims"]:
                 h = cfg.get("hierarchies", {}).get(d)
-                dims[d] = _hierarchy(s, h, t["source"], d, base) if h else None
+                dims[d] = hierarchy(s, h, t["source"], d, base) if h else None
             specs.append(TableSpec(
                 dims, formula=t.get("formula"), weight=t.get("weight"),
                 drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
@@ -386,7 +318,7 @@ def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:
 
     from protab.ptable import PTable
 
-    with _reading(source, "the p-table file"):
+    with reading(source, "the p-table file"):
         p = PTable.read(source, format=fmt)
     summary = p.summary()
     text = [f"p-table {source}: D = {p.D}, V = {p.V:g}, {p.frame.height} rows, "
@@ -427,7 +359,7 @@ def _seed(args: argparse.Namespace) -> str:
             raise InputError(f"the environment variable {args.seed_env} is not set or empty")
         return val
     if args.seed_file:
-        with _reading(args.seed_file, "the seed file"):
+        with reading(args.seed_file, "the seed file"):
             val = Path(args.seed_file).read_text(encoding="utf-8").strip()
         if not val:
             raise InputError(f"the seed file {args.seed_file!r} is empty")
@@ -563,6 +495,8 @@ def _parser() -> argparse.ArgumentParser:
                                "  python -m pydoc protab.report")
     rp.add_argument("request", help="the TOML request file")
     rp.add_argument("--out", help="report folder (overrides the request's output)")
+    rp.add_argument("--db", help="DuckDB file of the microdata (overrides the request's [original] database; "
+                                 "only when [original] names a table)")
     return p
 
 
@@ -600,7 +534,7 @@ def _run(args: argparse.Namespace) -> None:
     elif args.cmd == "report":
         from protab.report import run_request
 
-        run_request(args.request, args.out)
+        run_request(args.request, args.out, database=args.db)
 
 
 def _run_ptable(args: argparse.Namespace) -> None:
@@ -608,13 +542,14 @@ def _run_ptable(args: argparse.Namespace) -> None:
 
     if args.pcmd == "generate":
         modulus = _ons_modulus(args.format, args.bits)
-        check_output_folder(Path(args.out).absolute().parent, [Path(args.out).name])
+        check_output_file(args.out)
         p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay)
         p.write(args.out, format=args.format, **modulus)
         print(f"wrote {args.out}")
     elif args.pcmd == "convert":
         modulus = _ons_modulus(args.to, args.bits)
-        with _reading(args.source, "the p-table file"):
+        check_output_file(args.target)
+        with reading(args.source, "the p-table file"):
             p = PTable.read(args.source, format=args.from_)
         p.write(args.target, format=args.to, **modulus)
         print(f"wrote {args.target}")
@@ -630,7 +565,7 @@ def _run_ptable(args: argparse.Namespace) -> None:
             raise InputError(f"--bits must be from 1 to 32 (got {args.bits})")
         if args.decimals is not None and not 1 <= args.decimals <= 18:
             raise InputError(f"--decimals must be from 1 to 18 (got {args.decimals})")
-        with _reading(args.source, "the p-table file"):
+        with reading(args.source, "the p-table file"):
             p = PTable.read(args.source)
         _require_database(args.db)
         with Session(args.db) as s:

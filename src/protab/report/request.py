@@ -181,13 +181,13 @@ def _ptable(req: _Request, key: str, cfg: str | Mapping[str, Any]) -> PTable:
     """A p-table named by a file, or made as protab protect makes the p-table of its request."""
     if isinstance(cfg, str):
         return req.load(key, cfg, PTable.read)
-    from protab.cli import _load_ptable  # the [ptable] section of a protect request
+    from protab._request import load_ptable  # the [ptable] section of a protect request
 
     if "file" in cfg:
         with req.reading(f"{key}.file", cfg["file"]):
-            return _load_ptable(dict(cfg), req.base)
+            return load_ptable(dict(cfg), req.base)
     try:
-        return _load_ptable(dict(cfg), req.base)
+        return load_ptable(dict(cfg), req.base)
     except ProtabError as exc:
         raise req.fail(exc, key) from None
 
@@ -260,8 +260,8 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
 def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
               database: str | os.PathLike[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The original table (and its inner cells if ``need_inner``), tabulated from the
-    microdata as ``protab protect`` describes a table (src/protab/cli.py, protect)."""
-    from protab.cli import _load_hierarchy  # the hierarchies of a protect request
+    microdata as ``protab protect`` describes a table (src/protab/_request.py)."""
+    from protab._request import hierarchy  # the hierarchies of a protect request
     from protab.session import DEFAULT_DATABASE, Session
     from protab.table import TableSpec
 
@@ -285,12 +285,12 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
                     continue
                 fk = next((k for k in ("hrc", "parent_child", "ssb_frame") if k in h), None)
                 if fk is None:  # from columns of the microdata
-                    dims[d] = _load_hierarchy(s, h, source, d, req.base)
+                    dims[d] = hierarchy(s, h, source, d, req.base)
                     continue
                 key = f"hierarchies.{d}.{fk}"
                 req.file(key, h[fk])
                 with req.reading(key, h[fk]):
-                    dims[d] = _load_hierarchy(s, h, source, d, req.base)
+                    dims[d] = hierarchy(s, h, source, d, req.base)
             spec = TableSpec(
                 dims, formula=oc.get("formula"), weight=oc.get("weight"),
                 drop_empty=bool(oc.get("drop_empty", False)), null_code=oc.get("null_code"),

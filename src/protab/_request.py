@@ -1,0 +1,91 @@
+"""The pieces of a request file that ``protab protect`` and ``protab report`` share: the
+p-table section, hierarchy sections, and the files they name (read with errors that name the
+key and the file)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protab.errors import InputError, ProtabError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+    from protab.hierarchy import Hierarchy
+    from protab.ptable import PTable
+    from protab.session import Session
+
+
+@contextmanager
+def reading(path: Path | str, what: str) -> Iterator[None]:
+    """Turn a file that cannot be read into a protab error naming the file and what it is."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what} {str(p)!r} is a folder, not a file")
+    try:
+        yield
+    except FileNotFoundError:
+        raise InputError(f"{what} {str(p)!r} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} {str(p)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except PermissionError:
+        raise InputError(f"{what} {str(p)!r} cannot be read (permission denied)") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {str(p)!r} is a folder, not a file") from None
+
+
+def load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
+    from protab.ptable import PTable
+
+    if "file" in cfg:
+        path = base / cfg["file"]
+        with reading(path, "the p-table file ([ptable] file)"):
+            return PTable.read(path, format=cfg.get("format", "auto"))
+    return PTable.maximum_entropy(**cfg["maximum_entropy"])
+
+
+def hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
+    """A request's hierarchy; its errors say which [hierarchies.…] section they come from."""
+    try:
+        return _load_hierarchy(s, cfg, source, column, base)
+    except ProtabError as exc:
+        msg = str(exc)
+        if f"hierarchies.{column}" in msg:
+            raise
+        raise type(exc)(f"[hierarchies.{column}] of the request: {msg}") from None
+
+
+def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:
+    import polars as pl
+
+    from protab.hierarchy import Hierarchy
+
+    root = cfg.get("root", "Total")
+    if "columns" in cfg:
+        return s.hierarchy_from_columns(source, cfg["columns"], root=root)
+    if "code_lengths" in cfg:
+        return Hierarchy.from_code_lengths(s.codes(source, column), cfg["code_lengths"], root=root)
+    if "hrc" in cfg:
+        path = base / cfg["hrc"]
+        with reading(path, f"the .hrc file (hierarchies.{column}.hrc)"):
+            return Hierarchy.read_hrc(path, root=root)
+    if "parent_child" in cfg:
+        frame = _read_csv(base / cfg["parent_child"], f"hierarchies.{column}.parent_child", infer_schema=False)
+        return Hierarchy.from_parent_child(frame, root=cfg.get("root"))
+    frame = _read_csv(base / cfg["ssb_frame"], f"hierarchies.{column}.ssb_frame",
+                      schema_overrides={"mapsFrom": pl.String, "mapsTo": pl.String})
+    return Hierarchy.from_frame(frame)
+
+
+def _read_csv(path: Path, key: str, **kwargs: Any) -> pl.DataFrame:
+    import polars as pl
+
+    with reading(path, f"the hierarchy file ({key})"):
+        path.read_bytes().decode("utf-8-sig")  # not UTF-8: a clear error, not mojibake codes
+        try:
+            return pl.read_csv(path, **kwargs)
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(f"cannot read the hierarchy file ({key}) {str(path)!r}: {exc}") from None
