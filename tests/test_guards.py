@@ -308,6 +308,16 @@ def test_memory_limit_and_private_spill_folder(tmp_path):
         assert s.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] != ".tmp"
 
 
+def test_out_of_memory_is_a_clear_error_and_leaves_nothing(tmp_path):
+    with pt.Session(tmp_path / "db.duckdb", temp_directory=tmp_path) as s:
+        s.con.execute("CREATE TABLE t AS SELECT range AS pid, range % 7 AS a FROM range(2000000)")
+        s.con.execute("CHECKPOINT")
+        s.con.execute("SET memory_limit = '16MB'")
+        s.con.execute("SET max_temp_directory_size = '1MB'")
+        _raises(s, InputError, lambda: s.tabulate("t", pt.TableSpec({"pid": None}, drop_empty=True)),
+                "table 't'", "out of memory", "Session(memory_limit=...)")
+
+
 def test_spill_folder_of_a_killed_process_is_removed_by_the_next_session(tmp_path):
     code = (
         "import os, sys, protab\n"

@@ -338,6 +338,22 @@ class Session:
             self._con.execute(f"DROP TABLE {quote_ident(name)}")
 
     @contextmanager
+    def _out_of_memory(self, table: str) -> Iterator[None]:
+        """DuckDB running out of memory (and of spill space) becomes an InputError that says
+        what to do; the request's temporary tables are gone by then (TableRun closes)."""
+        try:
+            yield
+        except duckdb.OutOfMemoryException as exc:
+            limit = self._con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+            reason = str(exc).splitlines()[0].rstrip(". ")
+            raise InputError(
+                f"table {table!r}: DuckDB ran out of memory for this request (memory_limit "
+                f"{limit}, spill folder {self._spill.path if self._spill else '?'}): {reason}; "
+                "raise Session(memory_limit=...), free disk space for spilling (or pass "
+                "temp_directory= a larger disk), or publish fewer cells"
+            ) from None
+
+    @contextmanager
     def _step(self, desc: str) -> Iterator[None]:
         """A progress bar (``protab._progress.bar``, tqdm on a terminal) fed by DuckDB's
         progress of the queries run inside the block; nothing when bars are off. Shows only
@@ -643,7 +659,7 @@ class Session:
         sums if the spec asks for them, and ``cell_key`` (the integer key sum modulo the key
         modulus) only when ``cell_keys=True``. Unprotected: for trusted use only.
         """
-        with self._run(table, spec, keys=cell_keys) as run:
+        with self._out_of_memory(table), self._run(table, spec, keys=cell_keys) as run:
             return run.published()
 
     def inner_cells(self, table: str, spec: TableSpec, *, extend0: bool = False) -> pl.DataFrame:
@@ -652,7 +668,7 @@ class Session:
         Only cells that hold records, unless ``extend0``: then also a zero cell for every
         combination of the codes that occur (SSBtools' Extend0).
         """
-        with self._run(table, spec, extend0=extend0, rollup=False) as run:
+        with self._out_of_memory(table), self._run(table, spec, extend0=extend0, rollup=False) as run:
             return run.inner_frame()
 
     def model_matrix(
@@ -672,7 +688,7 @@ class Session:
         cells are added for every combination of occurring codes, except the combinations in
         ``structural_zeros`` (a frame with the dimension columns).
         """
-        with self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
+        with self._out_of_memory(table), self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
             inner = run.inner_frame()
             published = run.published()
             rows, cols, n_inner, n_pub = run.pairs()
@@ -710,7 +726,7 @@ class Session:
         if not isinstance(ptable, PTable):
             raise InputError(f"cell_key: ptable must be a protab.PTable, not {type(ptable).__name__}")
         below = _check_threshold(table, threshold)
-        with self._run(table, spec, keys=True) as run:
+        with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
             return run.perturb(ptable, original=original, threshold=below)
 
     def perturb_inner(
@@ -728,7 +744,7 @@ class Session:
 
         if not isinstance(ptable, PTable):
             raise InputError(f"perturb_inner: ptable must be a protab.PTable, not {type(ptable).__name__}")
-        with self._run(table, spec, keys=True) as run:
+        with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
             return run.perturb_inner(ptable, original=original)
 
     def install_ptable(self, ptable: "PTable", *, table: str | None = None, modulus: int | None = None) -> None:
