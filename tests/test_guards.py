@@ -308,6 +308,16 @@ def test_memory_limit_and_private_spill_folder(tmp_path):
         assert s.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0] != ".tmp"
 
 
+def test_two_sessions_on_one_database_file_share_the_spill_folder(tmp_path):
+    db = tmp_path / "one.duckdb"
+    with pt.Session(db, temp_directory=tmp_path) as a:
+        with pt.Session(db, temp_directory=tmp_path) as b:
+            assert a._spill is b._spill
+            folder = b._spill.path
+        assert os.path.isdir(folder)  # still used by a
+    assert not os.path.exists(folder)
+
+
 def test_out_of_memory_is_a_clear_error_and_leaves_nothing(tmp_path):
     with pt.Session(tmp_path / "db.duckdb", temp_directory=tmp_path) as s:
         s.con.execute("CREATE TABLE t AS SELECT range AS pid, range % 7 AS a FROM range(2000000)")

@@ -107,7 +107,8 @@ class Session:
         temporary folder, ``TMPDIR``) and removes it when the session closes — not a
         ``.tmp`` folder next to the database. Folders that a killed process left behind are
         removed by the next Session (on POSIX systems, where each live session holds a lock
-        on its folder).
+        on its folder). Sessions of one process on the same database file share one folder
+        (DuckDB opens the file once, with one configuration), removed with the last of them.
     ``progress``
         Progress bars on long steps (adding record keys, copying files into the database,
         and DuckDB's own bar on other long queries): True, False, or None — shown when
@@ -136,12 +137,13 @@ class Session:
             # new database files in a storage format every DuckDB since 1.2 reads, so that an
             # analyst's duckdb CLI (which may lag the Python package) opens them too
             config["storage_compatibility_version"] = storage_version
-        spill = _SpillFolder(temp_directory)
+        self._db_key = _database_key(self.database)
+        spill = _acquire_spill(self._db_key, temp_directory)
         config["temp_directory"] = spill.path
         try:
             self._con = duckdb.connect(self.database, read_only=read_only, config=config)
         except duckdb.Error as exc:
-            spill.remove()
+            _release_spill(self._db_key, spill)
             raise InputError(f"cannot open the DuckDB database {self.database!r}: {exc}") from None
         self._spill = spill
         show = _progress.enabled() if progress is None else bool(progress)
@@ -177,8 +179,9 @@ class Session:
         try:
             self._con.close()
         finally:
-            if self._spill is not None:
-                self._spill.remove()
+            spill, self._spill = self._spill, None
+            if spill is not None:
+                _release_spill(self._db_key, spill)
 
     def __enter__(self) -> "Session":
         return self
@@ -999,6 +1002,45 @@ class _SpillFolder:
 
     def remove(self) -> None:
         self._finalizer()
+
+
+# Sessions of one process on the same database file share one DuckDB instance, whose
+# configuration must be the same: they share the spill folder (removed with the last).
+_SHARED_SPILL: dict[str, tuple[_SpillFolder, int]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _database_key(database: str) -> str | None:
+    """The real path of a database file (None for an in-memory database)."""
+    if database in ("", ":memory:") or database.startswith(":memory:"):
+        return None
+    return os.path.realpath(database)
+
+
+def _acquire_spill(key: str | None, base: str | os.PathLike[str] | None) -> _SpillFolder:
+    if key is None:
+        return _SpillFolder(base)
+    with _SHARED_LOCK:
+        if key in _SHARED_SPILL:
+            folder, users = _SHARED_SPILL[key]
+            _SHARED_SPILL[key] = (folder, users + 1)
+            return folder
+        folder = _SpillFolder(base)
+        _SHARED_SPILL[key] = (folder, 1)
+        return folder
+
+
+def _release_spill(key: str | None, folder: _SpillFolder) -> None:
+    if key is None:
+        folder.remove()
+        return
+    with _SHARED_LOCK:
+        _, users = _SHARED_SPILL.get(key, (folder, 1))
+        if users > 1:
+            _SHARED_SPILL[key] = (folder, users - 1)
+            return
+        _SHARED_SPILL.pop(key, None)
+    folder.remove()
 
 
 def _remove_folder(path: str, fd: int | None, owner: int) -> None:
