@@ -33,9 +33,9 @@ the criterion is negative, again many non-overlapping swaps per sweep, keeping a
 if the criterion falls (after the first sweep only candidates next to a cell the last sweep
 changed are looked at). When no published cell is small any more, a last round of such
 swaps over all rounded cells moves roundings-up only where that lowers the mean absolute
-difference of the published cells without raising their Hellinger distance or making a
-published cell small (kept only if the easy / leverage check still finds nothing), so it
-can only improve both measures. Ties are broken by a random order drawn from ``seed``. Every step is
+difference of the published cells without raising their Hellinger distance (first pair by
+pair, then in total) or making a published cell small (kept only if the easy / leverage
+check still finds nothing), so it can only improve both measures. Ties are broken by a random order drawn from ``seed``. Every step is
 a handful of sparse products over all candidates: no Python loop over cells (the optional
 ``step`` backward-forward rounds and the dense ``leverage_check`` are the costlier paths).
 """
@@ -161,7 +161,7 @@ def _batch(
     XR: sparse.csr_matrix, g: np.ndarray, b: int, down: np.ndarray, upj: np.ndarray, measures: list, totals: list
 ) -> tuple[np.ndarray, list[float], bool]:
     """Published values after a batch of swaps, the measures' totals, and whether the first
-    fell and none of the others rose."""
+    fell and none of the others exceeds its cap (``totals[1:]``)."""
     m = XR.shape[1]
     g_new = g - b * _col_counts(XR, down, m) + b * _col_counts(XR, upj, m)
     new = [float(mf(g_new).sum()) for mf in measures]
@@ -181,12 +181,17 @@ def _swaps(
     rows_nz: np.ndarray,
     cols_nz: np.ndarray,
     by_col: _Incidence,
+    caps: list[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Swap sweeps: move raises to partners sharing a published cell while the first of
-    ``measures`` (per-published-cell functions of g) falls and none of the others rises."""
+    ``measures`` (per-published-cell functions of g) falls and none of the others rises —
+    or, with ``caps``, while the others' totals stay within the caps (a swap may then
+    spend what earlier swaps saved)."""
     n, m = XR.shape
     up, g = up.copy(), g.copy()
     totals = [float(mf(g).sum()) for mf in measures]
+    if caps is not None:
+        totals[1:] = caps
     col_sorted = np.sort(cols_nz, kind="stable")
     dirty = np.ones(m, dtype=bool)  # cells whose value changed in the last sweep
     for _ in range(polish):
@@ -216,9 +221,10 @@ def _swaps(
         shared = XR[pi].multiply(XR[pj]).tocsr()
         delta = sdown[pi] + sup[pj] - shared @ (dns[0] + ups_[0])
         good = delta < -1e-12
-        for dn_k, up_k in zip(dns[1:], ups_[1:]):
-            d_k = XR[pi] @ dn_k + XR[pj] @ up_k - shared @ (dn_k + up_k)
-            good &= d_k <= 1e-12
+        if caps is None:
+            for dn_k, up_k in zip(dns[1:], ups_[1:]):
+                d_k = XR[pi] @ dn_k + XR[pj] @ up_k - shared @ (dn_k + up_k)
+                good &= d_k <= 1e-12
         if not good.any():
             break
         pi, pj, delta = pi[good], pj[good], delta[good]
@@ -239,7 +245,8 @@ def _swaps(
         up[pi[win]] = False
         up[pj[win]] = True
         dirty = g_new != g
-        g, totals = g_new, new_totals
+        g = g_new
+        totals = new_totals if caps is None else [new_totals[0], *caps]
     return up, g
 
 
@@ -391,7 +398,11 @@ def _final_swaps(
     cmax = max(64, int(np.sqrt(n))) if conflict_max is None else conflict_max
     conflict = np.bincount(cols_nz, minlength=m) <= cmax
     by_col = _Incidence(rows_nz, cols_nz, n)
-    up2, _ = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], polish, rows_nz, cols_nz, by_col)
+    hd0 = float(hd(g).sum())
+    # first swaps that lower one measure and raise neither, then swaps that lower the
+    # mean absolute difference as long as the Hellinger distance stays within its start
+    up2, g2 = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], polish, rows_nz, cols_nz, by_col)
+    up2, _ = _swaps(XRl, up2, g2, b, [l1, hd], conflict, tie[R], polish, rows_nz, cols_nz, by_col, caps=[hd0])
     out = yr.copy()
     out[R] = low + b * up2
     return out
