@@ -110,9 +110,13 @@ class Session:
         on its folder). Sessions of one process on the same database file share one folder
         (DuckDB opens the file once, with one configuration), removed with the last of them.
     ``progress``
-        Progress bars on long steps (adding record keys, copying files into the database,
-        and DuckDB's own bar on other long queries): True, False, or None — shown when
-        stderr is a terminal (``PROTAB_PROGRESS=0/1`` overrides).
+        Progress bars. protab's own (tqdm, via ``protab._progress``) on long steps — checking
+        ids and adding record keys, copying files or frames into the database — fed by
+        DuckDB's progress of the running query; DuckDB's bar on other long queries.
+        ``None`` (default): both shown when stderr is a terminal or ``PROTAB_PROGRESS=1``,
+        neither with ``PROTAB_PROGRESS=0``; ``False``: none; ``True``: DuckDB's bar always,
+        protab's as for ``None``. Bars show a step name and a percentage, never a seed,
+        key or value.
     """
 
     def __init__(
