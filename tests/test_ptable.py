@@ -520,3 +520,59 @@ def test_lookup_equals_brute_force(p, M, seed):
     assert (c <= p.imax).all()
     big = n > p.imax
     assert np.array_equal((c[big] - n[big]) % p.period, np.zeros(big.sum(), dtype=np.int64))
+
+
+# -- summary, plot, large D ---------------------------------------------------------------
+
+
+def test_summary_describes_each_row_and_its_variance_is_v_where_reached():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTableWarning)
+        p = PTable.maximum_entropy(D=5, V=3, js=2)
+    s = p.summary()
+    assert s.columns == ["i", "n_rows", "mean", "variance", "p_stay", "v_min", "v_max", "D", "V"]
+    assert s["i"].to_list() == list(range(p.imax + 1))
+    assert set(s["D"].to_list()) == {5} and set(s["V"].to_list()) == {3.0}
+    reached = p.diagnostics.filter(pl.col("var_reached").fill_null(False))["i"].to_list()
+    assert reached  # the rows i >= 1 of this table all reach V
+    rows = s.filter(pl.col("i").is_in(reached))
+    np.testing.assert_allclose(rows["variance"].to_numpy(), 3.0, atol=1e-6)
+    np.testing.assert_allclose(s["mean"].to_numpy(), 0.0, atol=1e-6)
+    np.testing.assert_allclose(s["p_stay"].to_numpy(), p.diagnostics["p_stay"].to_numpy())
+    # row 0 keeps zeros; row i cannot go below −i; blocked j = 1, 2 leave no v = 0 for i = 1, 2
+    assert s.row(0, named=True)["n_rows"] == 1 and s.row(0, named=True)["p_stay"] == 1.0
+    assert s.filter(pl.col("i") == 4)["v_min"].item() == -4 and s["v_max"].max() == 5
+    assert s.filter(pl.col("i").is_in([1, 2]))["p_stay"].to_list() == [0.0, 0.0]
+    assert s.filter(pl.col("i") == 5)["n_rows"].item() == 9  # v = −5..5 without j = 1, 2
+    # a table read back has no target V: V is then the variance of row imax
+    back = PTable.from_frame(p.frame.select("i", "v", "p"))
+    assert back.summary()["V"][0] == pytest.approx(s["variance"][-1])
+
+
+def test_plot_writes_a_png(tmp_path):
+    p = PTable.maximum_entropy(D=3, V=1)
+    out = tmp_path / "noise.png"
+    p.plot(out)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    p.plot(tmp_path / "two.png", rows=[1, 3])
+    assert (tmp_path / "two.png").stat().st_size > 0
+    with pytest.raises(InputError, match="no row"):
+        p.plot(tmp_path / "bad.png", rows=[99])
+
+
+def test_maximum_entropy_sparse_newton_solve_equals_the_dense_one(monkeypatch):
+    from protab.ptable import _maxent
+
+    dense = _maxent.maximum_entropy_rows(20, 5, 2, None, True, 1)
+    monkeypatch.setattr(_maxent, "_DENSE_MAX_N", 0)  # every row through the O(n) solve
+    sparse = _maxent.maximum_entropy_rows(20, 5, 2, None, True, 1)
+    assert sparse[0].equals(dense[0]) and sparse[2] == dense[2]
+
+
+def test_maximum_entropy_refuses_d_above_its_limit_without_showing_d():
+    from protab.ptable._maxent import MAX_D
+
+    with pytest.raises(PTableError, match=f"limit of {MAX_D}") as err:
+        PTable.maximum_entropy(D=MAX_D + 1, V=3)
+    assert str(MAX_D + 1) not in str(err.value)

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
+from scipy.linalg import cho_solve_banded, cholesky_banded
 from scipy.optimize import linprog, minimize
 
 from protab.errors import PTableError
@@ -20,40 +22,124 @@ from protab.ptable._common import (
 )
 
 
-def _maxent_row(
+def _constraints(
     v: np.ndarray, V: float, lower: np.ndarray, mono: bool, optim: int
+) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix, np.ndarray, int, int]:
+    """Equalities A p = b and inequalities G p <= h of one row, G sparse.
+
+    Rows of G, in order: the variance cap sum p v^2 <= V (unless optim 4, where it is an
+    equality), ``n_mono`` rows p_k − p_(k+1) <= 0 below v = 0 (with ``mono``), and −p <= −lower.
+    Returns (A, b, G, h, n_var, n_mono) with n_var = 1 when the variance row is in G.
+    """
+    n = len(v)
+    g = v * v
+    eq_rows = [np.ones(n), v]
+    eq_rhs = [1.0, 0.0]
+    n_var = 0 if optim == 4 else 1
+    if optim == 4:
+        eq_rows.append(g)
+        eq_rhs.append(V)
+    zero = np.flatnonzero(v == 0)
+    n_mono = int(zero[0]) if (mono and zero.size) else 0
+    blocks = []
+    if n_var:
+        blocks.append(sp.csr_matrix(g[None, :]))
+    if n_mono:
+        blocks.append(sp.eye(n_mono, n, format="csr") - sp.eye(n_mono, n, k=1, format="csr"))
+    blocks.append(-sp.eye(n, format="csr"))
+    G = sp.vstack(blocks, format="csr")
+    h = np.concatenate([np.full(n_var, V), np.zeros(n_mono), -lower])
+    return np.array(eq_rows), np.array(eq_rhs), G, h, n_var, n_mono
+
+
+#: Rows with at most this many noise values solve the Newton system densely (LU of the full
+#: KKT matrix, O(n³), most accurate); longer rows use the O(n) sparse solve of _newton_step.
+_DENSE_MAX_N = 60
+#: The sparse solve loses a few digits near the optimum (dual residual ~1e-8 where the dense
+#: one reaches 1e-12): a search that stops improving with the residual below this, or with
+#: the duality gap below 1e-11 and the dual residual below 1e-6 (relative), stops there. That
+#: moves log p by ~1e-8, far below the 8 decimals the probabilities are stored with.
+_STALL_RESIDUAL = 1e-10
+
+
+def _dense_newton_step(
+    x: np.ndarray, w: np.ndarray, A: np.ndarray, G: np.ndarray, r1: np.ndarray, r2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Newton system of :func:`_newton_step` by a dense LU of the full KKT matrix."""
+    n, q = x.size, A.shape[0]
+    H = np.diag(1.0 / x) + G.T @ (w[:, None] * G)
+    K = np.block([[H, A.T], [A, np.zeros((q, q))]])
+    rhs = np.concatenate([r1, r2])
+    try:
+        sol = np.linalg.solve(K, rhs)
+    except np.linalg.LinAlgError:
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+    return sol[:n], sol[n:]
+
+
+def _newton_step(
+    x: np.ndarray, w: np.ndarray, A: np.ndarray, G: sp.csr_matrix, n_var: int, n_mono: int,
+    r1: np.ndarray, r2: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Solve [[H, Aᵀ], [A, 0]] [dx; dν] = [r1; r2] for H = diag(1/x) + Gᵀ diag(w) G, sparse.
+
+    H is tridiagonal B (the lower bounds and the monotonicity differences) plus w_var·g gᵀ
+    (the variance row), dense. With ζ = w_var·gᵀdx as one more unknown the system is
+    B dx + Aᵀdν + g ζ = r1, A dx = r2, gᵀdx − ζ/w_var = 0: a banded Cholesky solve with B
+    (scaled to a unit diagonal) and a Schur complement of 3 or 4 rows, refined iteratively
+    against the original system. O(n) instead of the O(n³) of the dense solve.
+    """
+    n, q = x.size, A.shape[0]
+    w_mono = w[n_var : n_var + n_mono]
+    diag = 1.0 / x + w[n_var + n_mono :]
+    off = np.zeros(n - 1)
+    if n_mono:
+        diag[:n_mono] += w_mono
+        diag[1 : n_mono + 1] += w_mono
+        off[:n_mono] = -w_mono
+    # scaled to a unit diagonal; banded Cholesky of B, then the Schur complement of the
+    # constraint rows (A, and g with its −1/w_var slack): O(n) per solve
+    sx = 1.0 / np.sqrt(diag)
+    offs = off * sx[:-1] * sx[1:]
+    ab = np.vstack([np.r_[0.0, offs], np.ones(n)])
+    aug = (np.vstack([A, G[0].toarray()]) if n_var else A) * sx
+    try:
+        cf = cholesky_banded(ab, check_finite=False)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("singular Newton system") from None
+    BiA = cho_solve_banded((cf, False), aug.T, check_finite=False)
+    S = aug @ BiA
+    if n_var:
+        S[-1, -1] += 1.0 / w[0]
+    GT = G.T.tocsr()
+    dx, dnu = np.zeros(n), np.zeros(q)
+    res1, res2 = r1, r2
+    for _ in range(3):  # iterative refinement against the unscaled, unaugmented system
+        Bir = cho_solve_banded((cf, False), res1 * sx, check_finite=False)
+        y = np.linalg.solve(S, aug @ Bir - np.r_[res2, np.zeros(n_var)])
+        dx = dx + (Bir - BiA @ y) * sx
+        dnu = dnu + y[:q]
+        res1 = r1 - (dx / x + GT @ (w * (G @ dx)) + A.T @ dnu)
+        res2 = r2 - A @ dx
+    return dx, dnu
+
+
+def _maxent_row(
+    v: np.ndarray, V: float, lower: np.ndarray, mono: bool, optim: int, dense: bool | None = None
 ) -> np.ndarray | None:
     """Maximum-entropy probabilities over the noise values ``v`` (ascending), or None.
 
     Minimise sum p ln p subject to sum p = 1, sum p v = 0, sum p v^2 <= V (= V for optim 4),
     p >= lower and, with ``mono``, p non-decreasing up to v = 0 (ptable's constraints). The
-    problem is convex; a phase-I linear programme (HiGHS) finds a strictly feasible start and a
-    primal-dual interior-point method (Boyd & Vandenberghe 2004, §11.7) solves it to ~1e-12.
-    None means the constraints cannot all hold.
+    problem is convex; a phase-I linear programme (HiGHS, sparse) finds a strictly feasible
+    start and a primal-dual interior-point method (Boyd & Vandenberghe 2004, §11.7) solves it
+    to ~1e-12. Each Newton step costs O(n) for n = len(v): the Hessian is tridiagonal plus one
+    dense rank-one term (:func:`_newton_step`). None means the constraints cannot all hold.
     """
     n = len(v)
     if n == 0:
         return None
-    eq_rows = [np.ones(n), v]
-    eq_rhs = [1.0, 0.0]
-    in_rows: list[np.ndarray] = []
-    in_rhs: list[float] = []
-    if optim == 4:
-        eq_rows.append(v * v)
-        eq_rhs.append(V)
-    else:
-        in_rows.append(v * v)
-        in_rhs.append(V)
-    if mono:
-        zero = np.flatnonzero(v == 0)
-        for k in range(int(zero[0]) if zero.size else 0):
-            r = np.zeros(n)
-            r[k], r[k + 1] = 1.0, -1.0
-            in_rows.append(r)
-            in_rhs.append(0.0)
-    A, b = np.array(eq_rows), np.array(eq_rhs)
-    G = np.vstack([np.array(in_rows).reshape(-1, n), -np.eye(n)])
-    h = np.concatenate([np.array(in_rhs), -lower])
+    A, b, G, h, n_var, n_mono = _constraints(v, V, lower, mono, optim)
     m, q = G.shape[0], A.shape[0]
     if n == 1:  # a single outcome: feasible only if it is v = 0 (never for a valid row)
         return np.ones(1) if v[0] == 0 and np.all(G @ np.ones(1) <= h) else None
@@ -61,7 +147,7 @@ def _maxent_row(
     # phase I: maximise the smallest slack s of the inequalities (s <= 1)
     lp = linprog(
         np.r_[np.zeros(n), -1.0],
-        A_ub=np.hstack([G, np.ones((m, 1))]),
+        A_ub=sp.hstack([G, sp.csr_matrix(np.ones((m, 1)))], format="csr"),
         b_ub=h,
         A_eq=np.hstack([A, np.zeros((q, 1))]),
         b_eq=b,
@@ -72,7 +158,12 @@ def _maxent_row(
         return None
     x = lp.x[:n].copy()
     if lp.x[-1] <= 1e-12:  # feasible, but with no interior: polish the LP point by SLSQP
-        return _slsqp_row(x, A, b, G, h)
+        return _slsqp_row(x, A, b, G.toarray(), h)
+    GT = G.T.tocsr()
+    if dense is None:  # the O(n) solve first; where it fails (a thin interior), the dense one
+        p = _maxent_row(v, V, lower, mono, optim, dense=n <= _DENSE_MAX_N)
+        return p if p is not None or n <= _DENSE_MAX_N else _maxent_row(v, V, lower, mono, optim, True)
+    Gd = G.toarray() if dense else None
     fi = G @ x - h
     lam = 1.0 / -fi
     nu = np.zeros(q)
@@ -81,9 +172,10 @@ def _maxent_row(
     def residuals(x: np.ndarray, lam: np.ndarray, nu: np.ndarray, t: float) -> np.ndarray:
         fi = G @ x - h
         return np.concatenate(
-            [np.log(x) + 1.0 + G.T @ lam + A.T @ nu, -lam * fi - 1.0 / t, A @ x - b]
+            [np.log(x) + 1.0 + GT @ lam + A.T @ nu, -lam * fi - 1.0 / t, A @ x - b]
         )
 
+    best, stalled = np.inf, 0
     for _ in range(300):
         fi = G @ x - h
         eta = float(-fi @ lam)
@@ -93,16 +185,20 @@ def _maxent_row(
         grad_scale = 1.0 + float(np.abs(np.log(x)).max())
         if np.abs(rp).max() <= 1e-13 and np.abs(rd).max() <= 1e-11 * grad_scale and eta <= 1e-13:
             break
+        rn = float(np.linalg.norm(r))
+        stalled = stalled + 1 if rn > 0.9 * best else 0
+        best = min(best, rn)
+        if stalled >= 5 and eta <= 1e-11 and np.abs(rp).max() <= 1e-12 and np.abs(rd).max() <= 1e-6 * grad_scale:
+            break
         # reduced Newton system: eliminate the inequality multipliers
         w = lam / -fi
-        H = np.diag(1.0 / x) + G.T @ (w[:, None] * G)
-        K = np.block([[H, A.T], [A, np.zeros((q, q))]])
-        rhs = np.concatenate([-rd - G.T @ (rc / fi), -rp])
         try:
-            sol = np.linalg.solve(K, rhs)
-        except np.linalg.LinAlgError:
-            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        dx, dnu = sol[:n], sol[n:]
+            if Gd is not None:
+                dx, dnu = _dense_newton_step(x, w, A, Gd, -rd - GT @ (rc / fi), -rp)
+            else:
+                dx, dnu = _newton_step(x, w, A, G, n_var, n_mono, -rd - GT @ (rc / fi), -rp)
+        except (np.linalg.LinAlgError, RuntimeError):  # a singular Newton system
+            break
         dlam = (rc - lam * (G @ dx)) / fi
         neg = dlam < 0
         step = 0.99 * min(1.0, float(np.min(-lam[neg] / dlam[neg]))) if neg.any() else 0.99
@@ -115,8 +211,8 @@ def _maxent_row(
             ) * r0:
                 break
             step *= 0.5
-        if step <= 1e-16:
-            break
+        if step <= 1e-16 or (step < 1e-6 and r0 <= _STALL_RESIDUAL):
+            break  # no more progress (rounding errors), or only below what the 8 decimals show
         x, lam, nu = x + step * dx, lam + step * dlam, nu + step * dnu
 
     return x if _feasible(x, A, b, G, h) else None
@@ -144,17 +240,13 @@ def _min_variance(v: np.ndarray, lower: np.ndarray, mono: bool) -> float | None:
     n = len(v)
     if n == 0:
         return None
-    rows: list[np.ndarray] = []
     zero = np.flatnonzero(v == 0)
-    if mono:
-        for k in range(int(zero[0]) if zero.size else 0):
-            r = np.zeros(n)
-            r[k], r[k + 1] = 1.0, -1.0
-            rows.append(r)
+    n_mono = int(zero[0]) if (mono and zero.size) else 0
+    mono_rows = sp.eye(n_mono, n, format="csr") - sp.eye(n_mono, n, k=1, format="csr")
     lp = linprog(
         v * v,
-        A_ub=np.array(rows) if rows else None,
-        b_ub=np.zeros(len(rows)) if rows else None,
+        A_ub=mono_rows if n_mono else None,
+        b_ub=np.zeros(n_mono) if n_mono else None,
         A_eq=np.vstack([np.ones(n), v]),
         b_eq=np.array([1.0, 0.0]),
         bounds=[(lo, 1.0) for lo in lower],
@@ -163,7 +255,7 @@ def _min_variance(v: np.ndarray, lower: np.ndarray, mono: bool) -> float | None:
     return float(lp.fun) if lp.status == 0 else None
 
 
-def _feasible(x: np.ndarray, A: np.ndarray, b: np.ndarray, G: np.ndarray, h: np.ndarray) -> bool:
+def _feasible(x: np.ndarray, A: np.ndarray, b: np.ndarray, G: np.ndarray | sp.csr_matrix, h: np.ndarray) -> bool:
     return bool(
         np.all(np.isfinite(x))
         and np.abs(A @ x - b).max() <= 1e-9
@@ -192,6 +284,10 @@ def _slsqp_row(
     return x if _feasible(x, A, b, G, h) else None
 
 
+#: The largest D :func:`maximum_entropy_rows` accepts (see the error it raises above it).
+MAX_D = 500
+
+
 def maximum_entropy_rows(
     D: int,
     V: float,
@@ -204,6 +300,15 @@ def maximum_entropy_rows(
     each row i >= 1 whether its variance target was reached."""
     if not _is_integral(D) or int(D) < 1:
         raise PTableError("D (the largest noise) must be a positive integer")
+    if int(D) > MAX_D:
+        raise PTableError(
+            f"D is above the limit of {MAX_D} for maximum-entropy p-tables: each of the D + js + 1 "
+            "rows is a convex programme over up to 2D + 1 noise values, so the time grows with "
+            "D squared (minutes near the limit), and every noise value keeps a probability of at "
+            "least 1e-8, which alone adds a variance of about (2/3)·D³·1e-8 (53 at D = 2000), "
+            "more than any usual V. Use a smaller D (noise beyond a few standard deviations "
+            "has almost no probability)"
+        )
     if (
         isinstance(V, bool)
         or not isinstance(V, (int, float, np.integer, np.floating))

@@ -74,6 +74,7 @@ class PTable:
             schema={"i": pl.Int64, "v": pl.Int64, "lb_n": pl.Int64, "ub_n": pl.Int64},
         )
         self._var_reached: dict[int, bool] | None = None
+        self._target_V: float | None = None
         self._set(core, int(den), imax, period, interval)
 
     # ---------------------------------------------------------------- validation and layout
@@ -224,6 +225,7 @@ class PTable:
         core, scale, reached = maximum_entropy_rows(D, V, js, pstay, mono, optim)
         out = cls(core, den=scale)
         out._var_reached = reached
+        out._target_V = float(V)
         missed = sorted(i for i, ok in reached.items() if not ok)
         if missed:
             warnings.warn(
@@ -481,6 +483,92 @@ class PTable:
                 )
             )
         return out
+
+    def summary(self) -> pl.DataFrame:
+        """One row per original value i: ``n_rows`` (intervals), ``mean`` (Σ p v), ``variance``
+        (Σ p v² − mean²), ``p_stay`` (p of v = 0), ``v_min``/``v_max`` (smallest and largest
+        noise with p > 0), and, the same on every row, ``D`` (the largest |v| of the table) and
+        ``V`` (the variance the table was built for by :meth:`maximum_entropy`; for a table
+        built otherwise or read from a file, the variance of row ``imax``, which serves every
+        count from imax on).
+
+        For a maximum-entropy table ``variance`` equals V on every row whose target was
+        reached (``diagnostics["var_reached"]``), to the 8 decimals of the bounds; rows of
+        small counts may fall short (their noise cannot go below −i).
+
+        The result describes the p-table, which is secret for publication purposes: whoever
+        knows D, V and the row probabilities can undo part of the protection (e.g. bound the
+        original counts from the published ones). Show it to the people who tune the method,
+        never with the protected tables.
+        """
+        den = self.den
+        w = pl.col("ub_n") - pl.col("lb_n")
+        out = (
+            self.frame.filter(w > 0)
+            .group_by("i")
+            .agg(
+                pl.len().alias("n_rows"),
+                (w * pl.col("v")).sum().alias("m1"),
+                (w * pl.col("v") * pl.col("v")).sum().alias("m2"),
+                (w * (pl.col("v") == 0)).sum().alias("s"),
+                pl.col("v").min().alias("v_min"),
+                pl.col("v").max().alias("v_max"),
+            )
+            .sort("i")
+            .with_columns((pl.col("m1") / den).alias("mean"))
+            .select(
+                "i",
+                pl.col("n_rows").cast(pl.Int64),
+                "mean",
+                (pl.col("m2") / den - pl.col("mean") ** 2).alias("variance"),
+                (pl.col("s") / den).alias("p_stay"),
+                "v_min",
+                "v_max",
+            )
+        )
+        D = int(self.frame["v"].abs().max())  # type: ignore[arg-type]
+        if self._target_V is not None:
+            V = self._target_V
+        else:
+            last = out.filter(pl.col("i") == out["i"].max())
+            V = float(last["variance"][0])
+        return out.with_columns(pl.lit(D, dtype=pl.Int64).alias("D"), pl.lit(V, dtype=pl.Float64).alias("V"))
+
+    def plot(self, path: str | os.PathLike[str], *, rows: Sequence[int] | None = None) -> None:
+        """Write a PNG of the noise distribution: p(v) per original value i, one line per row i
+        (``rows``: which i; by default up to 8 spread over 0..imax), with D and V in the title.
+
+        matplotlib is imported here, with its Agg canvas only (no pyplot, no display, the
+        global backend untouched). Like :meth:`summary`, the picture shows the secret p-table:
+        keep it away from the publication.
+        """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        dist = self.frame.group_by("i", "v").agg(((pl.col("ub_n") - pl.col("lb_n")).sum() / self.den).alias("p"))
+        all_i = sorted(dist["i"].unique().to_list())
+        if rows is None:
+            pick = np.unique(np.linspace(0, len(all_i) - 1, num=min(8, len(all_i))).round().astype(int))
+            chosen = [all_i[k] for k in pick]
+        else:
+            chosen = [int(r) for r in rows]
+            unknown = sorted(set(chosen) - set(all_i))
+            if unknown:
+                raise InputError(f"plot: the p-table has no row(s) i = {show_values(unknown)}")
+        summ = self.summary()
+        fig = Figure(figsize=(8, 4.5), dpi=100)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        for i in chosen:
+            d = dist.filter(pl.col("i") == i).sort("v")
+            ax.plot(d["v"].to_numpy(), d["p"].to_numpy(), marker="o", markersize=3, label=f"i = {i}")
+        ax.set_xlabel("noise v (published j = i + v)")
+        ax.set_ylabel("probability p(v | i)")
+        ax.set_title(f"p-table noise distribution (D = {summ['D'][0]}, V = {summ['V'][0]:.4g})")
+        ax.legend(fontsize="small", ncols=2)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(os.fspath(path), format="png")
 
     # ------------------------------------------------------------------------ dunder
 
