@@ -279,6 +279,12 @@ def test_bad_max_cells(value):
         pt.Session(":memory:", max_cells=value)
 
 
+@pytest.mark.parametrize("value", [0, "4", 2.5, True])
+def test_bad_threads(value):
+    with pytest.raises(InputError, match="threads"):
+        pt.Session(":memory:", threads=value)
+
+
 @pytest.mark.parametrize("value", ["lots", 12, -5, "4 parsecs", True])
 def test_bad_memory_limit(value, tmp_path):
     with pytest.raises(InputError, match="memory_limit"):

@@ -136,6 +136,8 @@ class Session:
         self.max_cells = _check_max_cells(max_cells)
         config: dict[str, Any] = {"memory_limit": _memory_limit(memory_limit)}
         if threads is not None:
+            if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
+                raise InputError(f"Session: threads must be a whole number of 1 or more, not {threads!r}")
             config["threads"] = int(threads)
         if storage_version is not None and not read_only:
             # new database files in a storage format every DuckDB since 1.2 reads, so that an
@@ -762,6 +764,11 @@ class Session:
         """
         if (table is None) == (modulus is None):
             raise InputError("install_ptable: give the keyed table or the key modulus (one of them)")
+        if modulus is not None and (isinstance(modulus, bool) or not isinstance(modulus, numbers.Integral)):
+            raise InputError(
+                f"install_ptable: modulus must be a whole number (2^bits, or 10^d for decimal keys), "
+                f"not {type(modulus).__name__}"
+            )
         m = self.record_key(table)[1] if table is not None else int(modulus)  # type: ignore[arg-type]
         if m < 2:
             raise InputError("install_ptable: the key modulus must be at least 2")
