@@ -286,15 +286,22 @@ class TableRun:
         up exactly, negative frequencies; then the size of the request (``max_cells``)."""
         spec = self.spec
         sources = self._value_sources()
-        # one query: the number of inner cells, per dimension its distinct codes and how many
-        # records have no code, then the checks of the values
-        items = ["count(*)"]
-        for k in range(self.nd):
+        # one query: the number of inner cells; per dimension the number of its codes, how
+        # many records have none, and its codes (hierarchies: to check them against it) or
+        # whether the margin code occurs (flat); then the checks of the values. Codes of flat
+        # dimensions stay in the database: an identifier column has millions.
+        items, params = ["count(*)"], []
+        for k, d in enumerate(spec.dimensions):
             items += [
-                f"coalesce(list(DISTINCT _d{k}) FILTER (WHERE _d{k} IS NOT NULL), [])",
+                f"count(DISTINCT _d{k})",
                 f"coalesce(sum(_n) FILTER (WHERE _d{k} IS NULL), 0)",
                 f"count(*) FILTER (WHERE _d{k} IS NULL)",
             ]
+            if d.hierarchy is not None:
+                items.append(f"coalesce(list(DISTINCT _d{k}) FILTER (WHERE _d{k} IS NOT NULL), [])")
+            else:
+                items.append(f"coalesce(bool_or(_d{k} = ?), false)")
+                params.append(d.root)
         items += [f"coalesce(sum({c}), 0)" for c in ("_chk_w", "_chk_f") if c in self._checks]
         for i, _, _ in sources:
             lo, hi = f"CAST(_chk_lo{i} AS DOUBLE)", f"CAST(_chk_hi{i} AS DOUBLE)"
@@ -303,10 +310,10 @@ class TableRun:
                 f"coalesce(min({lo}), 0)",
                 f"coalesce(sum(_chk_n{i} * greatest(abs({lo}), abs({hi}))), 0)",  # ≥ Σ|x|
             ]
-        row = list(self.con.execute(f"SELECT {', '.join(items)} FROM {self.inner}").fetchall()[0])
+        row = list(self.con.execute(f"SELECT {', '.join(items)} FROM {self.inner}", params).fetchall()[0])
         self._n_inner = int(row.pop(0))
-        per_dim = [(row[3 * k], row[3 * k + 1], row[3 * k + 2]) for k in range(self.nd)]
-        del row[: 3 * self.nd]
+        per_dim = [tuple(row[4 * k: 4 * k + 4]) for k in range(self.nd)]
+        del row[: 4 * self.nd]
         if self._checks:
             nulls = row.pop(0) if "_chk_w" in self._checks else 0
             negative_f = row.pop(0) if "_chk_f" in self._checks else 0
@@ -347,7 +354,7 @@ class TableRun:
             raise InputError(
                 f"table {self.table!r} has no records, so there is no table to publish"
             )
-        for d, (codes, nulls, null_cells) in zip(self.spec.dimensions, per_dim):
+        for d, (n_distinct, nulls, null_cells, codes) in zip(self.spec.dimensions, per_dim):
             if null_cells:  # only without null_code
                 nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""
                 raise InputError(
@@ -355,11 +362,11 @@ class TableRun:
                     "record(s); remove them, or publish them as a category with "
                     "TableSpec(..., null_code='Unknown')"
                 )
-            self._leaf_counts.append(len(d.hierarchy.leaves) if d.hierarchy is not None else len(codes))
-            n_codes.append(len(codes))
+            self._leaf_counts.append(len(d.hierarchy.leaves) if d.hierarchy is not None else int(n_distinct))
+            n_codes.append(int(n_distinct))
             if d.hierarchy is not None:
                 d.hierarchy.check_codes(codes, table=self.table, column=d.column)
-            elif d.root in codes:
+            elif codes:  # the margin's name occurs as a code
                 raise SpecError(
                     f"column {d.column!r} of table {self.table!r} has the code {d.root!r}, which is "
                     "also the name of its margin; pass TableSpec(..., total='...') with another "
