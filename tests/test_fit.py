@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from protab import fit
 from protab.errors import ConvergenceWarning, InputError, ProtabError
+from protab.fit._common import _reduce_zeros
 
 REF = json.loads((Path(__file__).parent / "data" / "fits_3x3.json").read_text())
 TOL = REF["tolerance"]
@@ -411,11 +412,11 @@ def test_ipf_reductions_zero_and_singleton() -> None:
 def test_reduce_zeros_masks() -> None:
     X = x3_totals()
     z = np.array([0.0, 5, 6, 1, 2, 8, 11])
-    rows_zero, cols_removed = fit._reduce_zeros(X, z == 0)
+    rows_zero, cols_removed = _reduce_zeros(X, z == 0)
     np.testing.assert_array_equal(rows_zero, [True] * 3 + [False] * 6)
     np.testing.assert_array_equal(cols_removed, [True] + [False] * 6)
     # zeroing both other rows leaves the column totals with one free cell, none empty
-    rz, cr = fit._reduce_zeros(X, np.array([True, True, True, False, False, False, False]))
+    rz, cr = _reduce_zeros(X, np.array([True, True, True, False, False, False, False]))
     assert rz.all() and cr.all()  # everything is forced to zero
 
 

@@ -21,19 +21,7 @@ Typical pipeline for a CKM table (METHODS.md §4)::
     y_int = integerise(res.y, seed=seed)   # releasable integer inner table
 """
 
-from protab.errors import (
-    ConvergenceError,
-    ConvergenceWarning,  # noqa: F401  (in protab.fit's namespace before it became a package)
-    InputError,  # noqa: F401  (likewise)
-    show_values,  # noqa: F401  (likewise)
-)
-from protab.fit._common import (
-    BoolArray,  # noqa: F401  (likewise)
-    FloatArray,  # noqa: F401  (likewise)
-    IntArray,  # noqa: F401  (likewise)
-    Solver,  # noqa: F401  (likewise)
-    _reduce_zeros,  # noqa: F401  (used by tests/test_fit.py)
-)
+from protab.errors import ConvergenceError
 from protab.fit.integerising import integerise
 from protab.fit.lsq import LSFit, lsfit_nonneg, min_norm, nnls
 from protab.fit.proportional import IPFResult, column_blocks, ipf

@@ -26,10 +26,6 @@ Entropies use the natural logarithm (every measure here is a ratio of entropies,
 base cancels).
 """
 
-from protab.errors import (
-    InputError,  # noqa: F401  (in protab.measures' namespace before it became a package)
-    show_values,  # noqa: F401  (likewise)
-)
 from protab.measures.disclosure import (
     EXACT_TOL,  # noqa: F401  (a documented constant, not in __all__)
     disclosive_cells,

@@ -29,7 +29,8 @@ from numpy.typing import ArrayLike
 
 from protab.errors import InputError, PTableError, show_values
 from protab.noise._common import DIGITS, integer, ptable_from_rows
-from protab.ptable import PTable, _to_polars
+from protab.ptable import PTable
+from protab.ptable._common import _to_polars
 
 __all__ = ["make_invariant", "pram", "read_matrix"]
 

@@ -14,14 +14,6 @@ Two dialects are read and written: the Destatis / R ptable / tau-ARGUS table
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """
 
-from protab._io import write_text  # noqa: F401  (in protab.ptable's namespace before it became a package)
-from protab.errors import (
-    InputError,  # noqa: F401  (likewise)
-    PTableError,  # noqa: F401  (likewise)
-    PTableWarning,  # noqa: F401  (likewise)
-    show_values,  # noqa: F401  (likewise)
-)
-from protab.ptable._common import _to_polars  # noqa: F401  (used by protab.noise.pram)
 from protab.ptable.core import Interval, PTable
 
 __all__ = ["PTable", "Interval"]
