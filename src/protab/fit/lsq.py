@@ -13,6 +13,7 @@ from scipy.optimize import lsq_linear
 from scipy.optimize import nnls as _dense_nnls
 from scipy.sparse.linalg import lsmr, lsqr
 
+from protab._progress import bar
 from protab.errors import ConvergenceWarning, InputError
 from protab.fit._common import (
     BoolArray,
@@ -250,26 +251,28 @@ def _fista_nnls(A: sp.csc_array, b: FloatArray, lam: float, *, tol: float, max_i
     t = 1.0
     best, best_obj = y, grad_obj(y)[1]
     pg_norm = np.inf
-    for it in range(1, max_iter + 1):
-        g, _ = grad_obj(x)
-        y_new = np.maximum(x - g / L, 0.0)
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        if float((x - y_new) @ (y_new - y)) > 0:  # momentum against progress: restart it
-            t_new, x = 1.0, y_new.copy()
-        else:
-            x = y_new + ((t - 1.0) / t_new) * (y_new - y)
-        y, t = y_new, t_new
-        if it % 25 == 0 or it == max_iter:
-            gy, obj = grad_obj(y)
-            if obj > best_obj * (1 + 1e-12) + 1e-300:  # the step was too long: shorten, restart
-                L *= 2.0
-                y, x, t = best.copy(), best.copy(), 1.0
-                continue
-            best, best_obj = y.copy(), obj
-            pg = np.where(y > 0, gy, np.minimum(gy, 0.0))
-            pg_norm = float(np.linalg.norm(pg))
-            if pg_norm <= tol * scale:
-                return y
+    with bar("nnls (FISTA)", total=max_iter, unit="it") as pb:
+        for it in range(1, max_iter + 1):
+            g, _ = grad_obj(x)
+            y_new = np.maximum(x - g / L, 0.0)
+            t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+            if float((x - y_new) @ (y_new - y)) > 0:  # momentum against progress: restart it
+                t_new, x = 1.0, y_new.copy()
+            else:
+                x = y_new + ((t - 1.0) / t_new) * (y_new - y)
+            y, t = y_new, t_new
+            if it % 25 == 0 or it == max_iter:
+                pb.update(25)
+                gy, obj = grad_obj(y)
+                if obj > best_obj * (1 + 1e-12) + 1e-300:  # the step was too long: shorten, restart
+                    L *= 2.0
+                    y, x, t = best.copy(), best.copy(), 1.0
+                    continue
+                best, best_obj = y.copy(), obj
+                pg = np.where(y > 0, gy, np.minimum(gy, 0.0))
+                pg_norm = float(np.linalg.norm(pg))
+                if pg_norm <= tol * scale:
+                    return y
     warnings.warn(
         ConvergenceWarning(
             f"nnls (fista) stopped at its iteration limit ({max_iter}) with a relative projected "

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from protab._progress import bar
 from protab.errors import ConvergenceError, ConvergenceWarning, InputError
 from protab.fit._common import (
     BoolArray,
@@ -321,36 +322,38 @@ def ipf(
         rel = float(np.max(np.abs(dev) / scale_r))
         if rel > tol:
             status = "max_iter"
-            for it in range(1, max_iter + 1):
-                for r_b, c_b, v_b, z_b in plan:
-                    yb = yr[r_b]
-                    s = np.bincount(c_b, weights=yb if v_b is None else yb * v_b,
-                                    minlength=z_b.size)
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        f = z_b / s
-                    f[~np.isfinite(f)] = 1.0  # 0/0 (or z/0, which cannot be met): skip
-                    yr[r_b] = yb * f[c_b]
-                dev = np.asarray(Xrt @ yr) - zr
-                history.append(float(np.max(np.abs(dev))))
-                rel = float(np.max(np.abs(dev) / scale_r))
-                if rel <= tol:
-                    status = "converged"
-                    break
-                stalled = abs(prev_rel - rel) <= stall_tol
-                if exact_support and not lp_done and (it >= lp_after or stalled):
-                    lp_done = True
-                    support = _lp_support(Xr, zr)
-                    if support is None:
-                        status = "inconsistent"
+            with bar("IPF", total=max_iter, unit="sweep") as pb:
+                for it in range(1, max_iter + 1):
+                    for r_b, c_b, v_b, z_b in plan:
+                        yb = yr[r_b]
+                        s = np.bincount(c_b, weights=yb if v_b is None else yb * v_b,
+                                        minlength=z_b.size)
+                        with np.errstate(divide="ignore", invalid="ignore"):
+                            f = z_b / s
+                        f[~np.isfinite(f)] = 1.0  # 0/0 (or z/0, which cannot be met): skip
+                        yr[r_b] = yb * f[c_b]
+                    dev = np.asarray(Xrt @ yr) - zr
+                    history.append(float(np.max(np.abs(dev))))
+                    rel = float(np.max(np.abs(dev) / scale_r))
+                    pb.update(1)
+                    if rel <= tol:
+                        status = "converged"
                         break
-                    lp_zero = ~support
-                    yr[lp_zero] = 0.0
-                    prev_rel = np.inf
-                    continue
-                if stalled:
-                    status = "stalled"
-                    break
-                prev_rel = rel
+                    stalled = abs(prev_rel - rel) <= stall_tol
+                    if exact_support and not lp_done and (it >= lp_after or stalled):
+                        lp_done = True
+                        support = _lp_support(Xr, zr)
+                        if support is None:
+                            status = "inconsistent"
+                            break
+                        lp_zero = ~support
+                        yr[lp_zero] = 0.0
+                        prev_rel = np.inf
+                        continue
+                    if stalled:
+                        status = "stalled"
+                        break
+                    prev_rel = rel
 
     y = y0.copy()
     y[rows_zero] = 0.0
