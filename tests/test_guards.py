@@ -81,6 +81,16 @@ def test_threshold_is_exact_for_a_real_threshold(session):
     assert session.cell_key("t", spec, PTABLE, threshold=0)["n_pert"].null_count() == 0
 
 
+def test_threshold_blanks_w_pert_with_n_pert(session):
+    frame = pl.DataFrame({"pid": list(range(60)), "x": [f"x{k % 30}" for k in range(60)],
+                          "y": [f"y{k % 7}" for k in range(60)], "w": [1.5] * 60})
+    session.register("t", frame)
+    session.add_record_keys("t", id_column="pid", seed="w")
+    out = session.cell_key("t", pt.TableSpec({"x": None, "y": None}, weight="w"), PTABLE, threshold=2.5, original=True)
+    assert (out["n"] == 0).sum() > 0
+    assert out["w_pert"].is_null().to_list() == out["n_pert"].is_null().to_list()
+
+
 @pytest.mark.parametrize("threshold", [True, "3", float("nan"), float("inf"), -1, -0.5, [3]])
 def test_bad_thresholds_are_refused(session, micro, threshold):
     session.register("t", micro)

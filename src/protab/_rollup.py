@@ -733,9 +733,13 @@ class TableRun:
             params.append(int(threshold))
         cols.append(f"{pert} AS _np")
         if self.spec.weight is not None:
-            cols.append(f"CASE WHEN c._n = 0 THEN 0.0 ELSE ({pert}) * CAST(c._w AS DOUBLE) / c._n END AS _wp")
+            # blanked with n_pert (a zero weight would tell that the blanked count is 0)
+            blank = f"WHEN ({pert}) IS NULL THEN NULL " if threshold is not None else ""
+            cols.append(
+                f"CASE {blank}WHEN c._n = 0 THEN 0.0 ELSE ({pert}) * CAST(c._w AS DOUBLE) / c._n END AS _wp"
+            )
             if threshold is not None:
-                params.append(int(threshold))
+                params += [int(threshold)] * 2
         params += [imin, int(ptable.imax), int(ptable.period)]
         frame = self.arrow(
             f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} LEFT JOIN {pt} p "
