@@ -106,3 +106,13 @@ def test_outputs_beside_the_working_folder_and_dotdot_paths(demo_db, tmp_path, m
     assert "holds the database" in capsys.readouterr().err
     assert cli.main(["protect", "req.toml", "--out", "sub/x/.."]) == 0
     assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["t.csv", "t.parquet"]
+
+
+def test_ptable_show_prints_the_summary_and_draws_the_noise(tmp_path, capsys):
+    p = tmp_path / "p.csv"
+    assert cli.main(["ptable", "generate", "--D", "5", "--V", "3", "--js", "2", "--out", str(p)]) == 0
+    capsys.readouterr()
+    assert cli.main(["ptable", "show", str(p), "--png", str(tmp_path / "noise.png")]) == 0
+    out = capsys.readouterr().out
+    assert "D = 5, V = 3" in out and "variance" in out and "p_stay" in out and "internal" in out
+    assert (tmp_path / "noise.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

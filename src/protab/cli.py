@@ -321,8 +321,10 @@ def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:
     with reading(source, "the p-table file"):
         p = PTable.read(source, format=fmt)
     summary = p.summary()
-    text = [f"p-table {source}: D = {p.D}, V = {p.V:g}, {p.frame.height} rows, "
-            f"original values 0..{int(summary['i'].max())} (the last row serves every larger count)"]
+    D, V = int(summary["D"][0]), float(summary["V"][0])
+    text = [f"p-table {source}: D = {D}, V = {V:g}, {p.frame.height} rows, original values "
+            f"0..{int(summary['i'].max())} (the last serves every larger count)"]
+    summary = summary.drop("D", "V")
     with pl.Config(tbl_rows=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
                    float_precision=4):
         text.append(str(summary))
