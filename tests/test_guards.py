@@ -133,6 +133,14 @@ def test_sums_that_overflow_in_one_cell_are_refused(session):
             "weight column 'w'", "table 't'", "1e+29")
 
 
+def test_frequencies_that_overflow_are_refused(session):
+    session.con.execute(
+        "CREATE TABLE t AS SELECT * FROM (VALUES ('a', 9223372036854775000), ('a', 9223372036854775000)) v(x, f)"
+    )
+    _raises(session, InputError, lambda: session.tabulate("t", pt.TableSpec({"x": None}, freq="f")),
+            "table 't'", "overflowed", "frequency")
+
+
 def test_values_near_the_limit_are_looked_at_exactly(session):
     # the scan's cheap bound (2 values × 6e28 ≥ 5e28) asks for an exact look: 6e28 + 1 < 1e29
     session.register("t", pl.DataFrame({"a": ["x", "x", "y"], "w": [6e28, 1.0, 2.0]}))

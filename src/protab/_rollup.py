@@ -245,10 +245,14 @@ class TableRun:
                 f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(self.table)} GROUP BY ALL)",
                 params,
             )
-        except duckdb.OutOfRangeException:
+        except (duckdb.OutOfRangeException, duckdb.ConversionException) as exc:
             # a sum overflowed in some cell: the sum of |values| is beyond SUM_LIMIT
             self._too_large()
-            raise
+            reason = str(exc).splitlines()[0]
+            raise InputError(
+                f"table {self.table!r}: a sum over its records overflowed ({reason}); look for "
+                "huge values in the frequency, weight and sums columns of the request"
+            ) from None
 
     def _too_large(self) -> None:
         """InputError for the first weight/sums column whose |values| add up to SUM_LIMIT or
