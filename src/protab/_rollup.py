@@ -259,6 +259,8 @@ class TableRun:
         more over the table (an exact second look at the microdata, made only when the
         cheap bound of the scan does not rule it out)."""
         sources = self._value_sources()
+        if not sources:
+            return
         items = [
             f"coalesce(sum(abs(CAST({quote_ident(c)} AS DOUBLE))) "
             f"FILTER (WHERE isfinite(CAST({quote_ident(c)} AS DOUBLE))), 0)"
