@@ -233,14 +233,12 @@ def test_conflict_max_guards_shared_cells():
     guarded, unguarded = z3_table(15), z3_table(15, conflict_max=0)
     assert guarded.hellinger_utility > unguarded.hellinger_utility + 0.05
     assert _mad(guarded) < _mad(unguarded)
-    # guarding every cell is the default on this small table
-    assert z3_table(15, conflict_max=10**9).inner.equals(guarded.inner)
 
 
 def test_small_penalty_avoids_new_small_cells():
     # a high penalty on published cells left small means fewer later passes and fewer
     # changed inner cells; without it the criterion ignores new small cells
-    none, high = z3_table(3, small_penalty=0.0), z3_table(3, small_penalty=10.0)
+    none, high = z3_table(15, small_penalty=0.0), z3_table(15, small_penalty=10.0)
     assert high.n_changed < none.n_changed
     assert high.iterations < none.iterations
 

@@ -264,16 +264,19 @@ def test_pre_rounded_values_are_kept_and_the_rest_make_up_the_total():
     assert set(yr.tolist()) == {100, 3}
 
 
-def z3_b15(**kw) -> rnd.SmallCountResult:
+def z3_b15(base: int = 15, **kw) -> rnd.SmallCountResult:
     frame = r_input("z3").with_columns(pl.col("ant").cast(pl.Int64).alias("n"))
-    return rnd.small_count(frame, table_spec(CASES["z3_mf3_b15_default"]["spec"]), 15, extend0=False, **kw)
+    return rnd.small_count(frame, table_spec(CASES["z3_mf3_b15_default"]["spec"]), base, extend0=False, **kw)
 
 
 def test_step_changes_the_search():
     default = z3_b15()
     y0 = default.inner["rounded"].to_numpy()
-    for step in (10, (1, 0, 10)):
-        assert not np.array_equal(z3_b15(step=step).inner["rounded"].to_numpy(), y0)
+    # forward sweeps of at most 10 raises with backward steps between them
+    assert not np.array_equal(z3_b15(step=10).inner["rounded"].to_numpy(), y0)
+    # backward-forward rounds of 10 raises after the swap sweeps (base 3 here)
+    y3 = z3_b15(3).inner["rounded"].to_numpy()
+    assert not np.array_equal(z3_b15(3, step=(1, 0, 10)).inner["rounded"].to_numpy(), y3)
     # a list with a second setting adds R's final re-run: more passes, another result
     rerun = z3_b15(step=[1, 10])
     assert rerun.iterations > default.iterations
