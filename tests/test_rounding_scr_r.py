@@ -9,7 +9,9 @@ frames of those tests (inner cells), ``scr_r_cases.json`` holds per case the arg
 protab's equivalent table spec, R's rounded inner cells and published cells, R's metrics and
 R's model matrix (shared by cases with the same table, under ``models``). protab's rounding
 is scored on R's own published cells (R's model matrix times protab's rounded inner cells),
-so the two are compared like for like even where R lists a cell twice.
+so the two are compared like for like even where R lists a cell twice. ``scr_r_sosial.json``
+holds four of the package's larger test cases that its test file skips (sosialFiktiv), with
+R's published cells as plain vectors.
 """
 
 from __future__ import annotations
