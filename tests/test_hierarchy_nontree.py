@@ -292,16 +292,11 @@ def test_model_matrix_with_minus_one() -> None:
     j = published.with_row_index().filter((pl.col("geo") == "gap") & (pl.col("sex") == "Total"))["index"][0]
     col = dict(zip(inner["geo"] + "/" + inner["sex"], X[:, j].toarray().ravel()))
     assert col == {"Spain/f": -1, "Spain/m": -1, "Iceland/f": 0, "Iceland/m": 0, "Portugal/f": -1, "Portugal/m": -1}
-    # Session.model_matrix gives this X, or (while it builds 0/1 matrices from
-    # TableRun.pairs()) refuses: never a wrong X
+    # Session.model_matrix gives this X, −1 entries included
     with pt.Session(":memory:") as s:
         s.register("t", PERSONS)
-        try:
-            X2, _, _ = s.model_matrix("t", spec)
-        except pt.SpecError as e:
-            assert "coefficients other than 1" in str(e)
-        else:
-            assert (X2 != X).nnz == 0
+        X2, _, _ = s.model_matrix("t", spec)
+    assert (X2 != X).nnz == 0 and X2.min() == -1
 
 
 def test_model_matrix_counts_a_leaf_twice() -> None:
@@ -363,6 +358,10 @@ def test_cell_keys_of_signed_cells() -> None:
     assert k_gap["cell_key"].min() >= 0 and k_gap["cell_key"].max() < 64
     # the key of −S is −(key of S) mod m: gap's key and EU's add up to the modulus
     assert (cells(k_gap, "cell_key", geo="gap")["m"] + cells(k_signed, "cell_key", geo="EU")["m"]) % 64 == 0
+    # −S is perturbed as S with the negated key: gap publishes exactly −(EU's perturbed count)
+    assert cells(c_gap, "n_pert", geo="gap") == {
+        k: -v for k, v in cells(c_signed, "n_pert", geo="EU").items()}
+    assert c_gap.filter(pl.col("n") < 0)["n_pert"].null_count() == 0
     # cells with a positive count are perturbed as in any table
     pos = c_gap.filter(pl.col("n") > 0)
     assert pos.height and pos["n_pert"].null_count() == 0

@@ -732,7 +732,11 @@ class TableRun:
             cols.append("c._n")
             if self.spec.weight is not None:
                 cols.append("CAST(c._w AS DOUBLE) AS _w")
-        pert = "c._n + coalesce(p.protab_v, 0)"
+        # a negative count (a signed cell of a non-tree hierarchy, e.g. −(Spain + Portugal)) is
+        # perturbed as its absolute value with the negated key: −S publishes exactly −(S's
+        # perturbed count), so neither form reveals the other's original
+        pert = ("CASE WHEN c._n < 0 THEN -(abs(c._n) + coalesce(p.protab_v, 0)) "
+                "ELSE c._n + coalesce(p.protab_v, 0) END")
         ctes, cells, params = self._cells_source()
         if threshold is not None:
             pert = f"CASE WHEN {pert} < ? THEN NULL ELSE {pert} END"
@@ -746,12 +750,13 @@ class TableRun:
             )
             if threshold is not None:
                 params += [int(threshold)] * 2
-        params += [imin, int(ptable.imax), int(ptable.period)]
+        params += [imin, int(ptable.imax), int(ptable.period), self.modulus]  # then the modulus again
         frame = self.arrow(
             f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} LEFT JOIN {pt} p "
-            f"ON p.protab_i = protab_row_class(c._n, ?, ?, ?) "
-            f"AND c._k BETWEEN p.protab_klo AND p.protab_khi ORDER BY {order}",
-            params,
+            f"ON p.protab_i = protab_row_class(abs(c._n), ?, ?, ?) "
+            f"AND (CASE WHEN c._n < 0 THEN (? - c._k) % ? ELSE c._k END) BETWEEN p.protab_klo AND p.protab_khi "
+            f"ORDER BY {order}",
+            params + [self.modulus],
         )
         return frame.rename(output_names(self.spec, frame.columns))
 

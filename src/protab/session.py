@@ -700,10 +700,7 @@ class Session:
         with self._out_of_memory(table), self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
             inner = run.inner_frame()
             published = run.published()
-            rows, cols, n_inner, n_pub = run.pairs()
-        X = sparse.csc_matrix(
-            (np.ones(rows.size, dtype=np.float64), (rows, cols)), shape=(n_inner, n_pub)
-        )
+            X = run.matrix()  # coefficients of non-tree hierarchies (−1, 2 …) included
         return X, inner, published
 
     def cell_key(
