@@ -82,6 +82,8 @@ def published_filter(spec: TableSpec, level: dict[int, str] | None = None) -> st
     """
     if level is None:
         level = {k: f"_l{k}" for k in range(len(spec.dimensions))}
+    if not spec.margins:  # the crossing of all (flat) dimensions alone: every code a leaf
+        return " AND ".join(f"{expr} = 1" for expr in level.values()) or "TRUE"
     cols = spec.columns
     ors = []
     for term in spec.terms:

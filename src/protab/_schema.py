@@ -285,6 +285,7 @@ PROTECT_TABLE = Table(
         "drop_empty": Bool(),
         "null_code": Str(),
         "threshold": Num(0),
+        "margins": Bool(),
         "sums": Refused(why="magnitude tables (sums) are not protected by protab protect; the cell "
                             "key method for magnitudes is planned"),
     },

@@ -56,6 +56,7 @@ request file (TOML; paths in it are relative to the file):
   drop_empty = false                  # optional: publish cells without records (default)
   null_code = "Unknown"               # optional: NULL codes as this category
   threshold = 3                       # optional: blank perturbed counts below this
+  margins = false                     # optional: the flat crosstab alone (flat dims, no formula)
 
 Unknown keys and values of the wrong type are errors. Every table is protected before any
 file is written, and the output folder receives all tables at once (a killed run leaves it
@@ -249,6 +250,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
             specs.append(TableSpec(
                 dims, formula=t.get("formula"), weight=t.get("weight"),
                 drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
+                margins=t.get("margins", True),
             ))
         for k, (t, spec) in enumerate(track(list(zip(tables, specs)), "protecting tables",
                                             total=len(tables), unit="table")):

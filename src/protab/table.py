@@ -81,6 +81,10 @@ class TableSpec:
         cells): counts are sums of it instead of numbers of rows. Cell keys need records.
     total:
         Name of the margin code of flat dimensions.
+    margins:
+        False publishes the crossing of all dimensions alone, without any margin (the flat
+        crosstab of the ONS cell key package); only for flat dimensions (a hierarchy is there
+        for its margins), and without formula or crossings. True (default) publishes margins.
     """
 
     dims: Mapping[str, object]
@@ -92,6 +96,7 @@ class TableSpec:
     null_code: str | None = None
     total: str = "Total"
     freq: str | None = None
+    margins: bool = True
     dimensions: tuple[Dimension, ...] = field(init=False, repr=False)
     terms: tuple[frozenset[str], ...] = field(init=False, repr=False)
 
@@ -131,9 +136,25 @@ class TableSpec:
             raise SpecError(f"TableSpec: dimension named twice: {show_values(dup)}")
         object.__setattr__(self, "dimensions", tuple(dimensions))
         object.__setattr__(self, "terms", self._parse_terms(names))
+        if not self.margins:
+            self._check_no_margins()
         for col in [self.weight, self.freq, *self.sums]:
             if col is not None and col in names:
                 raise SpecError(f"TableSpec: column {col!r} is both a dimension and a value to sum")
+
+    def _check_no_margins(self) -> None:
+        """margins=False: one crossing of flat dimensions (every leaf at level 1)."""
+        if self.formula is not None or self.crossings is not None:
+            raise SpecError(
+                "TableSpec: margins=False publishes the one crossing of all dimensions without "
+                "margins; leave out formula and crossings"
+            )
+        deep = [d.column for d in self.dimensions if d.hierarchy is not None and d.hierarchy.depth > 1]
+        if deep:
+            raise SpecError(
+                f"TableSpec: margins=False takes flat dimensions only; {show_values(deep)} "
+                "have hierarchies, which exist for their margins (publish them with margins)"
+            )
 
     def _check_types(self) -> None:
         """SpecError naming the argument and the type expected for every argument of the
@@ -154,13 +175,12 @@ class TableSpec:
         if dup:
             raise SpecError(f"TableSpec: sums names {show_values(dup)} twice")
         object.__setattr__(self, "sums", tuple(sums))
-        if isinstance(self.drop_empty, np.bool_):
-            object.__setattr__(self, "drop_empty", bool(self.drop_empty))
-        if not isinstance(self.drop_empty, bool):
-            raise SpecError(
-                f"TableSpec: drop_empty must be True or False, not {self.drop_empty!r} "
-                f"({type(self.drop_empty).__name__})"
-            )
+        for flag in ("drop_empty", "margins"):
+            value = getattr(self, flag)
+            if isinstance(value, np.bool_):
+                object.__setattr__(self, flag, bool(value))
+            elif not isinstance(value, bool):
+                raise SpecError(f"TableSpec: {flag} must be True or False, not {value!r} ({type(value).__name__})")
         if self.null_code is not None and (not isinstance(self.null_code, str) or not self.null_code.strip()):
             raise SpecError(
                 "TableSpec: null_code must be a non-empty string (the code that NULL and NaN "
