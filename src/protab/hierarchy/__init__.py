@@ -32,12 +32,6 @@ Everything is vectorised (numpy and polars): hierarchies of national 1 km grids 
 over codes.
 """
 
-from protab._io import write_text  # noqa: F401  (in protab.hierarchy's namespace before it became a package)
-from protab.errors import (
-    HierarchyError,  # noqa: F401  (likewise)
-    show_values,  # noqa: F401  (likewise)
-)
-from protab.hierarchy._common import DEFAULT_ROOT  # noqa: F401  (likewise)
 from protab.hierarchy.core import Hierarchy
 
 __all__ = ["Hierarchy"]

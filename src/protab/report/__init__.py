@@ -115,18 +115,6 @@ the inner cells (every dimension at its finest level: the largest ``<dim>_level`
 other than ``total`` without level columns) enter the entropy measures and the group measures.
 """
 
-from protab import measures as m  # noqa: F401  (in protab.report's namespace before it became a package)
-from protab._io import (
-    atomic_path,  # noqa: F401  (likewise)
-    write_frame,  # noqa: F401  (likewise)
-    write_text,  # noqa: F401  (likewise)
-)
-from protab.errors import (
-    InputError,  # noqa: F401  (likewise)
-    SpecError,  # noqa: F401  (likewise)
-    show_values,  # noqa: F401  (likewise)
-)
-from protab.ptable import PTable  # noqa: F401  (likewise)
 from protab.report._common import MEASURES
 from protab.report.comparison import compare
 from protab.report.plots import plot_noise, plot_ru_map
