@@ -54,7 +54,7 @@ def _constraints(
 
 #: Rows with at most this many noise values solve the Newton system densely (LU of the full
 #: KKT matrix, O(n³), most accurate); longer rows use the O(n) sparse solve of _newton_step.
-_DENSE_MAX_N = 60
+_DENSE_MAX_N = 100
 #: The sparse solve loses a few digits near the optimum (dual residual ~1e-8 where the dense
 #: one reaches 1e-12): a search that stops improving with the residual below this, or with
 #: the duality gap below 1e-11 and the dual residual below 1e-6 (relative), stops there. That
@@ -176,6 +176,7 @@ def _maxent_row(
         )
 
     best, stalled = np.inf, 0
+    done = False
     for _ in range(300):
         fi = G @ x - h
         eta = float(-fi @ lam)
@@ -184,11 +185,13 @@ def _maxent_row(
         rd, rc, rp = r[:n], r[n : n + m], r[n + m :]
         grad_scale = 1.0 + float(np.abs(np.log(x)).max())
         if np.abs(rp).max() <= 1e-13 and np.abs(rd).max() <= 1e-11 * grad_scale and eta <= 1e-13:
+            done = True
             break
         rn = float(np.linalg.norm(r))
         stalled = stalled + 1 if rn > 0.9 * best else 0
         best = min(best, rn)
         if stalled >= 5 and eta <= 1e-11 and np.abs(rp).max() <= 1e-12 and np.abs(rd).max() <= 1e-6 * grad_scale:
+            done = True
             break
         # reduced Newton system: eliminate the inequality multipliers
         w = lam / -fi
@@ -211,10 +214,15 @@ def _maxent_row(
             ) * r0:
                 break
             step *= 0.5
-        if step <= 1e-16 or (step < 1e-6 and r0 <= _STALL_RESIDUAL):
-            break  # no more progress (rounding errors), or only below what the 8 decimals show
+        if step < 1e-6 and r0 <= _STALL_RESIDUAL:
+            done = True  # progress only below what the 8 decimals of the bounds show
+            break
+        if step <= 1e-16:
+            break  # no more progress
         x, lam, nu = x + step * dx, lam + step * dlam, nu + step * dnu
 
+    if not done and Gd is None:
+        return None  # the O(n) solve gave up before the optimum: the caller retries densely
     return x if _feasible(x, A, b, G, h) else None
 
 

@@ -214,6 +214,11 @@ class PTable:
         pstay bound by 0.05 and retries (up to 20 solves). Bounds are cumulative sums rounded
         to 8 decimals (den = 10**8). ``pstay``, ``mono`` and ``optim`` may be given per row
         i = 1..ncat. Warns (PTableWarning) naming the rows whose variance was not reached.
+        D may be at most 500 (``protab.ptable._maxent.MAX_D``): PTableError above, as the time
+        grows with D² and the 1e-8 floor on every noise value alone adds a variance of about
+        (2/3)·D³·1e-8. Rows of up to 100 noise values solve their Newton systems densely,
+        longer rows in O(n) (tridiagonal plus one dense row), falling back to the dense solve
+        where that stops short of the optimum.
 
         Differences from R, all outside its normal use: the variance counts as met within
         5e-4 of V (R: rounded to 3 decimals equal to V — the same for V with <= 3 decimals);
