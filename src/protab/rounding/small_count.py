@@ -1,7 +1,7 @@
 """Small count rounding (SCR) of inner cells: the method of Langsrud & Heldal (2018) and the
 R package SmallCountRounding (PLSrounding), in protab's own implementation.
 
-What it does (METHODS.md §2, REFERENCE_ALGORITHMS.md §4): only *inner* cells are rounded and
+What it does (docs/methods.md §2.7): only *inner* cells are rounded and
 every published cell is a sum of rounded inner cells (z = Xᵀy), so the output is additive and
 consistent across every table made from the same inner cells. The first pass takes the small
 inner cells (value < max_round + 1, not a multiple of the base b) under a published cell of
