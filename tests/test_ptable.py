@@ -576,3 +576,19 @@ def test_maximum_entropy_refuses_d_above_its_limit_without_showing_d():
     with pytest.raises(PTableError, match=f"limit of {MAX_D}") as err:
         PTable.maximum_entropy(D=MAX_D + 1, V=3)
     assert str(MAX_D + 1) not in str(err.value)
+
+
+def test_maximum_entropy_long_row_with_a_thin_interior_reaches_the_optimum():
+    # row i = 145 of D = 150, V = 3, js = 2: the phase-I start has slack 1.5e-8 and the O(n)
+    # solve cannot leave it; the row must still get the maximum-entropy distribution
+    from protab.ptable import _maxent
+
+    D, V, js, i = 150, 3.0, 2, 145
+    j = np.arange(max(0, i - D), i + D + 1)
+    v = (j[(j < 1) | (j > js)] - i).astype(float)
+    lower = np.full(v.size, 1e-8)
+    p = _maxent._maxent_row(v, V, lower, True, 1)
+    q = _maxent._maxent_row(v, V, lower, True, 1, dense=True)
+    assert p is not None and q is not None
+    np.testing.assert_allclose(np.cumsum(p), np.cumsum(q), atol=1e-9)
+    assert p.min() == pytest.approx(1e-8, rel=1e-6)  # not the phase-I point (min 2.4e-8)
