@@ -116,3 +116,35 @@ def test_ptable_show_prints_the_summary_and_draws_the_noise(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "D = 5, V = 3" in out and "variance" in out and "p_stay" in out and "internal" in out
     assert (tmp_path / "noise.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_symlinked_output_folder_is_updated_through_the_link(demo_db, tmp_path, capsys):
+    root, db = demo_db
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "keep.txt").write_text("kept")
+    (tmp_path / "link").symlink_to(real)
+    (tmp_path / "r.toml").write_text(
+        f'database = "{db.as_posix()}"\noutput = "link"\n[ptable]\nmaximum_entropy = {{ D = 3, V = 1 }}\n'
+        '[[tables]]\nname = "t"\nsource = "persons"\ndims = ["sex"]\n')
+    for _ in range(2):
+        assert cli.main(["protect", str(tmp_path / "r.toml")]) == 0
+    assert (tmp_path / "link").is_symlink()
+    assert sorted(p.name for p in real.iterdir()) == ["keep.txt", "t.csv", "t.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "r.toml", "real"]
+
+
+def test_a_failing_protect_leaves_the_database_byte_identical(demo_db, tmp_path, capsys):
+    root, db = demo_db
+    before = db.read_bytes()
+    (tmp_path / "r.toml").write_text(
+        f'database = "{db.as_posix()}"\n[ptable]\nmaximum_entropy = {{ D = 3, V = 1 }}\n'
+        '[[tables]]\nname = "t"\nsource = "persons"\ndims = ["sex", "nope"]\n')
+    assert cli.main(["protect", str(tmp_path / "r.toml"), "--out", str(tmp_path / "o")]) == 2
+    assert db.read_bytes() == before
+
+
+def test_warnings_are_one_line(tmp_path, capsys):
+    assert cli.main(["ptable", "generate", "--D", "3", "--V", "2", "--out", str(tmp_path / "p.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("protab: warning: p-table") and "cli.py" not in err and len(err.splitlines()) == 1

@@ -465,3 +465,31 @@ def test_two_signed_dimensions_multiply_their_coefficients() -> None:
     assert cell["cell_key"].to_list() == [6]
     assert set(np.unique(X.data)) == {-1.0, 1.0}
     np.testing.assert_array_equal(X.T @ inner["n"].to_numpy(), published["n"].to_numpy())
+
+
+def test_threshold_judges_signed_cells_by_size() -> None:
+    gap = Hierarchy.from_parent_child(
+        [("Europe", "Spain", 1), ("Europe", "Iceland", 1), ("Europe", "Portugal", 1),
+         ("gap", "Iceland", 1), ("gap", "Europe", -1)],
+        several_parents=True,
+    )
+    p = pt.PTable.maximum_entropy(D=2, V=1)
+    with pt.Session(":memory:") as s:
+        s.register("p", PERSONS.with_columns(pl.Series("rk", [7, 11, 13, 17, 19, 23, 29, 31, 37])))
+        s.add_record_keys("p", record_key_column="rk", bits=6)
+        plain = s.cell_key("p", pt.TableSpec({"geo": gap, "sex": None}), p, original=True)
+        blanked = s.cell_key("p", pt.TableSpec({"geo": gap, "sex": None}), p, original=True, threshold=3)
+    both = plain.join(blanked, on=["geo", "sex"], suffix="_t")
+    # a cell is blanked exactly when |n_pert| < 3, negative cells included
+    assert (both["n_pert_t"].is_null() == (both["n_pert"].abs() < 3)).all()
+    assert both.filter(pl.col("n") < 0)["n_pert_t"].null_count() < both.filter(pl.col("n") < 0).height
+
+
+def test_record_keys_are_never_a_dimension_weight_or_sum() -> None:
+    with pt.Session(":memory:") as s:
+        s.register("p", PERSONS.with_columns(pl.Series("rk", [7, 11, 13, 17, 19, 23, 29, 31, 37])))
+        s.add_record_keys("p", record_key_column="rk", bits=6)
+        for spec in (pt.TableSpec({"rkey": None}), pt.TableSpec({"sex": None}, weight="rkey"),
+                     pt.TableSpec({"sex": None}, sums=["rkey"])):
+            with pytest.raises(pt.SpecError, match="record keys, which are secret"):
+                s.tabulate("p", spec)

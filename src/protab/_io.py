@@ -107,14 +107,17 @@ def _siblings(out: Path, kind: str) -> list[Path]:
 
 def recover(out: str | os.PathLike[str]) -> None:
     """Finish or undo what an interrupted batch left beside ``out`` (see the module docstring)."""
-    out = Path(os.path.abspath(out))
+    out = Path(os.path.realpath(out))
     ready = _siblings(out, _READY)
     if not out.exists() and ready:
         # killed between moving the old folder aside and renaming the new one: finish the swap
         os.rename(ready[-1], out)
         ready = ready[:-1]
     for p in _siblings(out, _PARTIAL) + ready + _siblings(out, _OLD):
-        shutil.rmtree(p, ignore_errors=True)
+        if p.is_symlink():
+            p.unlink()
+        else:
+            shutil.rmtree(p, ignore_errors=True)
     if out.is_dir():  # single files whose rename never came
         for p in out.iterdir():
             if p.name.startswith(".") and p.name.endswith(".tmp") and p.is_file():
@@ -126,7 +129,8 @@ def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
     raw = os.fspath(out)
     if "\x00" in raw:
         raise ProtabError(f"the output folder {raw!r} contains a NUL character")
-    folder = Path(os.path.abspath(raw))  # "a/b/.." is "a": the folder's real name matters here
+    # "a/b/.." is "a", and a symlink is the folder it points to: the real folder is swapped
+    folder = Path(os.path.realpath(raw))
     if len(os.fsencode(str(folder))) > 4000:
         raise ProtabError(f"the output folder path is too long ({len(str(folder))} characters)")
     if folder.exists() and not folder.is_dir():
@@ -141,7 +145,10 @@ def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
     if budget < 8:
         raise ProtabError(f"the output folder name {folder.name!r} is too long")
     for n in names:
-        if "\x00" in n or "/" in n or "\\" in n or n.startswith(".") or not n.strip():
+        if any(ord(ch) < 32 or ch == "\x7f" for ch in n) or n != n.strip():
+            raise ProtabError(f"{n!r} cannot be an output file name: no control characters (newlines, tabs) "
+                              "and no spaces at either end")
+        if "/" in n or "\\" in n or n.startswith(".") or not n.strip():
             raise ProtabError(f"{n!r} cannot be an output file name (no path separators, NUL or leading dot)")
         if len(os.fsencode(n)) > NAME_MAX - 40:
             raise ProtabError(
@@ -155,7 +162,35 @@ def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
         raise ProtabError(f"cannot write the output folder {raw!r}: {str(probe)!r} is not writable")
     if not os.access(folder.parent if folder.parent.exists() else probe, os.W_OK | os.X_OK):
         raise ProtabError(f"cannot write beside the output folder {raw!r} (its parent folder is not writable)")
+    _probe(probe, raw)
     return folder
+
+
+def _probe(folder: Path, raw: str) -> None:
+    """Make and remove a folder in ``folder``: what root cannot write (/proc, /sys, a read-only
+    mount) is found before any work is done, not after."""
+    try:
+        tmp = tempfile.mkdtemp(prefix=".protab-probe-", dir=folder)
+    except OSError as exc:
+        raise ProtabError(f"cannot write {raw!r}: {exc.strerror or exc} in {str(folder)!r}") from None
+    os.rmdir(tmp)
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (a directory): batches into one output folder run
+    one after another, so one run's clean-up never removes another's staging folder."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def check_output_file(path: str | os.PathLike[str]) -> Path:
@@ -173,6 +208,7 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise ProtabError(f"cannot write {raw!r}: {str(probe)!r} is not a writable folder")
+    _probe(probe, raw)
     return target
 
 
@@ -184,6 +220,11 @@ def write_batch(out: str | os.PathLike[str], files: Mapping[str, Callable[[Path]
     """
     folder = check_output_folder(out, list(files))
     folder.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(folder.parent):
+        return _write_batch(folder, files)
+
+
+def _write_batch(folder: Path, files: Mapping[str, Callable[[Path], None]]) -> Path:
     recover(folder)
     tag = uuid.uuid4().hex[:12]
     partial = folder.parent / f".{folder.name}.{_PARTIAL}-{tag}"

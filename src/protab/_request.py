@@ -88,4 +88,5 @@ def _read_csv(path: Path, key: str, **kwargs: Any) -> pl.DataFrame:
         try:
             return pl.read_csv(path, **kwargs)
         except pl.exceptions.PolarsError as exc:
-            raise InputError(f"cannot read the hierarchy file ({key}) {str(path)!r}: {exc}") from None
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise InputError(f"cannot read the hierarchy file ({key}) {str(path)!r} as CSV: {first}") from None

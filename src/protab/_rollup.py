@@ -741,7 +741,7 @@ class TableRun:
                 "ELSE c._n + coalesce(p.protab_v, 0) END")
         ctes, cells, params = self._cells_source()
         if threshold is not None:
-            pert = f"CASE WHEN {pert} < ? THEN NULL ELSE {pert} END"
+            pert = f"CASE WHEN abs({pert}) < ? THEN NULL ELSE {pert} END"  # signed cells by size
             params.append(int(threshold))
         cols.append(f"{pert} AS _np")
         if self.spec.weight is not None:

@@ -96,8 +96,12 @@ class Num(Type):
     def check(self, value: Any, path: str) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _fail(path, self.name, value)
-        if not math.isfinite(value):
-            raise SpecError(f"request: {path} = {value} must be a finite number")
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer beyond any float
+            finite = False
+        if not finite:
+            raise SpecError(f"request: {path} must be a finite number of a sensible size")
         if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
             raise SpecError(f"request: {path} = {value} must be {self.name}")
 

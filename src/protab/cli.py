@@ -239,7 +239,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
         )
     ptable = load_ptable(cfg["ptable"], base)
     rows, frames = [], {}
-    with Session(db, read_only=False) as s:
+    with Session(db, read_only=True) as s:  # protect only reads: the database is left as it was
         _check_sources(s, tables, db)
         specs = []
         for t in tables:  # every table specified (and its hierarchies read) before any is built
@@ -445,7 +445,7 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--decimals", type=int, help="existing keys are decimals in [0, 1] with this many digits")
     k.add_argument("--bits", type=int, default=32, help="keys below 2^bits (default 32; ONS style: 8)")
     k.add_argument("--name", default="rkey", help="name of the key column (default rkey)")
-    k.add_argument("--replace", action="store_true", help="overwrite an existing key column")
+    k.add_argument("--replace", action="store_true", help="overwrite an existing record-key column (never data)")
 
     pt = sub.add_parser("ptable", help="generate, convert, show or install p-tables",
                         description="Perturbation tables (p-tables) of the cell key method.")
@@ -520,6 +520,11 @@ def _run(args: argparse.Namespace) -> None:
     elif args.cmd == "keys":
         from protab.session import Session
 
+        if args.record_key_column and (args.id_column or args.seed_env or args.seed_file):
+            raise InputError("give either --record-key-column (existing keys) or --id with a seed (new keys), "
+                             "not both")
+        if args.decimals is not None and not args.record_key_column:
+            raise InputError("--decimals describes existing keys: use it with --record-key-column")
         seed = None if args.record_key_column else _seed(args)
         _require_database(args.db)
         with Session(args.db) as s:
@@ -582,8 +587,17 @@ def _run_ptable(args: argparse.Namespace) -> None:
         print(f"p-table installed in {args.db}; use ckm(count(*), sum(rkey)) in SQL")
 
 
+def _warn(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """Warnings as one line for people, not a Python file path and source line."""
+    print(f"protab: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     args = _parser().parse_args(argv)
+    shown = warnings.showwarning
+    warnings.showwarning = _warn
     try:
         _run(args)
     except ProtabError as exc:
@@ -599,6 +613,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("protab: interrupted (nothing half-written is left in the output folder)", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = shown
     return 0
 
 

@@ -445,6 +445,16 @@ class Session:
                 f"add_record_keys: table {table!r} has a column {name!r} already; pass "
                 "replace=True to overwrite it or name= to choose another column"
             )
+        if name in cols and replace and name != record_key_column:
+            try:
+                current = self.record_key(table)[0]
+            except InputError:
+                current = None
+            if current != name:
+                raise InputError(
+                    f"add_record_keys: column {name!r} of table {table!r} is data, not record keys; "
+                    "replace=True replaces record keys only: choose another name= for the keys"
+                )
         if (id_column is None) == (record_key_column is None):
             raise InputError(
                 "add_record_keys: give either id_column and seed (to compute keys) or "
@@ -643,6 +653,16 @@ class Session:
                 f"frequency column {spec.freq!r} of table {table!r} has type "
                 f"{cols[spec.freq]}; frequencies must be integers"
             )
+        used = [*spec.columns, *values] + ([spec.freq] if spec.freq else [])
+        try:
+            secret = self.record_key(table)[0]
+        except InputError:
+            secret = None
+        if secret is not None and secret in used:
+            raise SpecError(
+                f"column {secret!r} of table {table!r} holds the record keys, which are secret: it "
+                "cannot be a dimension, a weight, a sum or a frequency of a table"
+            )
         key = None
         if keys:
             if spec.freq is not None:
@@ -726,6 +746,8 @@ class Session:
         exactly for any real threshold: counts are integers, so ``threshold=2.7`` blanks 0, 1
         and 2 (as ``threshold=3`` does) and publishes 3. It must be a finite number of 0 or
         more (``threshold=0`` blanks nothing); booleans, strings, NaN and ±inf are refused.
+        A negative (signed) cell of a non-tree hierarchy is judged by its size: blanked when
+        ``|n_pert| < threshold``.
         """
         from protab.ptable import PTable
 
@@ -918,7 +940,13 @@ def _check_threshold(table: str, threshold: object) -> int | None:
             f"cell_key (table {table!r}): threshold must be a number (counts below it are "
             f"published as null) or None, not {threshold!r} ({type(threshold).__name__})"
         )
-    if not math.isfinite(threshold) or threshold < 0:
+    try:
+        finite = math.isfinite(threshold)
+    except OverflowError:  # an integer beyond any float: no count reaches it
+        finite = threshold > 0
+        if finite:
+            return 2**62
+    if not finite or threshold < 0:
         raise InputError(
             f"cell_key (table {table!r}): threshold must be a finite number of 0 or more, not "
             f"{threshold!r}"
