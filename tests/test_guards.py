@@ -464,3 +464,17 @@ def test_progress_on_long_steps(monkeypatch, progress):
     assert descs == ["checking the ids of t", "record keys for t", "copying u into the database"]
     assert all("SEED" not in d for d in descs)
     assert any(b.done > 0 for b in _Bar.made) and all(b.done <= 100 for b in _Bar.made)
+
+
+def test_minus_zero_and_zero_are_one_code():
+    for dtype in (pl.Float32, pl.Float64):
+        df = pl.DataFrame({"x": pl.Series([-0.0] * 3 + [0.0] * 4 + [1.1], dtype=dtype)})
+        with pt.Session(":memory:") as s:
+            s.register("t", df)
+            out = s.tabulate("t", pt.TableSpec({"x": None}))
+        assert out["x"].to_list() == ["Total", "0.0", "1.1"] and out["n"].to_list() == [8, 7, 1]
+
+
+def test_threads_far_beyond_the_cores_are_refused():
+    with pytest.raises(InputError, match="threads"):
+        pt.Session(":memory:", threads=10**6)

@@ -473,7 +473,7 @@ def test_threshold_judges_signed_cells_by_size() -> None:
          ("gap", "Iceland", 1), ("gap", "Europe", -1)],
         several_parents=True,
     )
-    p = pt.PTable.maximum_entropy(D=2, V=1)
+    p = pt.PTable.maximum_entropy(D=3, V=1)
     with pt.Session(":memory:") as s:
         s.register("p", PERSONS.with_columns(pl.Series("rk", [7, 11, 13, 17, 19, 23, 29, 31, 37])))
         s.add_record_keys("p", record_key_column="rk", bits=6)

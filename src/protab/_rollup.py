@@ -188,8 +188,11 @@ class TableRun:
     def _code_expr(self, column: str) -> str:
         """A dimension column as read by the scan: NaN of a floating-point column is NULL."""
         q = quote_ident(column)
-        if self.types.get(column) in ("FLOAT", "DOUBLE", "REAL"):
-            return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} END"
+        kind = self.types.get(column)
+        if kind in ("FLOAT", "DOUBLE", "REAL"):
+            # NaN is missing; adding a zero of the same type makes −0.0 the code 0.0 (one value,
+            # not two codes) and leaves every other value as it is
+            return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} + CAST(0 AS {kind}) END"
         return q
 
     def _value_sources(self) -> list[tuple[str, str, str]]:

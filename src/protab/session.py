@@ -138,6 +138,11 @@ class Session:
         if threads is not None:
             if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
                 raise InputError(f"Session: threads must be a whole number of 1 or more, not {threads!r}")
+            if threads > 16 * (os.cpu_count() or 1):
+                raise InputError(
+                    f"Session: threads={threads} is far more than this machine's {os.cpu_count()} cores "
+                    f"(at most {16 * (os.cpu_count() or 1)})"
+                )
             config["threads"] = int(threads)
         if storage_version is not None and not read_only:
             # new database files in a storage format every DuckDB since 1.2 reads, so that an
