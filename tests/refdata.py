@@ -7,7 +7,7 @@ import polars as pl
 
 DATA = Path(__file__).parent / "data"
 
-# ESSnet Handbook on SDC, frequency tables chapter: the p-table of METHODS.md §1 and three
+# ESSnet Handbook on SDC, frequency tables chapter: the p-table of docs/methods.md §1 and three
 # records with keys 0.9, 0.3, 0.6 in one cell: key sum 1.8, cell key 0.8, count 3 → 4.
 HANDBOOK = pl.DataFrame(
     {

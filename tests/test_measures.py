@@ -1,7 +1,7 @@
 """Utility and risk measures (protab.measures) against hand-computed cases and published figures.
 
 Every expected number below is worked out by hand in the comment beside it, from the formula
-of METHODS.md §5 (or the paper named there), not by calling the code under test.
+of docs/methods.md §5 (or the paper named there), not by calling the code under test.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def test_handbook_controlled_rounding():
 def test_existence_intervals_follow_methods():
     low, up = rnd.existence_intervals([0, 5, 10], 5, 0)
     assert low.tolist() == [0, 1, 6] and up.tolist() == [4, 9, 14]
-    # K steps: METHODS.md's [0, (K+1)b − 1] for 0 < a < (K+1)b is too narrow (z = 14 may
+    # K steps: docs/methods.md's [0, (K+1)b − 1] for 0 < a < (K+1)b is too narrow (z = 14 may
     # round to a = 5 with one step: adjacent multiples 10, 15, one more each way 5, 20)
     low, up = rnd.existence_intervals([0, 5, 10, 15], 5, 1)
     assert low.tolist() == [0, 0, 1, 6] and up.tolist() == [9, 14, 19, 24]

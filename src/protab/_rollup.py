@@ -1,7 +1,8 @@
 """The SQL of one table request: inner cells, code numbers, roll-up, perturbation, pairs.
 
 A :class:`TableRun` owns the temporary relations of one request on a connection the
-Session lends it, and drops them when it closes. DESIGN.md ideas 1–4:
+Session lends it, and drops them when it closes. Its steps (docs/design.md, ideas 1–4;
+the pairs of step 4 are the model matrix of idea 2):
 
 1. one scan of the microdata to *inner cells* (count, weight sum, sums as exact decimals,
    record-key sum modulo the key modulus);

@@ -1,7 +1,7 @@
 """From a protected table back to additive values and expected inner frequencies.
 
 Pipelines over :mod:`protab.fit` that carry the dimension codes (Langsrud 2019; Langsrud &
-Lupp 2022; METHODS.md §4):
+Lupp 2022; docs/methods.md §4):
 
 - :func:`expected_frequencies` — a protected table (cell key method, rounding, any noise)
   → additivity-restored published values (``lsfit_nonneg``) → expected inner frequencies
@@ -259,7 +259,7 @@ def laplace_margins(
     max_iter: int = 1000,
 ) -> LaplaceFit:
     """Differentially private margins (exact discrete Laplace), then a non-negative fit and
-    expected frequencies (Langsrud & Lupp 2022, METHODS.md §4).
+    expected frequencies (Langsrud & Lupp 2022, docs/methods.md §4).
 
     ``X`` (inner cells × published cells) and integer counts ``z = Xᵀy`` of the published
     cells; ``perturb`` flags the cells that get noise. Steps: integer noise on the flagged

@@ -1,7 +1,7 @@
 """Session: the DuckDB connection, registered microdata, record keys and the SQL roll-up.
 
 This is the only module that holds a connection. Microdata never cross into Python: tables
-are scanned once into *inner cells* (DESIGN.md, idea 1), rolled up through the hierarchy
+are scanned once into *inner cells* (docs/design.md, idea 1), rolled up through the hierarchy
 relations (idea 2), and perturbed by a join with the p-table relation (idea 3), all in SQL.
 Results cross as Arrow into polars frames. User strings (table and column names, paths,
 seeds, codes) are always quoted identifiers or bound parameters, never spliced into SQL.

@@ -19,7 +19,7 @@ def integerise(
     *,
     seed: int | np.random.SeedSequence | None,
 ) -> NDArray[np.int64]:
-    """Random rounding of fitted inner frequencies to integers (Langsrud 2019; METHODS.md §4).
+    """Random rounding of fitted inner frequencies to integers (Langsrud 2019; docs/methods.md §4).
 
     ``"uniform"``: keep ``floor(y)`` and add 1 where the fractional part exceeds an independent
     U(0,1) draw, so every cell is unbiased: E[out] = y.

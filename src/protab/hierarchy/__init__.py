@@ -4,7 +4,7 @@ A :class:`Hierarchy` is an immutable tree of string codes with one root (the gra
 ``"Total"`` unless named otherwise). Data are coded at its leaves; every other code is a
 margin. :meth:`Hierarchy.relation` gives the bridge table with one row per (leaf, ancestor)
 pair, the leaf itself and the root included, so that every margin of a table is a join of
-inner cells with these relations followed by ``GROUP BY`` (DESIGN.md, idea 2).
+inner cells with these relations followed by ``GROUP BY`` (docs/design.md, idea 2).
 
 Hierarchies need not be trees: SSBtools frames (and parent-child links with a sign and
 ``several_parents=True``) may subtract codes (EU = Europe − nonEU) and put a code under

@@ -1,7 +1,7 @@
 """Utility and risk measures over aligned original and protected cell values.
 
 Numeric only: arrays, polars Series and frames in, numbers and polars frames out; nothing
-here knows of DuckDB (DESIGN.md). Formulas follow ../METHODS.md §5 and its sources: the
+here knows of DuckDB (docs/design.md). Formulas follow docs/methods.md §5 and its sources: the
 ESSnet Handbook on SDC (frequency tables: information loss and disclosure risk measures),
 Shlomo & Young (2005, 2006), Antal, Shlomo & Elliot (2014), Shlomo, Krenzke & Li (2019),
 Lupp & Langsrud (2021), Langsrud & Heldal (2018) and Langsrud & Lupp (2022).

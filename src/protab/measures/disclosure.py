@@ -13,7 +13,7 @@ from protab.measures._common import _columns
 
 __all__ = ["EXACT_TOL", "disclosive_cells", "disclosure_probabilities", "f_beta_risk"]
 
-#: A disclosure probability within this of 1 counts as an exact disclosure (METHODS.md §5).
+#: A disclosure probability within this of 1 counts as an exact disclosure (docs/methods.md §5).
 EXACT_TOL = 1e-9
 
 
@@ -84,7 +84,7 @@ def disclosure_probabilities(
     know_yourself: bool = False,
 ) -> pl.DataFrame:
     """Probability of guessing the sensitive category of a person from quasi-identifiers
-    (Langsrud & Lupp 2022; METHODS.md §5).
+    (Langsrud & Lupp 2022; docs/methods.md §5).
 
     Counts are summed per (quasi-identifier combination, sensitive category); negative counts
     (noise) count as 0. For each combination with total n > 0 the attacker guesses the
@@ -159,7 +159,7 @@ def f_beta_risk(
     tol: float = EXACT_TOL,
     match_category: bool = False,
 ) -> dict[str, float]:
-    """Risk of exact attribute disclosure as an F-measure (Langsrud & Lupp 2022; METHODS.md §5).
+    """Risk of exact attribute disclosure as an F-measure (Langsrud & Lupp 2022; docs/methods.md §5).
 
     An exact disclosure is a combination whose disclosure probability is 1 (within ``tol``).
     a = exact disclosures in the original data, b = in the protected (or expected) data,

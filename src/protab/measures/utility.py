@@ -57,7 +57,7 @@ def hellinger_utility(original: ArrayLike, protected: ArrayLike) -> float:
 
 
 def mean_absolute_deviation(original: ArrayLike, protected: ArrayLike) -> float:
-    """Σ|f − g| / K over the K cells compared (METHODS.md §5; SmallCountRounding's meanAbsDiff)."""
+    """Σ|f − g| / K over the K cells compared (docs/methods.md §5; SmallCountRounding's meanAbsDiff)."""
     f, g = _pair(original, protected)
     return float(np.mean(np.abs(f - g))) if f.size else 0.0
 

@@ -2,10 +2,10 @@
 
 Every mechanism here says "for original count i, move to i + v with probability p", so each
 is a :class:`protab.PTable` and runs through the cell key join of ``Session.cell_key`` (the
-same cell gets the same noise in every table) or :meth:`PTable.lookup` on arrays (DESIGN.md,
+same cell gets the same noise in every table) or :meth:`PTable.lookup` on arrays (docs/design.md,
 idea 3; Shlomo, Krenzke & Li 2019 for the three methods in a flexible table builder).
 
-p-tables (row rule (imax, period) of METHODS.md §3 in brackets):
+p-tables (row rule (imax, period) of docs/methods.md §3 in brackets):
 
 - :func:`discrete_laplace` — capped discrete Laplace, the exponential mechanism with l1
   utility; (cap, 1). :func:`dp_delta`, :func:`privacy_delta`, :func:`dp_accounting`.

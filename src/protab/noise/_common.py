@@ -1,6 +1,6 @@
 """Shared helpers of protab.noise: parameter checks and p-tables from (i, v, p) rows.
 
-Messages never show the value of a parameter (p-table parameters are secrets, DESIGN.md).
+Messages never show the value of a parameter (p-table parameters are secrets, docs/design.md).
 """
 
 from __future__ import annotations

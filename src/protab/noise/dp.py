@@ -5,11 +5,11 @@ probability ∝ exp(−ε|b − a|/Δ) (Rinott, O'Keefe, Shlomo & Skinner 2018; 
 2019, §3.2): a discretised Laplace. Capping the noise at ±cap and renormalising makes the
 mechanism (ε, δ)-differentially private with δ = the probability mass at the cap (a
 neighbouring count can reach an outcome the other cannot only there). ε = 2, cap 7 gives
-P(0) = 0.76159, P(±1) = 0.10307, P(±7) = 6.33e−7 (METHODS.md §3).
+P(0) = 0.76159, P(±1) = 0.10307, P(±7) = 6.33e−7 (docs/methods.md §3).
 
 A record that lies in c published cells, each perturbed by its own cell key, is protected by
 basic composition at (c·ε, c·δ); c = 2^k − 1 when every margin of a k-way table is perturbed
-(METHODS.md §3).
+(docs/methods.md §3).
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ def privacy_delta(ptable: PTable, epsilon: float) -> float:
 
 def kway_cells(k: int) -> int:
     """Published cells a record lies in when every margin of a k-way table is perturbed but
-    the grand total: 2^k − 1 (METHODS.md §3)."""
+    the grand total: 2^k − 1 (docs/methods.md §3)."""
     kk = integer(k, "k (the number of dimensions)", minimum=1, error=InputError)
     return 2**kk - 1
 

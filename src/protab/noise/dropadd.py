@@ -1,4 +1,4 @@
-"""Drop/add-up-to-q as a p-table (Shlomo, Krenzke & Li 2019, §3.1; METHODS.md §3).
+"""Drop/add-up-to-q as a p-table (Shlomo, Krenzke & Li 2019, §3.1; docs/methods.md §3).
 
 A count n gets noise v drawn uniformly from {−q, …, q} with q = ceil(rate·n) capped at
 ``cap`` (rate 1%, cap 7 in the paper): unbiased, the noise grows with the count, and zeros

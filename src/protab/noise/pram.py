@@ -1,6 +1,6 @@
 """Post-randomisation of counts (PRAM) as a p-table, and the invariant (two-stage) matrix.
 
-PRAM of counts (Shlomo & Young 2008; Shlomo, Krenzke & Li 2019, §3.3; METHODS.md §3): a
+PRAM of counts (Shlomo & Young 2008; Shlomo, Krenzke & Li 2019, §3.3; docs/methods.md §3): a
 count n of 0…K−1 moves to j with probability S[n, j] (a K × K matrix, the published one has
 K = 7: values 0…6); a larger count keeps its block of ``modulus`` (m = 15) values and moves
 its residue r = n mod m to the residue c with probability L[r, c], so the published count is
@@ -8,7 +8,7 @@ n − r + c (the perturbation p = r − c is subtracted: n − p). Zeros stay ze
 as in the published matrix. Because L depends on n only through n mod m, the p-table is
 periodic: rows i = 0…K−1 hold S and rows i = K…K+m−1 hold L for the residue i mod m, with
 imax = K + m − 1 and period m, so the row class key(n) of a count n > imax is the row with
-the same residue (METHODS.md §3, the (imax, period) rule).
+the same residue (docs/methods.md §3, the (imax, period) rule).
 
 Invariant PRAM (Gouweleeuw, Kooiman, Willenborg & de Wolf 1998; Willenborg & de Waal 2001,
 two-stage method): with t the distribution of the values and Q the backward transition

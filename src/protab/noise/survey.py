@@ -1,7 +1,7 @@
 """Survey-weighted counts after count perturbation, and additivity restoration.
 
 Shlomo, Krenzke & Li (2019, §2) perturb the *sample* count of a cell through the p-table and
-move its weighted count along with it (METHODS.md §3):
+move its weighted count along with it (docs/methods.md §3):
 
 - "Avg": W' = W + v·w̄, w̄ the overall mean weight (total weight / sample size);
 - "Avg cell": W' = W + v·W/n = n'·W/n, the cell's own mean weight.
@@ -13,7 +13,7 @@ n'·W/n ("Avg cell", 0 for an empty cell), as do R cellKey and tau-ARGUS;
 n_pert); :func:`weighted_counts` does the same on arrays.
 
 Perturbed tables are not additive (margins are perturbed on their own). :func:`restore_additivity`
-runs the pipeline of METHODS.md §4 (Langsrud 2019): least-squares fit with non-negativity
+runs the pipeline of docs/methods.md §4 (Langsrud 2019): least-squares fit with non-negativity
 (``fit.lsfit_nonneg``) so the published values are consistent, IPF to those values
 (``fit.ipf``: expected inner frequencies), then, for counts, unbiased integer rounding
 (``fit.integerise``); the published cells are then sums of the inner cells.
@@ -170,7 +170,7 @@ def restore_additivity(
     tol: float = 1e-10,
     max_iter: int = 1000,
 ) -> AdditiveTable:
-    """An additive table from perturbed published values (METHODS.md §4; Langsrud 2019).
+    """An additive table from perturbed published values (docs/methods.md §4; Langsrud 2019).
 
     ``X``: the inner × published dummy matrix (``Session.model_matrix`` or
     ``protab.model_matrix``), ``z_perturbed`` the perturbed values of the published cells in

@@ -4,12 +4,12 @@ A p-table says, for each original value (row class) ``i``, which noise ``v`` a c
 its cell key: the intervals ``[lb, ub)`` of one ``i`` cut [0, 1) into one piece per outcome
 ``j = i + v`` (ESSnet Handbook on SDC, chapter on frequency tables; Giessing 2016). protab
 holds the bounds as exact integers over a denominator ``den`` so that the lookup of an
-integer cell key (DESIGN.md, idea 4) is exact arithmetic on every engine.
+integer cell key (docs/design.md, idea 4) is exact arithmetic on every engine.
 
 Two dialects are read and written: the Destatis / R ptable / tau-ARGUS table
 ``(i, j, p, v, p_int_lb, p_int_ub)`` and the ONS / ABS table ``(pcv, ckey, pvalue)``
 (ONSdigital cell-key-perturbation 3.1.0). Values above the last row use the row class rule
-``key(n)`` with ``imax`` and ``period`` (METHODS.md §3).
+``key(n)`` with ``imax`` and ``period`` (docs/methods.md §3).
 
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """

@@ -177,7 +177,7 @@ def compare(
     out_dir: str | os.PathLike[str] | None = None,
     title: str = "Risk-utility comparison",
 ) -> pl.DataFrame:
-    """Measures of several protected versions of one table, side by side (METHODS.md §5).
+    """Measures of several protected versions of one table, side by side (docs/methods.md §5).
 
     ``original``: the original table (dims, optional ``<dim>_level`` columns, ``value``).
     ``protected``: label → protected table (dims + a value column: ``protected_value``, a

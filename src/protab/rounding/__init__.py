@@ -1,4 +1,4 @@
-"""Rounding of frequency tables (METHODS.md §2 and §3).
+"""Rounding of frequency tables (docs/methods.md §2 and §3).
 
 * :func:`conventional` — every cell to the nearest multiple of the base, independently;
 * :func:`random` / :func:`random_rounding_ptable` — unbiased random rounding driven by cell

@@ -1,4 +1,4 @@
-"""Controlled rounding of frequency tables by mixed-integer programming (METHODS.md §2;
+"""Controlled rounding of frequency tables by mixed-integer programming (docs/methods.md §2;
 Cox 1987; Salazar-González, Lowthian, Young, Merola, Bond & Brown 2004; tau-ARGUS' CRP).
 
 Every inner cell a_i is a multiple of the base b; every published cell is the sum of its
@@ -89,8 +89,8 @@ def existence_intervals(rounded: Any, base: int, steps: int = 0) -> tuple[np.nda
     """The interval an intruder can infer for the original value of each rounded cell:
     [max(0, a − (K+1)b + 1), a + (K+1)b − 1] for K steps (K = 0: zero-restricted).
 
-    Zero-restricted this is METHODS.md §2 exactly: a = 0 → [0, b−1], else [a−b+1, a+b−1].
-    For K ≥ 1, METHODS.md gives [0, (K+1)b−1] whenever a < (K+1)b; that upper end is too
+    Zero-restricted this is docs/methods.md §2 exactly: a = 0 → [0, b−1], else [a−b+1, a+b−1].
+    For K ≥ 1, docs/methods.md gives [0, (K+1)b−1] whenever a < (K+1)b; that upper end is too
     low for 0 < a < (K+1)b (b = 2, K = 1: z = 5 may round to a = 2, outside [0, 3]), so the
     general upper end a + (K+1)b − 1 is used: every rounding this module makes has its
     original value inside the interval."""
@@ -303,7 +303,7 @@ def controlled(
     mip_rel_gap: float = 1e-6,
     freq: str = "n",
 ) -> ControlledResult:
-    """Controlled rounding to ``base`` of a table of inner cells (METHODS.md §2; see the module
+    """Controlled rounding to ``base`` of a table of inner cells (docs/methods.md §2; see the module
     docstring for the integer programme and the partitioning).
 
     ``inner``: a frame with the dimension columns of ``spec`` and whole non-negative counts

@@ -1,8 +1,8 @@
 """The simple roundings: conventional, random (unbiased, by cell key), small cell adjustment,
 Barnardisation and semi-controlled rounding (ESSnet Handbook on SDC, frequency tables;
-METHODS.md §2 and §3).
+docs/methods.md §2 and §3).
 
-The value-dependent ones are p-tables (METHODS.md §3), so they run in SQL as the same join
+The value-dependent ones are p-tables (docs/methods.md §3), so they run in SQL as the same join
 as the cell key method:
 
 * random rounding to base b, every published cell (margins on their own) rounded by its cell
@@ -93,7 +93,7 @@ def conventional(values: Any, base: int, *, column: str = "n") -> Any:
 
 
 def random_rounding_ptable(base: int) -> PTable:
-    """Unbiased random rounding to ``base`` as a p-table with period b (METHODS.md §3).
+    """Unbiased random rounding to ``base`` as a p-table with period b (docs/methods.md §3).
 
     A count n with residual r = n mod b moves by −r with probability 1 − r/b and by b − r
     with probability r/b; multiples of b stay. Rows i = 1..b, imax = b, period = b, so the
@@ -306,7 +306,7 @@ def semi_controlled(
 ) -> np.ndarray | SemiControlledResult:
     """Semi-controlled rounding: unbiased random rounding of the inner cells that controls the
     grand total — or each total of one dimension (e.g. each area) — and publishes margins as
-    sums of the rounded inner cells (ESSnet Handbook on SDC, METHODS.md §2).
+    sums of the rounded inner cells (ESSnet Handbook on SDC, docs/methods.md §2).
 
     Method: systematic selection on the residuals (see ``_systematic``): every inner cell
     rounds up with probability r/b exactly (unbiased), and the number rounded up in the whole
