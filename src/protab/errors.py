@@ -19,7 +19,8 @@ class InputError(ProtabError, ValueError):
 
 
 class HierarchyError(ProtabError, ValueError):
-    """A hierarchy that is not a tree, or that does not cover the codes in the data."""
+    """A hierarchy with a real mistake (a cycle, a link given twice with both signs), or that
+    does not cover the codes in the data."""
 
 
 class SpecError(ProtabError, ValueError):
