@@ -4,7 +4,7 @@
 -- The Python package runs this same file at the start of every Session, so the CLI and the
 -- Python API compute record keys, row classes and perturbed counts with the same SQL.
 --
--- Cell keys are exact integers (DESIGN.md, idea 4): a record key is an unsigned integer below
+-- Cell keys are exact integers (docs/design.md, idea 4): a record key is an unsigned integer below
 -- a modulus M (2^bits, or 10^d for decimal keys with d digits); a cell key is the sum of its
 -- records' keys modulo M. Integer sums do not depend on summation order, so every engine and
 -- thread count gives the same cell key.
@@ -19,7 +19,7 @@ CREATE OR REPLACE MACRO protab_record_key(seed, id, bits) AS
               AS UBIGINT)
          % (CAST(1 AS UBIGINT) << CAST(bits AS INTEGER)) AS UBIGINT);
 
--- Row class of a count n in a p-table with rows imin..imax and period (METHODS.md §3):
+-- Row class of a count n in a p-table with rows imin..imax and period (docs/methods.md §3):
 -- n itself up to imax, then the last `period` rows repeat. NULL (no perturbation) below imin,
 -- e.g. for zero counts when the p-table has no row 0.
 CREATE OR REPLACE MACRO protab_row_class(n, imin, imax, period) AS

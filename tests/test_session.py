@@ -172,8 +172,13 @@ def test_existing_column_needs_replace(session):
     session.register("p", pl.DataFrame({"pid": [1, 2], "rkey": [5, 6]}))
     with pytest.raises(pt.InputError, match="replace=True"):
         session.add_record_keys("p", id_column="pid", seed="s")
-    session.add_record_keys("p", id_column="pid", seed="s", replace=True)
-    assert session.sql("SELECT rkey FROM p ORDER BY pid")["rkey"].to_list() == [expected_key("s", 1), expected_key("s", 2)]
+    # replace=True replaces record keys, never a data column of that name
+    with pytest.raises(pt.InputError, match="is data, not record keys"):
+        session.add_record_keys("p", id_column="pid", seed="s", replace=True)
+    session.add_record_keys("p", id_column="pid", seed="t", name="k")
+    session.add_record_keys("p", id_column="pid", seed="s", name="k", replace=True)
+    assert session.sql("SELECT k FROM p ORDER BY pid")["k"].to_list() == [expected_key("s", 1), expected_key("s", 2)]
+    assert session.sql("SELECT rkey FROM p ORDER BY pid")["rkey"].to_list() == [5, 6]
 
 
 def test_hierarchy_from_columns(session, persons):

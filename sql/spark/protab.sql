@@ -8,7 +8,7 @@ CREATE OR REPLACE TEMPORARY FUNCTION protab_record_key(seed STRING, id STRING, b
     RETURN pmod(CAST(conv(substr(sha2(concat(seed, '\u001F', id), 256), 1, 8), 16, 10) AS BIGINT),
                 shiftleft(CAST(1 AS BIGINT), bits));
 
--- Row class of a count n in a p-table with rows imin..imax and period (METHODS.md §3).
+-- Row class of a count n in a p-table with rows imin..imax and period (docs/methods.md §3).
 CREATE OR REPLACE TEMPORARY FUNCTION protab_row_class(n BIGINT, imin BIGINT, imax BIGINT, period BIGINT)
     RETURNS BIGINT
     RETURN CASE WHEN n < imin THEN NULL
