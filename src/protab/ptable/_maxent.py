@@ -293,7 +293,7 @@ def _slsqp_row(
 
 
 #: The largest D :func:`maximum_entropy_rows` accepts (see the error it raises above it).
-MAX_D = 500
+MAX_D = 200
 
 
 def maximum_entropy_rows(
@@ -312,7 +312,7 @@ def maximum_entropy_rows(
         raise PTableError(
             f"D is above the limit of {MAX_D} for maximum-entropy p-tables: each of the D + js + 1 "
             "rows is a convex programme over up to 2D + 1 noise values, so the time grows with "
-            "D squared (minutes near the limit), and every noise value keeps a probability of at "
+            "D squared (about a minute at the limit), and every noise value keeps a probability of at "
             "least 1e-8, which alone adds a variance of about (2/3)·D³·1e-8 (53 at D = 2000), "
             "more than any usual V. Use a smaller D (noise beyond a few standard deviations "
             "has almost no probability)"

@@ -214,7 +214,7 @@ class PTable:
         pstay bound by 0.05 and retries (up to 20 solves). Bounds are cumulative sums rounded
         to 8 decimals (den = 10**8). ``pstay``, ``mono`` and ``optim`` may be given per row
         i = 1..ncat. Warns (PTableWarning) naming the rows whose variance was not reached.
-        D may be at most 500 (``protab.ptable._maxent.MAX_D``): PTableError above, as the time
+        D may be at most 200 (``protab.ptable._maxent.MAX_D``): PTableError above, as the time
         grows with D² and the 1e-8 floor on every noise value alone adds a variance of about
         (2/3)·D³·1e-8. Rows of up to 100 noise values solve their Newton systems densely,
         longer rows in O(n) (tridiagonal plus one dense row), falling back to the dense solve
