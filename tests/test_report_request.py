@@ -280,3 +280,13 @@ def test_a_failing_comparison_writes_nothing(tmp_path):
     with pytest.raises(InputError, match="report.toml.*missing from its table"):
         report.run_request(req)
     assert not (tmp_path / "report").exists()
+
+
+def test_a_text_value_column_is_a_clear_error():
+    import polars as pl
+
+    from protab.errors import InputError
+    from protab.report._align import _select
+
+    with pytest.raises(InputError, match="'v' holds String, not numbers"):
+        _select(pl.DataFrame({"a": ["x"], "v": ["t"]}), ["a"], "v", "out", "protected 'ckm'")

@@ -45,6 +45,11 @@ def _select(frame: pl.DataFrame, dims: Sequence[str], value: str, out: str, what
             f"(columns: {show_values(frame.columns, 10)})"
         )
     levels = [f"{d}_level" for d in dims if f"{d}_level" in frame.columns]
+    if value in frame.columns and not (frame.schema[value].is_numeric() or frame.schema[value] == pl.Null):
+        raise InputError(
+            f"{what}: the value column {value!r} holds {frame.schema[value]}, not numbers; name the "
+            "column of the counts (value=…)"
+        )
     sel = frame.select(
         *[pl.col(d).cast(pl.String) for d in dims],
         *[pl.col(c).cast(pl.Int64) for c in levels],
