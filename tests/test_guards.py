@@ -478,3 +478,9 @@ def test_minus_zero_and_zero_are_one_code():
 def test_threads_far_beyond_the_cores_are_refused():
     with pytest.raises(InputError, match="threads"):
         pt.Session(":memory:", threads=10**6)
+
+
+@pytest.mark.parametrize("limit", ["1KB", "0%", "150%", "100b"])
+def test_memory_limits_too_small_to_work_are_refused(limit):
+    with pytest.raises(InputError, match="memory_limit"):
+        pt.Session(":memory:", memory_limit=limit)

@@ -998,7 +998,7 @@ def _memory_limit(value: object) -> str:
         pass
     elif isinstance(value, numbers.Integral) and int(value) >= 2**20:
         return f"{int(value)}b"
-    elif isinstance(value, str) and _SIZE.match(value.strip()):
+    elif isinstance(value, str) and _SIZE.match(value.strip()) and _size_ok(value.strip()):
         return value.strip()
     raise InputError(
         f"Session: memory_limit must be a size such as '4GB', '512MB' or '50%', or a number of "
@@ -1007,6 +1007,18 @@ def _memory_limit(value: object) -> str:
 
 
 _SIZE = re.compile(r"^\d+(\.\d+)?\s*(%|b|bytes?|[kmgt]i?b)$", re.IGNORECASE)
+_UNIT = {"b": 1, "byte": 1, "bytes": 1, "kb": 1e3, "kib": 2**10, "mb": 1e6, "mib": 2**20, "gb": 1e9,
+         "gib": 2**30, "tb": 1e12, "tib": 2**40}
+
+
+def _size_ok(text: str) -> bool:
+    """A size string names at least 1 MiB (a percentage: more than 0 and at most 100)."""
+    m = re.match(r"^(\d+(?:\.\d+)?)\s*(.*)$", text)
+    assert m is not None  # _SIZE matched
+    number, unit = float(m.group(1)), m.group(2).lower()
+    if unit == "%":
+        return 0 < number <= 100
+    return number * _UNIT[unit] >= 2**20
 
 
 class _SpillFolder:
