@@ -167,6 +167,8 @@ CASES: list[tuple[str, list[str], str | None, list[str]]] = [
                                     "--name", "sex", "--replace"], None, ["sex", "data"]),
     ("generate under /proc", ["ptable", "generate", "--D", "3", "--V", "1", "--out", "/proc/p.csv"], None,
      ["cannot write"]),
+    ("keys decimals without existing keys", ["keys", "persons", "--db", "{db}", "--id", "pid", "--seed-env", "HOME",
+                                             "--decimals", "8", "--name", "k2"], None, ["--decimals", "--record-key-column"]),
     ("keys database missing", ["keys", "persons", "--db", "{root}/none.duckdb", "--id", "pid",
                                "--seed-env", "HOME"], None, ["none.duckdb"]),
     # -- ptable

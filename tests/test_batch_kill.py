@@ -153,3 +153,22 @@ def test_a_failing_writer_leaves_the_folder_as_it_was(tmp_path):
         write_batch(out, {"a.csv": lambda p: p.write_text("new"), "b.csv": broken})
     assert snapshot(out) == {"a.csv": b"old", "b.csv": b"old"}
     assert leftovers(out) == []
+
+
+def test_batches_into_one_folder_wait_for_each_other(tmp_path):
+    """While one batch holds the folder, another waits: its clean-up never removes the first
+    one's staging folder (two runs into one output folder end complete, never mixed)."""
+    import threading
+
+    from protab._io import _locked
+
+    out = tmp_path / "out"
+    done = threading.Event()
+    with _locked(tmp_path):
+        t = threading.Thread(target=lambda: (write_batch(out, {"a.csv": lambda p: p.write_text("b")}), done.set()))
+        t.start()
+        assert not done.wait(0.5)  # blocked by the lock
+        assert not out.exists()
+    t.join(30)
+    assert done.is_set() and (out / "a.csv").read_text() == "b"
+    assert leftovers(out) == []

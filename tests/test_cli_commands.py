@@ -148,3 +148,13 @@ def test_warnings_are_one_line(tmp_path, capsys):
     assert cli.main(["ptable", "generate", "--D", "3", "--V", "2", "--out", str(tmp_path / "p.csv")]) == 0
     err = capsys.readouterr().err
     assert err.startswith("protab: warning: p-table") and "cli.py" not in err and len(err.splitlines()) == 1
+
+
+def test_a_disk_error_is_one_line_with_exit_1(monkeypatch, tmp_path, capsys):
+    def full(*a, **k):
+        raise OSError(28, "No space left on device", str(tmp_path / "p.csv"))
+
+    monkeypatch.setattr("protab.ptable.PTable.write", full)
+    assert cli.main(["ptable", "generate", "--D", "3", "--V", "1", "--out", str(tmp_path / "p.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"protab: error: No space left on device ({tmp_path / 'p.csv'})\n"

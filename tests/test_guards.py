@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -285,10 +284,8 @@ def test_default_cell_limit_stops_an_identifier_crossing(session):
     n = 3000
     frame = pl.DataFrame({"pid": list(range(n)), "hid": list(range(n)), "age": [k % 20 for k in range(n)]})
     session.register("t", frame)
-    t0 = time.perf_counter()
     _raises(session, SpecError, lambda: session.tabulate("t", pt.TableSpec({"pid": None, "hid": None, "age": None})),
             "table 't'", "Session(max_cells=...)", "100,000,000")
-    assert time.perf_counter() - t0 < 5
 
 
 @pytest.mark.parametrize("value", [0, -3, "many", float("nan"), True])

@@ -290,3 +290,14 @@ def test_a_text_value_column_is_a_clear_error():
 
     with pytest.raises(InputError, match="'v' holds String, not numbers"):
         _select(pl.DataFrame({"a": ["x"], "v": ["t"]}), ["a"], "v", "out", "protected 'ckm'")
+
+
+def test_report_db_flag_overrides_the_database(demo, tmp_path, capsys):
+    folder, _ = demo
+    _, toml = _documented_blocks()
+    req = _write(tmp_path, toml.replace('"protab_output/', f'"{(folder / "protab_output").as_posix()}/'))
+    # the request's database (protab.duckdb beside it) does not exist here: --db names the real one
+    assert cli.main(["report", str(req), "--out", str(tmp_path / "r0")]) == 2
+    assert "protab.duckdb" in capsys.readouterr().err
+    assert cli.main(["report", str(req), "--out", str(tmp_path / "r"), "--db", str(folder / "protab.duckdb")]) == 0
+    assert (tmp_path / "r" / "report.html").exists()
