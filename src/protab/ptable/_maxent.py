@@ -124,6 +124,8 @@ def _newton_step(
     return dx, dnu
 
 
+# a step that reaches the boundary gives inf/NaN, caught by the residual and feasibility checks
+@np.errstate(divide="ignore", invalid="ignore")
 def _maxent_row(
     v: np.ndarray, V: float, lower: np.ndarray, mono: bool, optim: int, dense: bool | None = None
 ) -> np.ndarray | None:
