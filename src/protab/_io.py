@@ -155,15 +155,20 @@ def check_output_folder(out: str | os.PathLike[str], names: list[str]) -> Path:
                 f"the output file name {n[:40]!r}… is {len(os.fsencode(n))} bytes long; file systems take "
                 f"at most {NAME_MAX} (less the temporary suffix): choose a shorter table name"
             )
-    probe = folder
-    while not probe.exists():
-        probe = probe.parent
+    probe = _existing_ancestor(folder)
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise ProtabError(f"cannot write the output folder {raw!r}: {str(probe)!r} is not writable")
     if not os.access(folder.parent if folder.parent.exists() else probe, os.W_OK | os.X_OK):
         raise ProtabError(f"cannot write beside the output folder {raw!r} (its parent folder is not writable)")
     _probe(probe, raw)
     return folder
+
+
+def _existing_ancestor(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists (where a new folder would be made)."""
+    while not path.exists():
+        path = path.parent
+    return path
 
 
 def _probe(folder: Path, raw: str) -> None:
@@ -203,9 +208,7 @@ def check_output_file(path: str | os.PathLike[str]) -> Path:
         raise ProtabError(f"the output file name {raw[:60]!r}… is too long")
     if target.is_dir():
         raise ProtabError(f"the output file {raw!r} is a folder; name a file")
-    probe = target.parent
-    while not probe.exists():
-        probe = probe.parent
+    probe = _existing_ancestor(target.parent)
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise ProtabError(f"cannot write {raw!r}: {str(probe)!r} is not a writable folder")
     _probe(probe, raw)

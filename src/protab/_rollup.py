@@ -40,6 +40,17 @@ def quote_ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
+def code_sql(column: str, dtype: str) -> str:
+    """A code column in SQL as every reader of codes sees it: NaN of a floating-point column
+    is NULL (missing), and adding a zero of the same type makes −0.0 the code 0.0 (one value,
+    not two codes), leaving every other value as it is."""
+    q = quote_ident(column)
+    kind = dtype.upper()
+    if kind in ("FLOAT", "DOUBLE", "REAL"):
+        return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} + CAST(0 AS {kind}) END"
+    return q
+
+
 def _tmp(kind: str) -> str:
     return f"_protab_{kind}_{uuid.uuid4().hex}"
 
@@ -187,14 +198,8 @@ class TableRun:
 
     # -- 1. one scan to inner cells ---------------------------------------------------------
     def _code_expr(self, column: str) -> str:
-        """A dimension column as read by the scan: NaN of a floating-point column is NULL."""
-        q = quote_ident(column)
-        kind = self.types.get(column)
-        if kind in ("FLOAT", "DOUBLE", "REAL"):
-            # NaN is missing; adding a zero of the same type makes −0.0 the code 0.0 (one value,
-            # not two codes) and leaves every other value as it is
-            return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} + CAST(0 AS {kind}) END"
-        return q
+        """A dimension column as read by the scan (see :func:`code_sql`)."""
+        return code_sql(column, self.types.get(column, ""))
 
     def _value_sources(self) -> list[tuple[str, str, str]]:
         """(internal column, microdata column, what) of the weight and the sums."""

@@ -13,7 +13,7 @@ import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from protab.errors import SpecError
 
@@ -69,41 +69,37 @@ class Bool(Type):
 
 
 @dataclass
-class Int(Type):
-    lo: int | None = None
-    hi: int | None = None
+class Num(Type):
+    """A number (integer or float), finite, optionally within [lo, hi]."""
+
+    lo: float | None = None
+    hi: float | None = None
+    noun: ClassVar[str] = "a number"
+    kinds: ClassVar[tuple[type, ...]] = (int, float)
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return "an integer" + _range(self.lo, self.hi)
+        return self.noun + _range(self.lo, self.hi)
 
     def check(self, value: Any, path: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, self.kinds):
             raise _fail(path, self.name, value)
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer beyond any float
+            finite = isinstance(value, int) and self.kinds == (int,)
+        if not finite:
+            raise SpecError(f"request: {path} must be a finite number of a sensible size")
         if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
             raise SpecError(f"request: {path} = {value} must be {self.name}")
 
 
 @dataclass
-class Num(Type):
-    lo: float | None = None
-    hi: float | None = None
+class Int(Num):
+    """A whole number (TOML integer), optionally within [lo, hi]."""
 
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return "a number" + _range(self.lo, self.hi)
-
-    def check(self, value: Any, path: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _fail(path, self.name, value)
-        try:
-            finite = math.isfinite(value)
-        except OverflowError:  # an integer beyond any float
-            finite = False
-        if not finite:
-            raise SpecError(f"request: {path} must be a finite number of a sensible size")
-        if (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
-            raise SpecError(f"request: {path} = {value} must be {self.name}")
+    noun: ClassVar[str] = "an integer"
+    kinds: ClassVar[tuple[type, ...]] = (int,)
 
 
 def _range(lo: float | None, hi: float | None) -> str:

@@ -286,6 +286,7 @@ def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
 # -- tables and p-tables ----------------------------------------------------------------------
 def list_tables(database: str) -> str:
     """What a database holds: tables and views, rows, columns, record keys, installed p-table."""
+    from protab._rollup import quote_ident
     from protab.session import Session
 
     _require_database(database)
@@ -294,7 +295,7 @@ def list_tables(database: str) -> str:
         for name in s.tables():
             kind = s._kind(name) or ""
             try:
-                rows = s.con.execute(f"SELECT count(*) FROM {_quote(name)}").fetchall()[0][0]
+                rows = s.con.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchall()[0][0]
                 shown = f"{rows:,}"
             except Exception:  # a view over files that are gone
                 shown = "unreadable"
@@ -308,10 +309,6 @@ def list_tables(database: str) -> str:
         lines.append("(no tables: add some with `protab register NAME SOURCE` or `protab demo`)")
     lines.append("p-table for ckm(): " + ("installed" if installed else "none (protab ptable install)"))
     return "\n".join(lines)
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:

@@ -36,7 +36,7 @@ from scipy import sparse
 from protab import _progress
 from protab._frames import as_polars, require_columns
 from protab._progress import bar
-from protab._rollup import TableRun, keyspace_arrow, quote_ident
+from protab._rollup import TableRun, code_sql, keyspace_arrow, quote_ident
 from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
 
@@ -605,7 +605,7 @@ class Session:
             raise InputError("hierarchy_from_columns: name at least one column")
         cols = self._require_columns(table, columns)
         t = quote_ident(table)
-        code = {c: _code_sql(c, cols[c]) for c in columns}  # NaN is missing, as NULL
+        code = {c: code_sql(c, cols[c]) for c in columns}  # NaN is missing, as NULL
         parts = [f"SELECT CAST(? AS VARCHAR) AS parent, CAST({code[columns[0]]} AS VARCHAR) AS child FROM {t}"]
         params: list[Any] = [root]
         for coarse, fine in zip(columns, columns[1:]):
@@ -624,7 +624,7 @@ class Session:
         """The distinct non-missing values of a column (NULL and NaN left out), as strings, sorted."""
         cols = self._require_columns(table, [column])
         rows = self._con.execute(
-            f"SELECT DISTINCT CAST({_code_sql(column, cols[column])} AS VARCHAR) FROM {quote_ident(table)} "
+            f"SELECT DISTINCT CAST({code_sql(column, cols[column])} AS VARCHAR) FROM {quote_ident(table)} "
             "ORDER BY 1"
         ).fetchall()
         return [r[0] for r in rows if r[0] is not None]
@@ -898,14 +898,6 @@ def _missing_columns(table: str, cols: dict[str, str], columns: Sequence[str], w
             f"table {table!r} has no {what} {show_values(missing)}; its columns are "
             f"{show_values(list(cols), 12)}"
         )
-
-
-def _code_sql(column: str, dtype: str) -> str:
-    """A code column in SQL, NaN of a floating-point column read as NULL (missing)."""
-    q = quote_ident(column)
-    if dtype.upper() in ("FLOAT", "DOUBLE", "REAL"):
-        return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} END"
-    return q
 
 
 def _check_seed(table: str, seed: object) -> str:
