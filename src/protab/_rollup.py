@@ -32,6 +32,7 @@ from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
 
 
@@ -55,15 +56,46 @@ def _tmp(kind: str) -> str:
     return f"_protab_{kind}_{uuid.uuid4().hex}"
 
 
-def value_columns(spec: TableSpec, *, keys: bool) -> list[tuple[str, str]]:
-    """(internal column, output name) of the values carried per cell."""
+def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> list[tuple[str, str]]:
+    """(internal column, output name) of the values carried per cell.
+
+    With ``top_k`` (magnitude tables, docs/methods.md §1.8) every sums column ``s`` brings
+    more columns of the same scan: the weighted sum ``s_w`` (with a weight), the number of
+    non-zero contributors ``s_nonzero``, the ``top_k`` largest contributions ``s_top`` (a
+    list of structs: |x|, weight, x, record key, in descending order), the largest and
+    smallest value, and with keys the cell key of the non-zero contributors."""
     cols = [("_n", "n")]
     if spec.weight is not None:
         cols.append(("_w", "w"))
-    cols += [(f"_s{k}", s) for k, s in enumerate(spec.sums)]
+    for k, s in enumerate(spec.sums):
+        cols.append((f"_s{k}", s))
+        if top_k is not None:
+            if spec.weight is not None:
+                cols.append((f"_sw{k}", f"{s}_w"))
+            cols += [(f"_z{k}", f"{s}_nonzero"), (f"_t{k}", f"{s}_top"), (f"_mx{k}", f"{s}_max"),
+                     (f"_mn{k}", f"{s}_min")]
+            if keys:
+                cols.append((f"_kz{k}", f"{s}_cell_key"))
     if keys:
         cols.append(("_k", "cell_key"))
     return cols
+
+
+def value_kind(internal: str) -> str:
+    """The kind of an internal value column: 'n' (integer count), 'key' (key sum modulo the
+    modulus), 'list' (top-k list), 'max', 'min' or 'sum' (decimal)."""
+    for prefix, kind in (("_kz", "key"), ("_k", "key"), ("_t", "list"), ("_mx", "max"), ("_mn", "min"),
+                         ("_z", "n"), ("_np", "n"), ("_n", "n")):
+        if internal.startswith(prefix):
+            return kind
+    return "sum"
+
+
+def zero_sql(internal: str, alias: str) -> str:
+    """The value of an empty cell: 0 for counts, keys and sums; NULL for lists, max, min."""
+    if value_kind(internal) in ("list", "max", "min"):
+        return f"{alias}.{internal} AS {internal}"
+    return f"coalesce({alias}.{internal}, 0) AS {internal}"
 
 
 def output_names(spec: TableSpec, columns: Sequence[str]) -> dict[str, str]:
@@ -72,8 +104,11 @@ def output_names(spec: TableSpec, columns: Sequence[str]) -> dict[str, str]:
     for k, d in enumerate(spec.dimensions):
         mapping[f"_d{k}"] = d.column
         mapping[f"_l{k}"] = f"{d.column}_level"
-    mapping.update(dict(value_columns(spec, keys=True)))
+    mapping.update(dict(value_columns(spec, keys=True, top_k=1)))
     mapping.update({"_np": "n_pert", "_wp": "w_pert"})
+    for k, s in enumerate(spec.sums):
+        mapping.update({f"_sp{k}": f"{s}_pert", f"_spm{k}": f"{s}_mean_pert", f"_sens{k}": f"{s}_sensitive",
+                        f"_rule{k}": f"{s}_rule", f"_sw{k}": f"{s}_w" if spec.weight else s})
     out = {c: mapping[c] for c in columns if c in mapping}
     names = list(out.values())
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -132,11 +167,14 @@ class TableRun:
         types: dict[str, str] | None = None,
         max_cells: int | None = None,
         rollup: bool = True,
+        top_k: int | None = None,
     ) -> None:
         """``types``: column → DuckDB type of the table (NaN codes of floating-point
         dimensions become NULL); ``max_cells``: refuse requests estimated to publish (or,
         with ``extend0``, to hold as inner cells) more cells than this; ``rollup=False``:
-        only inner cells are wanted, so the estimate of published cells is skipped."""
+        only inner cells are wanted, so the estimate of published cells is skipped;
+        ``top_k``: carry the magnitude columns of :func:`value_columns` with lists of the
+        ``top_k`` largest contributions (1..6)."""
         self.con, self.table, self.spec = con, table, spec
         self.types = {k: str(v).upper() for k, v in (types or {}).items()}
         self.max_cells, self.check_published = max_cells, rollup
@@ -149,11 +187,18 @@ class TableRun:
         self.modulus = key[1] if key else 0
         self.extend0, self.structural = extend0, structural
         self.nd = len(spec.dimensions)
-        self.values = [c for c, _ in value_columns(spec, keys=key is not None)]
+        self.top_k = top_k
+        if top_k is not None and spec.sums and spec.freq is not None:
+            raise SpecError(
+                f"table {table!r}: magnitude tables need one row per contributor; the rows are "
+                f"aggregated (freq={spec.freq!r}), so contributions and their largest values are unknown"
+            )
+        self.values = [c for c, _ in value_columns(spec, keys=key is not None, top_k=top_k)]
         self._temps: list[str] = []
         self._cells: str | None = None
         self._ids: str | None = None
         self._checks: list[str] = []
+        self._mag_checks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> "TableRun":
@@ -163,6 +208,13 @@ class TableRun:
             if self.extend0:
                 self.inner = self._extend0()
             self.codes, self.bridges = self._bridges()
+            if self.top_k is not None and self.spec.sums and any(self.coef):
+                signed = [d.column for d, c in zip(self.spec.dimensions, self.coef) if c]
+                raise SpecError(
+                    f"table {self.table!r}: the hierarchy of {show_values(signed)} is not a tree (signs "
+                    "-1 or codes with several parents); the largest contributions of such a cell are "
+                    "not defined, so magnitude rules and perturbation need tree hierarchies"
+                )
         except BaseException:
             self.close()
             raise
@@ -247,6 +299,15 @@ class TableRun:
         if spec.freq is not None:
             aggs.append(f"count(*) FILTER (WHERE {quote_ident(spec.freq)} < 0) AS _chk_f")
             checks.append("_chk_f")
+        if spec.sums and spec.null_sums == "error":
+            for k, col in enumerate(spec.sums):
+                aggs.append(f"count(*) - count({quote_ident(col)}) AS _chk_null{k}")
+                checks.append(f"_chk_null{k}")
+        if self.top_k is not None:
+            more, more_params = self._magnitude_aggregates()
+            aggs += more
+            params += more_params
+            checks += self._mag_checks
         self._checks = checks
         outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
         try:
@@ -264,6 +325,39 @@ class TableRun:
                 f"table {self.table!r}: a sum over its records overflowed ({reason}); look for "
                 "huge values in the frequency, weight and sums columns of the request"
             ) from None
+
+    def _magnitude_aggregates(self) -> tuple[list[str], list[Any]]:
+        """Aggregates of the scan per sums column for magnitude tables: weighted sum, non-zero
+        contributors, the top-k list, max and min, and the non-zero key sum.
+
+        A contribution is the record's value (NULL → 0 with ``null_sums='zero'``; with
+        'omit' a NULL record is no contributor). The list holds structs (a = |x|, w, x, r)
+        sorted descending: by |x|, then weight (R cellKey's order), then x and the record key,
+        so that ties resolve the same way on every run. Weighted products are rounded to
+        DECIMAL(38, 8) per record, then summed exactly."""
+        spec, aggs, params = self.spec, [], []
+        w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
+        r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"
+        for k, col in enumerate(spec.sums):
+            q = quote_ident(col)
+            x = f"CAST(coalesce({q}, 0) AS DOUBLE)" if spec.null_sums == "zero" else f"CAST({q} AS DOUBLE)"
+            present = "TRUE" if spec.null_sums == "zero" else f"{q} IS NOT NULL"
+            if spec.weight is not None:
+                prod = f"TRY_CAST({x} * {w} AS DECIMAL(38, 8))"
+                aggs += [f"sum({prod}) AS _sw{k}",
+                         f"count(*) FILTER (WHERE {x} IS NOT NULL AND {prod} IS NULL) AS _chk_sw{k}"]
+                self._mag_checks.append(f"_chk_sw{k}")
+            aggs += [
+                f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}",
+                f"max({{'a': abs({x}), 'w': {w}, 'x': {x}, 'r': {r}}}, {int(self.top_k or 1)}) "
+                f"FILTER (WHERE {present}) AS _t{k}",
+                f"max({x}) AS _mx{k}",
+                f"min({x}) AS _mn{k}",
+            ]
+            if self.key is not None:
+                aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
+                params.append(self.modulus)
+        return aggs, params
 
     def _too_large(self) -> None:
         """InputError for the first weight/sums column whose |values| add up to SUM_LIMIT or
@@ -366,6 +460,7 @@ class TableRun:
                     f"frequency column {spec.freq!r} of table {self.table!r} is negative in "
                     f"{negative_f} row(s); frequencies must be counts (0 or more)"
                 )
+        self._check_sums()
         n_codes: list[int] = []
         if not self._n_inner:
             raise InputError(
@@ -391,6 +486,31 @@ class TableRun:
                 )
         if self.max_cells is not None:
             self._check_size(n_codes)
+
+    def _check_sums(self) -> None:
+        """NULL values of sums columns (``null_sums='error'``) and weighted contributions too
+        large to hold as DECIMAL(38, 8)."""
+        extra = [c for c in self._checks if c.startswith(("_chk_null", "_chk_sw"))]
+        if not extra:
+            return
+        row = self.con.execute(
+            f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in extra)} FROM {self.inner}"
+        ).fetchall()[0]
+        for c, n in zip(extra, row):
+            if not n:
+                continue
+            col = self.spec.sums[int(c[len("_chk_null"):] if c.startswith("_chk_null") else c[len("_chk_sw"):])]
+            if c.startswith("_chk_null"):
+                raise InputError(
+                    f"sums column {col!r} of table {self.table!r} is missing (NULL) in {int(n)} record(s); "
+                    "say what a missing value means with TableSpec(null_sums='zero') (a contributor "
+                    "with value 0) or null_sums='omit' (not a contributor, left out of the sum)"
+                )
+            raise InputError(
+                f"sums column {col!r} of table {self.table!r} times the weight {self.spec.weight!r} is "
+                f"1e30 or more in absolute value in {int(n)} record(s); express the column or the "
+                "weight in a larger unit"
+            )
 
     def _check_size(self, n_codes: list[int]) -> None:
         """SpecError when the request is estimated to publish more than ``max_cells`` cells.
@@ -437,7 +557,7 @@ class TableRun:
         """Inner cells plus a zero cell for every missing combination of occurring codes."""
         dims = ", ".join(f"_d{k}" for k in range(self.nd))
         grid = ", ".join(f"(SELECT DISTINCT _d{k} FROM {self.inner})" for k in range(self.nd))
-        zeros = ", ".join(f"coalesce(i.{v}, 0) AS {v}" for v in self.values)
+        zeros = ", ".join(zero_sql(v, "i") for v in self.values)
         select = f"SELECT g.*, {zeros} FROM (SELECT * FROM {grid}) g LEFT JOIN {self.inner} i USING ({dims})"
         if self.structural is None:
             return self._create("inner0", select)
@@ -587,14 +707,20 @@ class TableRun:
             aggs = []
             times = " * b.coef" if self.coef[k] else ""
             for v in values:
-                if v == "_k" and times:
-                    aggs.append("CAST(((sum(r._k * b.coef) % ?) + ?) % ? AS BIGINT) AS _k")
+                kind = value_kind(v)
+                if kind == "key" and times:
+                    aggs.append(f"CAST(((sum(r.{v} * b.coef) % ?) + ?) % ? AS BIGINT) AS {v}")
                     params += [self.modulus] * 3
-                elif v == "_k":
-                    aggs.append("CAST(sum(r._k) % ? AS BIGINT) AS _k")
+                elif kind == "key":
+                    aggs.append(f"CAST(sum(r.{v}) % ? AS BIGINT) AS {v}")
                     params.append(self.modulus)
-                elif v in ("_n", "_np"):
+                elif kind == "n":
                     aggs.append(f"CAST(sum(r.{v}{times}) AS BIGINT) AS {v}")
+                elif kind == "list":
+                    # the k largest of a union are among its parts' k largest: merge the lists
+                    aggs.append(f"list_slice(list_sort(flatten(list(r.{v})), 'DESC'), 1, {int(self.top_k or 1)}) AS {v}")
+                elif kind in ("max", "min"):
+                    aggs.append(f"{kind}(r.{v}) AS {v}")
                 else:
                     aggs.append(f"sum(r.{v}{times}) AS {v}")
             levels = {j: f"r._l{j}" for j in range(k)}
@@ -636,7 +762,7 @@ class TableRun:
         """Every published combination of codes (the grid of the code tables that some
         crossing publishes) with the values of ``agg``, 0 where ``agg`` has no row."""
         grid = ", ".join(f"(SELECT ord AS _o{k}, level AS _l{k} FROM {c})" for k, c in enumerate(self.codes))
-        zeros = ", ".join(f"coalesce(a.{v}, 0) AS {v}" for v in values)
+        zeros = ", ".join(zero_sql(v, "a") for v in values)
         using = ", ".join(f"_o{k}" for k in range(self.nd))
         return (
             f"SELECT f.*, {zeros} FROM (SELECT * FROM {grid} WHERE {published_filter(self.spec)}) f "
@@ -661,7 +787,13 @@ class TableRun:
 
     @staticmethod
     def _value_select(src: str, alias: str = "c.") -> str:
-        return f"CAST({alias}{src} AS DOUBLE) AS {src}" if src == "_w" or src.startswith("_s") else f"{alias}{src}"
+        """A value column as published to a trusted user: decimals as DOUBLE; of a top-k list
+        only the values (never the record keys, which are secret)."""
+        if src == "_w" or src.startswith("_s"):
+            return f"CAST({alias}{src} AS DOUBLE) AS {src}"
+        if value_kind(src) == "list":
+            return f"coalesce(list_transform({alias}{src}, lambda e: e.x), []) AS {src}"
+        return f"{alias}{src}"
 
     def published(self) -> pl.DataFrame:
         """Every published cell: dims, levels, n (w, sums, cell_key), in publication order."""
@@ -731,45 +863,165 @@ class TableRun:
         rows, cols, n_inner, n_pub = self.pairs(coefficients=True)
         return sparse.csc_matrix((self.pair_coef.astype(np.float64), (rows, cols)), shape=(n_inner, n_pub))
 
-    def perturb(self, ptable: "PTable", *, original: bool, threshold: int | None) -> pl.DataFrame:
-        """Cells joined to the p-table's integer key ranges: n_pert (and w_pert).
+    def perturb(
+        self,
+        ptable: "PTable",
+        *,
+        original: bool,
+        threshold: int | None,
+        magnitude: "MagnitudeCKM | None" = None,
+        rules: "SensitivityRules | None" = None,
+    ) -> pl.DataFrame:
+        """Cells joined to the p-table's integer key ranges: n_pert (and w_pert); with
+        ``magnitude`` every sums column perturbed too (``<s>_pert``, ``<s>_mean_pert``), with
+        ``rules`` its sensitivity (``<s>_sensitive``, ``<s>_rule``).
 
         ``threshold``: an integer; cells with ``n_pert < threshold`` are published as null
-        (the Session passes ``ceil(t)`` of a real threshold t, the same rule exactly)."""
+        (the Session passes ``ceil(t)`` of a real threshold t, the same rule exactly), and so
+        are their weighted counts, sums and means."""
         pt = self._ptable(ptable)
         imin = int(ptable.frame["i"].min())  # type: ignore[arg-type]
-        cols, joins, order = self._decode()
-        if original:
-            cols.append("c._n")
-            if self.spec.weight is not None:
-                cols.append("CAST(c._w AS DOUBLE) AS _w")
         # a negative count (a signed cell of a non-tree hierarchy, e.g. −(Spain + Portugal)) is
         # perturbed as its absolute value with the negated key: −S publishes exactly −(S's
         # perturbed count), so neither form reveals the other's original
         pert = ("CASE WHEN c._n < 0 THEN -(abs(c._n) + coalesce(p.protab_v, 0)) "
                 "ELSE c._n + coalesce(p.protab_v, 0) END")
         ctes, cells, params = self._cells_source()
+        items = []
         if threshold is not None:
             pert = f"CASE WHEN abs({pert}) < ? THEN NULL ELSE {pert} END"  # signed cells by size
             params.append(int(threshold))
-        cols.append(f"{pert} AS _np")
+        items.append(f"{pert} AS _np")
         if self.spec.weight is not None:
             # blanked with n_pert (a zero weight would tell that the blanked count is 0)
             blank = f"WHEN ({pert}) IS NULL THEN NULL " if threshold is not None else ""
-            cols.append(
+            items.append(
                 f"CASE {blank}WHEN c._n = 0 THEN 0.0 ELSE ({pert}) * CAST(c._w AS DOUBLE) / c._n END AS _wp"
             )
             if threshold is not None:
                 params += [int(threshold)] * 2
         params += [imin, int(ptable.imax), int(ptable.period), self.modulus]  # then the modulus again
-        frame = self.arrow(
-            f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} LEFT JOIN {pt} p "
+        join = (
+            f"FROM {cells} c LEFT JOIN {pt} p "
             f"ON p.protab_i = protab_row_class(abs(c._n), ?, ?, ?) "
-            f"AND (CASE WHEN c._n < 0 THEN (? - c._k) % ? ELSE c._k END) BETWEEN p.protab_klo AND p.protab_khi "
-            f"ORDER BY {order}",
-            params + [self.modulus],
+            f"AND (CASE WHEN c._n < 0 THEN (? - c._k) % ? ELSE c._k END) BETWEEN p.protab_klo AND p.protab_khi"
+        )
+        params.append(self.modulus)
+        cols, joins, order = self._decode()
+        if original:
+            cols.append("c._n")
+            if self.spec.weight is not None:
+                cols.append("CAST(c._w AS DOUBLE) AS _w")
+        cols.append("c._np")
+        if self.spec.weight is not None:
+            cols.append("c._wp")
+        if magnitude is None and rules is None:
+            frame = self.arrow(
+                f"{ctes}SELECT {', '.join(cols)} FROM (SELECT c.*, {', '.join(items)} {join}) c {joins} "
+                f"ORDER BY {order}",
+                params,
+            )
+            return frame.rename(output_names(self.spec, frame.columns))
+        base = self._create("pcells", f"{ctes}SELECT c.*, {', '.join(items)} {join}", params)
+        return self._perturb_magnitudes(base, cols, magnitude, rules, original=original)
+
+    def _perturb_magnitudes(
+        self,
+        base: str,
+        cols: list[str],
+        magnitude: "MagnitudeCKM | None",
+        rules: "SensitivityRules | None",
+        *,
+        original: bool,
+    ) -> pl.DataFrame:
+        """Rules and the magnitude perturbation over the count-perturbed cells ``base``."""
+        from protab import magnitude as mg
+
+        spec, weighted = self.spec, self.spec.weight is not None
+        if not spec.sums:
+            raise SpecError("magnitude perturbation and sensitivity rules need sums=[...] in the TableSpec")
+        if rules is not None and rules.needs_nonnegative:
+            self._check_nonnegative(base)
+        ctes: list[str] = []
+        params: list[Any] = []
+        prev = base
+        sens_cols: list[str] = []
+        if rules is not None:
+            items = []
+            for k in range(len(spec.sums)):
+                sens, names, ps = rules.sql(k, weighted=weighted, contributors=self._contributors(k))
+                items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"]
+                params += ps
+                sens_cols += [f"_sens{k}", f"_rule{k}"]
+            ctes.append(f"_rules AS (SELECT *, {', '.join(items)} FROM {prev})")
+            prev = "_rules"
+        if magnitude is not None:
+            entries, segments = magnitude.lookup_frames(self.modulus)
+            ent = self._register_frame("nument", entries.sort(["tab", "i", "klo"]))
+            seg = self._register_frame("numseg", segments)
+            select, values = mg.ckm_parameters(magnitude)
+            par = self._create("numpar", select, values)
+            ctes.append(f"_mp AS (SELECT * FROM {prev} CROSS JOIN {par})")
+            prev = "_mp"
+            for k in range(len(spec.sums)):
+                more, prev = mg.ckm_ctes(
+                    magnitude, k, prev, modulus=self.modulus, weighted=weighted,
+                    sensitive=f"_sens{k}" if rules is not None else None, entries=ent, segments=seg,
+                )
+                ctes += more
+        out = list(cols)
+        for k in range(len(spec.sums)):
+            total = f"_sw{k}" if weighted else f"_s{k}"
+            if original:
+                out.append(f"CAST(c.{total} AS DOUBLE) AS {total}")
+            if magnitude is not None:
+                # blanked with n_pert; the mean is the perturbed sum over the perturbed count
+                sp = f"CASE WHEN c._np IS NULL THEN NULL ELSE c._sp{k} END"
+                den = "c._wp" if weighted else "c._np"
+                out += [f"{sp} AS _sp{k}", f"{sp} / nullif({den}, 0) AS _spm{k}"]
+            if rules is not None:
+                out += [f"c._sens{k}", f"c._rule{k}"]
+        dec, joins, order = self._decode()
+        del dec
+        frame = self.arrow(
+            f"WITH {', '.join(ctes)} SELECT {', '.join(out)} FROM {prev} c {joins} ORDER BY {order}", params
         )
         return frame.rename(output_names(self.spec, frame.columns))
+
+    def sensitivity(self, rules: "SensitivityRules") -> pl.DataFrame:
+        """The published cells with their original values and the rules' verdicts."""
+        ctes, cells, params = self._cells_source()
+        base = self._create("scells", f"{ctes}SELECT * FROM {cells}", params)
+        cols, _, _ = self._decode()
+        cols += [self._value_select(v) for v in self.values]
+        frame = self._perturb_magnitudes(base, cols, None, rules, original=False)
+        return frame
+
+    def _contributors(self, k: int) -> str:
+        """SQL of the number of contributors of sums variable ``k`` in a cell."""
+        return "_n"
+
+    def _check_nonnegative(self, base: str) -> None:
+        """SpecError when a sums column has negative values (dominance and p% need x >= 0)."""
+        for k, col in enumerate(self.spec.sums):
+            low = self.con.execute(f"SELECT min(_mn{k}) FROM {base}").fetchall()[0][0]
+            if low is not None and low < 0:
+                n = self.con.execute(
+                    f"SELECT count(*) FROM {quote_ident(self.table)} WHERE {quote_ident(col)} < 0"
+                ).fetchall()[0][0]
+                raise InputError(
+                    f"sums column {col!r} of table {self.table!r} has negative values in {n} record(s); "
+                    "the dominance and p% rules are defined for values of 0 or more (use min_frequency "
+                    "alone, or protect a non-negative variable)"
+                )
+
+    def _register_frame(self, kind: str, frame: pl.DataFrame) -> str:
+        reg = _tmp(kind + "_src")
+        self.con.register(reg, frame.to_arrow())
+        try:
+            return self._create(kind, f"SELECT * FROM {reg}")
+        finally:
+            self.con.unregister(reg)
 
     def perturb_inner(self, ptable: "PTable", *, original: bool) -> pl.DataFrame:
         """Inner cells perturbed through the p-table by their own cell keys, margins as sums.

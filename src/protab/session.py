@@ -47,6 +47,7 @@ except ImportError:  # pragma: no cover - Windows
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
+    from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
 
 #: The database file a Session opens when none is named (in the working directory).
@@ -639,6 +640,8 @@ class Session:
         extend0: bool = False,
         structural: pl.DataFrame | None = None,
         rollup: bool = True,
+        top_k: int | None = None,
+        holding: str | None = None,
     ) -> TableRun:
         """Check a table request against the catalog and prepare its SQL run."""
         cols = self.columns(table)  # one look at the catalog
@@ -657,6 +660,12 @@ class Session:
             raise InputError(
                 f"frequency column {spec.freq!r} of table {table!r} has type "
                 f"{cols[spec.freq]}; frequencies must be integers"
+            )
+        if holding is not None:
+            _missing_columns(table, cols, [holding], "holding column")
+            raise NotImplementedError(
+                "SensitivityRules(holding=...): rules over holdings (contributions aggregated per "
+                "contributor group) are not implemented yet; leave holding out to judge records"
             )
         used = [*spec.columns, *values] + ([spec.freq] if spec.freq else [])
         try:
@@ -681,10 +690,12 @@ class Session:
             require_columns(structural, spec.columns, "structural zeros")
         return TableRun(
             self._con, table, spec, key=key, extend0=extend0, structural=structural,
-            cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup,
+            cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup, top_k=top_k,
         )
 
-    def tabulate(self, table: str, spec: TableSpec, *, cell_keys: bool = False) -> pl.DataFrame:
+    def tabulate(
+        self, table: str, spec: TableSpec, *, cell_keys: bool = False, top_k: int | None = None
+    ) -> pl.DataFrame:
         """Every published cell of ``spec`` with its original count (and weight sum, sums).
 
         One scan of the microdata to inner cells, then a roll-up through the hierarchy
@@ -692,9 +703,35 @@ class Session:
         ``<dim>_level`` per dimension (0 = total), ``n``, then ``w`` (weighted count) and the
         sums if the spec asks for them, and ``cell_key`` (the integer key sum modulo the key
         modulus) only when ``cell_keys=True``. Unprotected: for trusted use only.
+
+        ``top_k`` (1..6, magnitude tables): per sums column ``s`` also ``s_w`` (weighted sum,
+        with a weight), ``s_nonzero`` (non-zero contributors), ``s_top`` (the ``top_k``
+        largest contributions, largest |x| first), ``s_max``, ``s_min`` — from the same scan;
+        margins merge their children's lists (docs/methods.md §1.8).
         """
-        with self._out_of_memory(table), self._run(table, spec, keys=cell_keys) as run:
+        if top_k is not None:
+            from protab.magnitude import MAX_TOP_K
+
+            if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or not 1 <= top_k <= MAX_TOP_K:
+                raise SpecError(f"tabulate: top_k must be a whole number from 1 to {MAX_TOP_K}")
+        with self._out_of_memory(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
             return run.published()
+
+    def sensitivity(self, table: str, spec: TableSpec, rules: "SensitivityRules") -> pl.DataFrame:
+        """Every published cell of ``spec`` with its original values and, per sums column
+        ``s``, ``s_sensitive`` (True when a rule holds) and ``s_rule`` (the rules that hold,
+        comma-separated: frequency, dominance(n), p%, pq, zero). Rules are SQL over the top-k
+        lists of the one scan (docs/methods.md §6.2). Unprotected: for trusted use only."""
+        from protab.magnitude import SensitivityRules
+
+        if not isinstance(rules, SensitivityRules):
+            raise SpecError(f"sensitivity: rules must be a protab.SensitivityRules, not {type(rules).__name__}")
+        if not spec.sums:
+            raise SpecError("sensitivity: the rules judge magnitudes; give the TableSpec sums=[...]")
+        with self._out_of_memory(table), self._run(
+            table, spec, keys=False, top_k=rules.top_k, holding=rules.holding
+        ) as run:
+            return run.sensitivity(rules)
 
     def inner_cells(self, table: str, spec: TableSpec, *, extend0: bool = False) -> pl.DataFrame:
         """The inner cells (finest crossing) of ``spec``: dims, n, w, sums.
@@ -736,8 +773,10 @@ class Session:
         *,
         original: bool = False,
         threshold: float | None = None,
+        magnitude: "MagnitudeCKM | None" = None,
+        rules: "SensitivityRules | None" = None,
     ) -> pl.DataFrame:
-        """Counts protected by the cell key method: every published cell of ``spec``.
+        """Counts (and magnitudes) protected by the cell key method: every published cell.
 
         The cell key of a cell is the sum of its records' keys modulo the key modulus; its
         perturbed count is n + v from the p-table row of n's row class whose interval holds
@@ -753,14 +792,41 @@ class Session:
         more (``threshold=0`` blanks nothing); booleans, strings, NaN and ±inf are refused.
         A negative (signed) cell of a non-tree hierarchy is judged by its size: blanked when
         ``|n_pert| < threshold``.
+
+        Magnitudes (docs/methods.md §1.8): a spec with ``sums`` needs ``magnitude=`` (a
+        :class:`protab.MagnitudeCKM`); every sums column ``s`` then gets ``s_pert`` (the
+        perturbed sum, weighted with a weight) and ``s_mean_pert`` (``s_pert`` over the
+        perturbed count, or over ``w_pert`` with a weight), both blanked with ``n_pert``;
+        ``s`` (or ``s_w``) itself only with ``original=True``. ``rules=`` (a
+        :class:`protab.SensitivityRules`) adds ``s_sensitive``/``s_rule``; sensitive cells get
+        the extra noise ``mu_c`` of the magnitude parameters.
         """
+        from protab.magnitude import MagnitudeCKM, SensitivityRules, check_ptable_kind
         from protab.ptable import PTable
 
+        check_ptable_kind(ptable, "cell_key")
         if not isinstance(ptable, PTable):
             raise InputError(f"cell_key: ptable must be a protab.PTable, not {type(ptable).__name__}")
+        if magnitude is not None and not isinstance(magnitude, MagnitudeCKM):
+            raise SpecError(f"cell_key: magnitude must be a protab.MagnitudeCKM, not {type(magnitude).__name__}")
+        if rules is not None and not isinstance(rules, SensitivityRules):
+            raise SpecError(f"cell_key: rules must be a protab.SensitivityRules, not {type(rules).__name__}")
+        if spec.sums and magnitude is None:
+            raise SpecError(
+                f"cell_key: the TableSpec has sums {list(spec.sums)} but no magnitude parameters; pass "
+                "magnitude=protab.MagnitudeCKM(...) to perturb them, or leave sums out of the spec "
+                "(sums are never published unperturbed)"
+            )
+        if (magnitude is not None or rules is not None) and not spec.sums:
+            raise SpecError("cell_key: magnitude= and rules= perturb and judge sums; give the TableSpec sums=[...]")
         below = _check_threshold(table, threshold)
-        with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
-            return run.perturb(ptable, original=original, threshold=below)
+        top_k = None
+        if spec.sums:
+            top_k = max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)
+        with self._out_of_memory(table), self._run(
+            table, spec, keys=True, top_k=top_k, holding=rules.holding if rules else None
+        ) as run:
+            return run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
 
     def perturb_inner(
         self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False

@@ -68,6 +68,12 @@ class TableSpec:
         column qualifies when the sum of its absolute values over the table stays below
         10^29 (e.g. 10^9 records of up to 10^20 each); protab refuses larger ones (express
         the column in a larger unit, e.g. thousands).
+    null_sums:
+        What a missing (NULL) value of a ``sums`` column means: ``"error"`` (default: refused,
+        naming the column and how many records), ``"zero"`` (the record contributes 0: it is
+        a contributor with a zero value) or ``"omit"`` (left out of the sum, the contributor
+        counts, the largest contributions and the non-zero cell key — R cellKey's treatment
+        of NA). The record is counted in ``n`` in every case.
     drop_empty:
         Leave out cells with no records (for sparse tables such as national grids); by
         default every combination of the dimensions' codes is published, as R cellKey does.
@@ -93,6 +99,7 @@ class TableSpec:
     weight: str | None = None
     sums: Sequence[str] = ()
     drop_empty: bool = False
+    null_sums: str = "error"
     null_code: str | None = None
     total: str = "Total"
     freq: str | None = None
@@ -175,6 +182,10 @@ class TableSpec:
         if dup:
             raise SpecError(f"TableSpec: sums names {show_values(dup)} twice")
         object.__setattr__(self, "sums", tuple(sums))
+        if self.null_sums not in ("error", "zero", "omit"):
+            raise SpecError(
+                f"TableSpec: null_sums must be 'error', 'zero' or 'omit', not {self.null_sums!r}"
+            )
         for flag in ("drop_empty", "margins"):
             value = getattr(self, flag)
             if isinstance(value, np.bool_):

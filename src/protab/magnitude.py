@@ -1,0 +1,463 @@
+"""Magnitude tables: sensitivity rules and the cell key method for sums (docs/methods.md §1.8).
+
+Both work on the columns one scan of the microdata gives every published cell (see
+:func:`protab._rollup.value_columns`): the sum of a variable, its number of (non-zero)
+contributors, its ``top_k`` largest contributions and the cell key of its non-zero
+contributors. This module turns parameters into SQL over those columns; the Session runs it.
+
+- :class:`SensitivityRules`: minimum frequency, (n, k)-dominance, the p% rule and its
+  prior/posterior (p, q) form, zero cells — the primary rules of tau-ARGUS and of SSB's
+  GaussSuppression (docs/methods.md §6.2).
+- :class:`MagnitudeCKM`: the perturbation of magnitudes by the cell key method as R cellKey
+  (``ck_params_nums``) and tau-ARGUS define it: the noise of a cell is a numeric p-table draw,
+  looked up by the ratio of the driving value to its scaled size and interpolated between
+  p-table rows, times that size (docs/methods.md §1.8).
+
+Parameters of both are secrets: neither class shows them in its repr or its errors.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from protab.errors import PTableError, SpecError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from protab.ptable.numeric import NumericPTable
+
+VARIANTS = ("top_contr", "mean", "range", "sum")
+MAX_TOP_K = 6
+
+
+def _number(value: object, name: str, *, low: float | None = None, high: float | None = None,
+            low_open: bool = False, owner: str) -> float:
+    """A finite real number within bounds, else SpecError naming the argument (not its value:
+    rule and p-table parameters are secrets)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise SpecError(f"{owner}: {name} must be a finite number")
+    x = float(value)
+    if low is not None and (x <= low if low_open else x < low):
+        raise SpecError(f"{owner}: {name} must be {'greater than' if low_open else 'at least'} {low:g}")
+    if high is not None and x > high:
+        raise SpecError(f"{owner}: {name} must be at most {high:g}")
+    return x
+
+
+def _whole(value: object, name: str, low: int, high: int, owner: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
+        raise SpecError(f"{owner}: {name} must be a whole number from {low} to {high}")
+    return int(value)
+
+
+# ----------------------------------------------------------------------------------- rules
+
+
+class SensitivityRules:
+    """Primary sensitivity rules for the cells of a magnitude table.
+
+    A cell of variable ``x`` is sensitive when any rule given holds (the contributions
+    x1 >= x2 >= … are those of records, or of holdings with ``holding=``; T is the cell total):
+
+    - ``min_frequency=n``: fewer than n contributors (and at least one): tau-ARGUS's minimum
+      frequency; GaussSuppression's ``NContributorsRule(maxN)`` is ``min_frequency=maxN + 1``;
+    - ``dominance=[(n, k), …]``: the n largest contributions are more than k % of T;
+    - ``p_percent=p``: T − x1 − x2 < p/100 · x1 (the second largest contributor can estimate
+      the largest within p %);
+    - ``pq=(p, q)``: T − x1 − x2 < (p/q) · x1 (the prior/posterior form; q = 100 gives p%);
+    - ``zero=True``: cells without contributors are sensitive too.
+
+    ``weights`` says how a weight enters the contributions: ``"unweighted"`` (default; the
+    records' own values, as tau-ARGUS without "apply weights"), or ``"weighted"`` (each
+    contribution and T multiplied by the record's weight). Dominance and p% need values of 0
+    or more; a variable with negative values is refused for them. Parameters are secrets.
+    """
+
+    def __init__(
+        self,
+        *,
+        min_frequency: int | None = None,
+        dominance: Sequence[Sequence[float]] = (),
+        p_percent: float | None = None,
+        pq: Sequence[float] | None = None,
+        zero: bool = False,
+        weights: str = "unweighted",
+        holding: str | None = None,
+    ) -> None:
+        owner = "SensitivityRules"
+        self.min_frequency = None if min_frequency is None else _whole(min_frequency, "min_frequency", 1, 2**31, owner)
+        if isinstance(dominance, (str, bytes)) or not isinstance(dominance, Sequence):
+            raise SpecError(f"{owner}: dominance must be a list of (n, k) pairs, e.g. [(1, 80), (2, 90)]")
+        if len(dominance) == 2 and all(isinstance(v, numbers.Real) for v in dominance):
+            dominance = [dominance]  # one pair given bare
+        pairs = []
+        for item in dominance:
+            if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
+                raise SpecError(f"{owner}: dominance must be a list of (n, k) pairs, e.g. [(1, 80), (2, 90)]")
+            n = _whole(item[0], "dominance n", 1, MAX_TOP_K, owner)
+            k = _number(item[1], "dominance k (a percentage)", low=0, high=100, low_open=True, owner=owner)
+            pairs.append((n, k))
+        self.dominance = tuple(pairs)
+        self.p_percent = None if p_percent is None else _number(
+            p_percent, "p_percent", low=0, high=100, low_open=True, owner=owner)
+        if pq is not None:
+            if isinstance(pq, (str, bytes)) or not isinstance(pq, Sequence) or len(pq) != 2:
+                raise SpecError(f"{owner}: pq must be a pair (p, q) of percentages with p < q")
+            p = _number(pq[0], "pq p", low=0, low_open=True, owner=owner)
+            q = _number(pq[1], "pq q", low=0, high=100, low_open=True, owner=owner)
+            if not p < q:
+                raise SpecError(f"{owner}: pq needs p < q (the prior knowledge q is wider than p)")
+            self.pq: tuple[float, float] | None = (p, q)
+        else:
+            self.pq = None
+        if not isinstance(zero, bool):
+            raise SpecError(f"{owner}: zero must be True or False")
+        self.zero = zero
+        if weights not in ("unweighted", "weighted"):
+            raise SpecError(f"{owner}: weights must be 'unweighted' or 'weighted', not {weights!r}")
+        self.weights = weights
+        if holding is not None and (not isinstance(holding, str) or not holding.strip()):
+            raise SpecError(f"{owner}: holding must be a column name")
+        self.holding = holding
+        if self.min_frequency is None and not self.dominance and self.p_percent is None and self.pq is None \
+                and not zero:
+            raise SpecError(
+                f"{owner}: no rule given; pass min_frequency=, dominance=, p_percent=, pq= or zero=True"
+            )
+
+    def __repr__(self) -> str:
+        names = [n for n, on in (("min_frequency", self.min_frequency is not None),
+                                 ("dominance", bool(self.dominance)), ("p_percent", self.p_percent is not None),
+                                 ("pq", self.pq is not None), ("zero", self.zero)) if on]
+        return f"SensitivityRules({', '.join(names)}; parameters hidden)"
+
+    @property
+    def top_k(self) -> int:
+        """How many of the largest contributions the rules read."""
+        need = [n for n, _ in self.dominance]
+        if self.p_percent is not None or self.pq is not None:
+            need.append(2)
+        return max(need, default=1)
+
+    @property
+    def needs_nonnegative(self) -> bool:
+        return bool(self.dominance) or self.p_percent is not None or self.pq is not None
+
+    def sql(self, k: int, *, weighted: bool, contributors: str) -> tuple[str, str, list[Any]]:
+        """(sensitive, rule names, parameters) as SQL over the columns of sums variable ``k``.
+
+        ``contributors``: the SQL of the cell's number of contributors; ``weighted``: the
+        table has a weight column (``_sw<k>`` holds the weighted sum)."""
+        top = f"_t{k}"
+        if self.weights == "weighted" and weighted:
+            total = f"CAST(_sw{k} AS DOUBLE)"
+            x = "e.x * e.w"
+        else:
+            total = f"CAST(_s{k} AS DOUBLE)"
+            x = "e.x"
+        def largest(n: int) -> str:
+            return f"coalesce(list_sum(list_transform(list_slice({top}, 1, {n}), lambda e: {x})), 0)"
+
+        conds: list[tuple[str, str, list[Any]]] = []
+        if self.min_frequency is not None:
+            conds.append((f"({contributors} > 0 AND {contributors} < ?)", "frequency", [self.min_frequency]))
+        for n, kk in self.dominance:
+            conds.append((f"({largest(n)} > ? * {total} AND {contributors} > 0)", f"dominance({n})", [kk / 100.0]))
+        if self.p_percent is not None or self.pq is not None:
+            x1, x12 = largest(1), largest(2)
+            if self.p_percent is not None:
+                conds.append((f"({total} - {x12} < ? * {x1})", "p%", [self.p_percent / 100.0]))
+            if self.pq is not None:
+                p, q = self.pq
+                conds.append((f"({total} - {x12} < ? * {x1})", "pq", [p / q]))
+        if self.zero:
+            conds.append((f"({contributors} = 0)", "zero", []))
+        sens = " OR ".join(c for c, _, _ in conds)
+        names = "concat_ws(',', " + ", ".join(f"CASE WHEN {c} THEN '{name}' END" for c, name, _ in conds) + ")"
+        params = [p for _, _, ps in conds for p in ps]
+        return f"coalesce({sens}, false)", f"nullif({names}, '')", params + params
+
+
+# ------------------------------------------------------------------------- perturbation
+
+
+class MagnitudeCKM:
+    """The cell key method for magnitudes: parameters (R cellKey ``ck_params_nums`` with
+    ``ck_flexparams`` or ``ck_simpleparams``; tau-ARGUS CKM for magnitudes).
+
+    ``ptable``: a :class:`protab.ptable.NumericPTable` (type "all"), or a mapping with
+    ``"even"`` and ``"odd"`` tables chosen by the parity of the number of contributors (only
+    with ``top_k=1``). ``small_cells``: a numeric p-table for values below the separation
+    point z_s = sqrt(m1²) / (sqrt(E) · p_small), m1² the variance of its last row and
+    E = Σ ε_j² (no separation without it).
+
+    ``variant``: which values drive the noise: ``"top_contr"`` (the ``top_k`` largest
+    contributions, weighted), ``"mean"`` (the weighted cell mean), ``"range"`` (largest minus
+    smallest value) or ``"sum"`` (the cell sum).
+
+    Scaling: with ``fp`` the flexible function (``p = (p_small, p_large)``, ``q``): a value
+    x below fp is scaled by p_small, above by
+    m(x) = p_large · (1 + (p_small·x − p_large·fp)/(p_large·fp) · (2·fp/(fp + x))^q);
+    without ``fp``, ``p`` is one number and every value is scaled by it (simple scaling).
+    ``epsilon``: one weight per top-k position (the first 1, not increasing).
+
+    ``mu_c``: extra noise (in units of the scaled size) for cells the rules mark sensitive.
+    ``same_key``: the first component uses the cell key itself (True, R cellKey's default)
+    or a rotated key (False, as tau-ARGUS); each further component rotates once more.
+    ``zero_keys``: the cell key sums the keys of every contributor (True) or only of the
+    non-zero ones (False, default).
+    """
+
+    def __init__(
+        self,
+        ptable: "NumericPTable | Mapping[str, NumericPTable]",
+        *,
+        variant: str = "top_contr",
+        top_k: int | None = None,
+        fp: float | None = None,
+        p: float | Sequence[float] = (0.25, 0.05),
+        q: float = 3.0,
+        epsilon: Sequence[float] | None = None,
+        mu_c: float = 0.0,
+        same_key: bool = True,
+        zero_keys: bool = False,
+        small_cells: "NumericPTable | None" = None,
+    ) -> None:
+        from protab.ptable.numeric import NumericPTable
+
+        owner = "MagnitudeCKM"
+        if isinstance(ptable, NumericPTable):
+            tables = {"all": ptable}
+        elif isinstance(ptable, Mapping):
+            tables = dict(ptable)
+            if set(tables) not in ({"all"}, {"even", "odd"}):
+                raise SpecError(
+                    f"{owner}: ptable must be one numeric p-table, or a mapping with 'even' and 'odd' "
+                    f"tables (not {sorted(map(str, tables))})"
+                )
+        else:
+            from protab.ptable import PTable
+
+            hint = (" (a count p-table: build a numeric one with NumericPTable.maximum_entropy or "
+                    "NumericPTable.read)") if isinstance(ptable, PTable) else ""
+            raise SpecError(f"{owner}: ptable must be a protab.NumericPTable, not {type(ptable).__name__}{hint}")
+        for name, t in tables.items():
+            if not isinstance(t, NumericPTable):
+                raise SpecError(f"{owner}: the {name!r} p-table must be a protab.NumericPTable, not {type(t).__name__}")
+        if small_cells is not None and not isinstance(small_cells, NumericPTable):
+            raise SpecError(f"{owner}: small_cells must be a protab.NumericPTable, not {type(small_cells).__name__}")
+        if variant not in VARIANTS:
+            raise SpecError(f"{owner}: variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
+        self.variant = variant
+        if epsilon is None:
+            epsilon = [1.0] * (top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0 else 1)
+        if isinstance(epsilon, (str, bytes)) or not isinstance(epsilon, Sequence):
+            raise SpecError(f"{owner}: epsilon must be a list of numbers, one per top-k position")
+        eps = [_number(e, "epsilon", low=0, high=1, owner=owner) for e in epsilon]
+        if not eps or eps[0] != 1.0 or any(b > a for a, b in zip(eps, eps[1:])):
+            raise SpecError(f"{owner}: epsilon must start at 1 and not increase (1 >= ε2 >= … >= 0)")
+        if top_k is None:
+            top_k = len(eps)
+        self.top_k = _whole(top_k, "top_k", 1, MAX_TOP_K, owner)
+        if variant != "top_contr" and self.top_k != 1:
+            raise SpecError(f"{owner}: variant {variant!r} has one driving value; top_k must be 1")
+        if len(eps) != self.top_k:
+            raise SpecError(f"{owner}: epsilon must have one value per top-k position ({self.top_k})")
+        if set(tables) == {"even", "odd"} and self.top_k != 1:
+            raise SpecError(f"{owner}: even/odd p-tables need top_k=1")
+        self.epsilon = eps
+        if fp is None:  # simple scaling
+            if isinstance(p, Sequence):
+                raise SpecError(f"{owner}: without fp (simple scaling) p must be one number in (0, 1]")
+            self.flex = False
+            self.p_small = self.p_large = _number(p, "p", low=0, high=1, low_open=True, owner=owner)
+            self.fp, self.q = 0.0, 1.0
+        else:
+            self.flex = True
+            self.fp = _number(fp, "fp", low=0, low_open=True, owner=owner)
+            if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
+                raise SpecError(f"{owner}: p must be a pair (p_small, p_large) with 0 <= p_large <= p_small <= 1")
+            ps, pl_ = (_number(v, "p", low=0, high=1, owner=owner) for v in p)
+            if pl_ > ps or ps == 0:
+                raise SpecError(f"{owner}: p must be a pair (p_small, p_large) with 0 <= p_large <= p_small <= 1")
+            self.p_small, self.p_large = ps, pl_
+            self.q = _number(q, "q", low=1, owner=owner)
+        self.mu_c = _number(mu_c, "mu_c", low=0, owner=owner)
+        for flag, value in (("same_key", same_key), ("zero_keys", zero_keys)):
+            if not isinstance(value, bool):
+                raise SpecError(f"{owner}: {flag} must be True or False")
+        self.same_key, self.zero_keys = same_key, zero_keys
+        self.tables = tables
+        self.small_cells = small_cells
+        if small_cells is not None:
+            E = sum(e * e for e in eps)
+            self.zs = math.sqrt(small_cells.variance()) / (math.sqrt(E) * self.p_small)
+        else:
+            self.zs = 0.0
+
+    def __repr__(self) -> str:
+        return f"MagnitudeCKM(variant={self.variant!r}, top_k={self.top_k}; parameters hidden)"
+
+    # -- the p-tables as one relation ----------------------------------------------------
+    TAB = {"all": 0, "even": 1, "odd": 2, "small_cells": 3}
+
+    def lookup_frames(self, modulus: int) -> tuple[Any, Any]:
+        """(entries, segments) as polars frames for the SQL lookup.
+
+        entries (tab, i, v, klo): the integer key ranges of every p-table entry; segments
+        (tab, lo, hi, top): consecutive rows of each table (hi = lo for the last row, which
+        serves every larger ratio: ``top`` is the largest i)."""
+        import polars as pl
+
+        ents, segs = [], []
+        named = list(self.tables.items()) + ([("small_cells", self.small_cells)] if self.small_cells else [])
+        for name, t in named:
+            tab = self.TAB[name]
+            ks = t.keyspace(modulus)
+            ents.append(ks.select(pl.lit(tab, pl.Int32).alias("tab"), pl.col("i").cast(pl.Float64),
+                                  pl.col("v").cast(pl.Float64), pl.col("klo").cast(pl.Int64)))
+            rows = sorted({float(x) for x in t.frame["i"].to_list()})
+            his = rows[1:] + rows[-1:]
+            segs.append(pl.DataFrame({"tab": [tab] * len(rows), "lo": rows, "hi": his, "top": [rows[-1]] * len(rows)},
+                                     schema={"tab": pl.Int32, "lo": pl.Float64, "hi": pl.Float64, "top": pl.Float64}))
+        return pl.concat(ents), pl.concat(segs)
+
+
+def check_ptable_kind(ptable: object, where: str) -> None:
+    """PTableError when a numeric p-table is given where a count p-table is needed."""
+    from protab.ptable.numeric import NumericPTable
+
+    if isinstance(ptable, NumericPTable):
+        raise PTableError(
+            f"{where}: this is a numeric (magnitude) p-table; counts need a count p-table "
+            "(protab.PTable), and magnitudes take the numeric one through MagnitudeCKM"
+        )
+
+
+def rotate_sql(key: str, modulus: int) -> str:
+    """SQL of a cell key rotated by one digit (docs/methods.md §1.8).
+
+    Decimal keys (modulus 10^d): the key's decimal digits, written as R writes the number
+    (d digits, trailing zeros dropped), move their first digit to the end (R cellKey's
+    rotation; 0.1234567 → 0.2345671). Binary keys (modulus 2^b): the b bits rotate left by 4
+    (one hexadecimal digit)."""
+    d = round(math.log10(modulus))
+    if 10**d == modulus:
+        t = f"rtrim(lpad(CAST({key} AS VARCHAR), {d}, '0'), '0')"
+        return (f"CASE WHEN {key} = 0 THEN 0 ELSE CAST(rpad(substr({t}, 2) || substr({t}, 1, 1), {d}, '0') "
+                "AS BIGINT) END")
+    b = modulus.bit_length() - 1
+    if 2**b != modulus:
+        raise SpecError("the record-key modulus must be a power of 2 or of 10 for magnitude cell keys")
+    s = min(4, b - 1) if b > 1 else 0
+    if s == 0:
+        return key
+    return f"((({key} << {s}) | ({key} >> {b - s})) & {modulus - 1})"
+
+
+def ckm_parameters(m: MagnitudeCKM) -> tuple[str, list[Any]]:
+    """SELECT of the one-row relation of the secret parameters (bound, never in SQL text):
+    zs, fp, ps, pl, q, mu, e1..e6 and the largest row i of each p-table (top0..top3)."""
+    tops = {m.TAB[n]: float(max(t.frame["i"].to_list())) for n, t in m.tables.items()}
+    if m.small_cells is not None:
+        tops[m.TAB["small_cells"]] = float(max(m.small_cells.frame["i"].to_list()))
+    eps = m.epsilon + [0.0] * (MAX_TOP_K - len(m.epsilon))
+    values = [m.zs, m.fp, m.p_small, m.p_large, m.q, m.mu_c, *eps] + [tops.get(t, 0.0) for t in range(4)]
+    names = ["zs", "fp", "ps", "pl", "q", "mu"] + [f"e{j}" for j in range(1, MAX_TOP_K + 1)] + [f"top{t}" for t in range(4)]
+    return "SELECT " + ", ".join(f"CAST(? AS DOUBLE) AS _m_{n}" for n in names), values
+
+
+PARAMETER_COLUMNS = ["_m_zs", "_m_fp", "_m_ps", "_m_pl", "_m_q", "_m_mu"] + [
+    f"_m_e{j}" for j in range(1, MAX_TOP_K + 1)] + [f"_m_top{t}" for t in range(4)]
+
+
+def ckm_ctes(
+    m: MagnitudeCKM,
+    k: int,
+    prev: str,
+    *,
+    modulus: int,
+    weighted: bool,
+    sensitive: str | None,
+    entries: str,
+    segments: str,
+) -> tuple[list[str], str]:
+    """CTEs perturbing sums variable ``k`` of the cells in ``prev`` (R cellKey's
+    ``.perturb_cell_flex`` / ``.perturb_cell_simple`` as set work). ``prev`` must carry the
+    parameter columns of :func:`ckm_parameters` (``_m_*``).
+
+    Each top-k component j = 1..K scales its driving value x_j to a size x_delta, looks up
+    the noise v of the ratio |x_j / x_delta| in the numeric p-table (interpolating linearly
+    between the rows around it, the same key for both rows) and adds
+    sign(x)·|x_delta|·sign(v)·(μ + |v|) to the running value x, never letting a negative
+    noise carry it across zero. Returns (CTEs, name of the last one); the last holds
+    ``_sp<k>``, the perturbed (weighted) sum."""
+    cv = f"CAST(_sw{k} AS DOUBLE)" if weighted else f"CAST(_s{k} AS DOUBLE)"
+    if m.variant == "top_contr":
+        drivers = [f"(_t{k}[{j}].x * _t{k}[{j}].w)" for j in range(1, m.top_k + 1)]
+    elif m.variant == "mean":
+        drivers = [f"({cv} / nullif(CAST(_w AS DOUBLE), 0))" if weighted else f"({cv} / nullif(_n, 0))"]
+    elif m.variant == "range":
+        drivers = [f"(_mx{k} - _mn{k})"]
+    else:
+        drivers = [cv]
+    key0 = "_k" if m.zero_keys else f"_kz{k}"
+    if len(m.tables) == 2:
+        base_tab = f"CASE WHEN _n % 2 = 0 THEN {m.TAB['even']} ELSE {m.TAB['odd']} END"
+    else:
+        base_tab = str(m.TAB["all"])
+    ctes: list[str] = []
+    # the running value and the rotated key of every component, one CTE per rotation
+    keys = [f"_ky{k}_{j}" for j in range(1, m.top_k + 1)]
+    skip = f"({cv} = 0 OR {cv} IS NULL OR _z{k} = 0)"
+    first = key0 if m.same_key else rotate_sql(key0, modulus)
+    ctes.append(f"_q{k}_k1 AS (SELECT *, {first} AS {keys[0]}, {cv} AS _xo{k}, {skip} AS _skip{k} FROM {prev})")
+    for j in range(2, m.top_k + 1):
+        ctes.append(f"_q{k}_k{j} AS (SELECT *, {rotate_sql(keys[j - 2], modulus)} AS {keys[j - 1]} FROM _q{k}_k{j - 1})")
+    src = f"_q{k}_k{m.top_k}"
+    mu = f"CASE WHEN {sensitive} THEN _m_mu ELSE 0.0 END" if sensitive else "0.0"
+    flex = ("_m_pl * (1 + ((_m_ps * _ax - _m_pl * _m_fp) / (_m_pl * _m_fp)) * "
+            "pow(2 * _m_fp / (_m_fp + _ax), _m_q))")
+    top = "CASE _tab " + " ".join(f"WHEN {t} THEN _m_top{t}" for t in range(4)) + " END"
+    temp = "_x, _ax, _xd, _ov, _x2, _xd2, _small, _zr, _tab, _a, _lam, _i0, _i1, _v"
+    for j, x in enumerate(drivers, start=1):
+        eps = f"_m_e{j}"
+        if m.flex:
+            size = f"CASE WHEN _ax < _m_zs THEN 1.0 WHEN _ax < _m_fp THEN _x * _m_ps ELSE _x * {flex} END"
+        else:
+            size = f"CASE WHEN _ax < _m_zs THEN 1.0 ELSE _x * _m_ps * {eps} END"
+        ctes.append(
+            f"_q{k}_{j}a AS (SELECT *, ({size}) AS _xd FROM (SELECT *, {x} AS _x, abs({x}) AS _ax FROM {src}))"
+        )
+        ctes.append(
+            f"_q{k}_{j}b AS (SELECT *, least(abs(_x2 / nullif(_xd2, 0)), {top}) AS _a FROM ("
+            f"SELECT *, CASE WHEN _small THEN {m.TAB['small_cells']} ELSE {base_tab} END AS _tab FROM ("
+            f"SELECT *, (_ax < _m_zs OR (_ov AND abs(_x2) < _m_zs)) AS _small, "
+            f"({'TRUE' if j > 1 else 'FALSE'} AND _ov AND abs(_x2) < _m_zs) AS _zr, "
+            f"CASE WHEN _ov THEN CASE WHEN abs(_x2) < _m_zs THEN 1.0 ELSE _xo{k} END ELSE _xd END AS _xd2 FROM ("
+            f"SELECT *, abs(_xo{k}) < abs(_xd) AS _ov, "
+            f"CASE WHEN abs(_xo{k}) < abs(_xd) THEN _xo{k} / (_m_ps * {eps}) ELSE _x END AS _x2 "
+            f"FROM _q{k}_{j}a))))"
+        )
+        ctes.append(
+            f"_q{k}_{j}c AS (SELECT c.*, CASE WHEN c._lam = 0 THEN e0.v ELSE (1 - c._lam) * e0.v + c._lam * e1.v "
+            f"END AS _v FROM (SELECT c.*, g.lo AS _i0, g.hi AS _i1, "
+            f"CASE WHEN g.hi = g.lo THEN 0.0 ELSE (c._a - g.lo) / (g.hi - g.lo) END AS _lam "
+            f"FROM _q{k}_{j}b c ASOF LEFT JOIN {segments} g ON g.tab = c._tab AND c._a >= g.lo) c "
+            f"ASOF LEFT JOIN {entries} e0 ON e0.tab = c._tab AND e0.i = c._i0 AND c.{keys[j - 1]} >= e0.klo "
+            f"ASOF LEFT JOIN {entries} e1 ON e1.tab = c._tab AND e1.i = c._i1 AND c.{keys[j - 1]} >= e1.klo)"
+        )
+        xh = (f"CASE WHEN _x IS NULL OR _zr OR _skip{k} OR _v IS NULL OR isnan(_a) THEN 0.0 "
+              f"ELSE sign(_xo{k}) * abs(_xd2) * sign(_v) * ({mu} + abs(_v)) END")
+        capped = (f"CASE WHEN _v < 0 AND _xo{k} < 0 THEN least({xh}, -_xo{k}) "
+                  f"WHEN _v < 0 THEN greatest({xh}, -_xo{k}) ELSE {xh} END")
+        ctes.append(
+            f"_q{k}_{j}d AS (SELECT * EXCLUDE ({temp}) REPLACE (_xo{k} + ({capped}) AS _xo{k}) FROM _q{k}_{j}c)"
+        )
+        src = f"_q{k}_{j}d"
+    ctes.append(
+        f"_q{k}_out AS (SELECT * EXCLUDE (_skip{k}, {', '.join(keys)}) RENAME (_xo{k} AS _sp{k}) FROM {src})"
+    )
+    return ctes, f"_q{k}_out"
