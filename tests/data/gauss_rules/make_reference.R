@@ -569,6 +569,36 @@ for (cs in cases) {
   summary_rows[[length(summary_rows) + 1]] <- entry
 }
 
+# ---------------------------------------------------------------------------
+# Standalone ComputeIntervals (lpSolve) on the vignette Table 4 result:
+# x = model matrix (inner cells after extraAggregate -> published cells),
+# z = published values, primary/suppressed from that run.
+# lo/up = bounds of each suppressed cell given all published cells and
+# non-negative inner cells (NA for published cells).
+# ---------------------------------------------------------------------------
+ci_args <- list(numVar = "value", dimVar = c("sector4", "sector2", "geo", "eu"),
+                n = 1:2, k = c(80, 99))
+ci_run <- do.call("SuppressDominantCells",
+                  c(list(data = datasets$magnitude1), ci_args,
+                    list(printInc = FALSE, output = "publish_x")))
+ci <- ComputeIntervals(x = ci_run$x, z = ci_run$publish$value,
+                       primary = ci_run$publish$primary,
+                       suppressed = ci_run$publish$suppressed,
+                       lpPackage = "lpSolve")
+ci_out <- cbind(ci_run$publish[c("sector4", "geo", "value", "primary", "suppressed")],
+                as.data.frame(ci))
+write_csv_exact(ci_out, file.path(outdir, "secondary", "computeintervals_vignette_dom_hier.csv"))
+summary_rows[[length(summary_rows) + 1]] <- list(
+  id = "computeintervals_vignette_dom_hier", part = "secondary", dataset = "magnitude1",
+  input_file = "inputs/magnitude1.csv", fun = "ComputeIntervals",
+  args = list(run = c(list(fun = "SuppressDominantCells"), ci_args),
+              ComputeIntervals = list(x = "model matrix of that run (output = 'publish_x')",
+                                      z = "published value", primary = "primary column",
+                                      suppressed = "suppressed column", lpPackage = "lpSolve")),
+  description = "ComputeIntervals on the result of sec_vignette_dom_hier_n12k80_99",
+  output_file = "secondary/computeintervals_vignette_dom_hier.csv",
+  n_cells = nrow(ci_out), columns = names(ci_out), warnings = list())
+
 meta <- list(
   generated_by = "make_reference.R",
   R_version = R.version.string,
