@@ -63,3 +63,39 @@ CREATE OR REPLACE MACRO ckm(n, ksum) AS
 -- and tau-ARGUS convention):  ckm_weighted(count(*), sum(rkey), sum(weight)).
 CREATE OR REPLACE MACRO ckm_weighted(n, ksum, wsum) AS
     CASE WHEN n = 0 THEN 0.0 ELSE ckm(n, ksum) * ((wsum) / n) END;
+
+-- Magnitude tables (docs/methods.md §1.8 and §6.2): the largest contributions of a group and
+-- the primary sensitivity rules over them, e.g.
+--   SELECT nace, sum(turnover) AS total, protab_top(turnover, 2) AS top,
+--          protab_p_rule(protab_top(turnover, 2), sum(turnover), 10) AS sensitive
+--   FROM enterprises GROUP BY ALL;
+-- protab_top(x, k): the k values of largest |x| in the group, largest first (an aggregate).
+CREATE OR REPLACE MACRO protab_top(x, k) AS
+    list_transform(max({'a': abs(CAST(x AS DOUBLE)), 'x': CAST(x AS DOUBLE)}, k), lambda e: e.x);
+-- the sum of the n first values of a top list (0 for an empty list)
+CREATE OR REPLACE MACRO protab_largest(top, n) AS
+    coalesce(list_sum(list_slice(top, 1, n)), 0);
+-- the share of the n largest contributions in the total (0 when the total is 0)
+CREATE OR REPLACE MACRO protab_dominance_ratio(top, total, n) AS
+    CASE WHEN total = 0 THEN 0.0 ELSE protab_largest(top, n) / total END;
+-- tau-ARGUS's weighted contributions (Hundepool et al. 2012): of the n largest records, each
+-- counts with its weight until the weights add up to n, the last one with the remainder
+CREATE OR REPLACE MACRO protab_weighted_largest(xs, ws, n) AS
+    coalesce(list_sum(list_transform(list_slice(xs, 1, n), lambda x, i:
+        x * greatest(0, least(ws[i], n - coalesce(list_sum(list_slice(ws, 1, i - 1)), 0))))), 0);
+-- minimum frequency: fewer than n contributors (and at least one)
+CREATE OR REPLACE MACRO protab_frequency_rule(contributors, n) AS
+    contributors > 0 AND contributors < n;
+-- (n, k)-dominance: the n largest contributions are k % of the total or more
+--   (tau-ARGUS: more than k %: protab_dominance_ratio(top, total, n) > k / 100)
+CREATE OR REPLACE MACRO protab_dominance_rule(top, total, n, k) AS
+    protab_dominance_ratio(top, total, n) >= CAST(k AS DOUBLE) / 100;
+-- p% rule: total - x1 - x2 < p/100 * x1, written with the shares d1, d2 of the largest one and
+-- two contributions as |1 - d2| < |p/100 * d1| (GaussSuppression); never for a zero total
+CREATE OR REPLACE MACRO protab_p_rule(top, total, p) AS
+    abs(1 - protab_dominance_ratio(top, total, 2))
+        < abs(CAST(p AS DOUBLE) / 100 * protab_dominance_ratio(top, total, 1));
+-- the prior/posterior (p, q) form: p/q in place of p/100
+CREATE OR REPLACE MACRO protab_pq_rule(top, total, p, q) AS
+    abs(1 - protab_dominance_ratio(top, total, 2))
+        < abs(CAST(p AS DOUBLE) / q * protab_dominance_ratio(top, total, 1));

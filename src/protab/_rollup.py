@@ -72,8 +72,8 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
         if top_k is not None:
             if spec.weight is not None:
                 cols.append((f"_sw{k}", f"{s}_w"))
-            cols += [(f"_z{k}", f"{s}_nonzero"), (f"_t{k}", f"{s}_top"), (f"_mx{k}", f"{s}_max"),
-                     (f"_mn{k}", f"{s}_min")]
+            cols += [(f"_sa{k}", f"{s}_abs"), (f"_z{k}", f"{s}_nonzero"), (f"_t{k}", f"{s}_top"),
+                     (f"_mx{k}", f"{s}_max"), (f"_mn{k}", f"{s}_min")]
             if keys:
                 cols.append((f"_kz{k}", f"{s}_cell_key"))
     if keys:
@@ -168,6 +168,7 @@ class TableRun:
         max_cells: int | None = None,
         rollup: bool = True,
         top_k: int | None = None,
+        holding: str | None = None,
     ) -> None:
         """``types``: column → DuckDB type of the table (NaN codes of floating-point
         dimensions become NULL); ``max_cells``: refuse requests estimated to publish (or,
@@ -188,6 +189,7 @@ class TableRun:
         self.extend0, self.structural = extend0, structural
         self.nd = len(spec.dimensions)
         self.top_k = top_k
+        self.holding = holding
         if top_k is not None and spec.sums and spec.freq is not None:
             raise SpecError(
                 f"table {table!r}: magnitude tables need one row per contributor; the rows are "
@@ -269,12 +271,7 @@ class TableRun:
         Cheap per-cell aggregates (min, max, count) ride along so that :meth:`_check_inner`
         can tell whether any value is missing, not finite, negative or too large to sum."""
         spec = self.spec
-        params: list[Any] = []
-        if spec.null_code is not None:
-            raw = [f"coalesce(CAST({self._code_expr(c)} AS VARCHAR), ?) AS _r{k}" for k, c in enumerate(spec.columns)]
-            params += [spec.null_code] * self.nd  # parameters bind in text order
-        else:
-            raw = [f"{self._code_expr(c)} AS _r{k}" for k, c in enumerate(spec.columns)]
+        raw, params = self._raw_codes()  # parameters bind in text order
         aggs = [
             "count(*) AS _n" if spec.freq is None
             else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
@@ -348,6 +345,7 @@ class TableRun:
                          f"count(*) FILTER (WHERE {x} IS NOT NULL AND {prod} IS NULL) AS _chk_sw{k}"]
                 self._mag_checks.append(f"_chk_sw{k}")
             aggs += [
+                f"sum(TRY_CAST(abs({x}) AS DECIMAL(38, 8))) AS _sa{k}",
                 f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}",
                 f"max({{'a': abs({x}), 'w': {w}, 'x': {x}, 'r': {r}}}, {int(self.top_k or 1)}) "
                 f"FILTER (WHERE {present}) AS _t{k}",
@@ -666,12 +664,12 @@ class TableRun:
         return self._ids
 
     def _rollup_ctes(
-        self, source: str | None = None, values: list[str] | None = None
+        self, source: str | None = None, values: list[str] | None = None, keys: Sequence[str] = ()
     ) -> tuple[str, str, list[Any]]:
         """The roll-up as common table expressions: (WITH clause, last name, parameters).
 
         Rolls inner cells (``source``, default the numbered inner cells) up one dimension at
-        a time, summing ``values``.
+        a time, summing ``values``; ``keys`` are more columns to group by (a holding).
 
         Step k keeps every row at its leaf code of dimension k as it is (the rows are unique,
         so nothing to add up) and adds the rows of that leaf's proper ancestors, aggregated
@@ -691,7 +689,8 @@ class TableRun:
         values = values or self.values
         params: list[Any] = []
         steps = []
-        prev = f"(SELECT {', '.join(f'_o{k}' for k in range(nd))}, {', '.join(values)} FROM {source})"
+        extra = [f"r.{x}" for x in keys]
+        prev = f"(SELECT {', '.join([f'_o{k}' for k in range(nd)] + list(keys))}, {', '.join(values)} FROM {source})"
         for k in range(nd):
             keep, up = [], []
             for j in range(nd):
@@ -704,6 +703,8 @@ class TableRun:
                 else:
                     keep.append(f"r._o{j}")
                     up.append(f"r._o{j}")
+            keep += extra
+            up += extra
             aggs = []
             times = " * b.coef" if self.coef[k] else ""
             for v in values:
@@ -945,11 +946,15 @@ class TableRun:
         ctes: list[str] = []
         params: list[Any] = []
         prev = base
+        if self.holding is not None:
+            hold = self._holdings(weights=rules.weights if rules is not None else None)
+            using = ", ".join(f"_o{j}" for j in range(self.nd))
+            prev = self._create("hcells", f"SELECT * FROM {base} LEFT JOIN {hold} USING ({using})")
         sens_cols: list[str] = []
         if rules is not None:
             items = []
             for k in range(len(spec.sums)):
-                sens, names, ps = rules.sql(k, weighted=weighted, contributors=self._contributors(k))
+                sens, names, ps = rules.sql(k, weighted=weighted, holdings=self.holding is not None)
                 items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"]
                 params += ps
                 sens_cols += [f"_sens{k}", f"_rule{k}"]
@@ -997,9 +1002,61 @@ class TableRun:
         frame = self._perturb_magnitudes(base, cols, None, rules, original=False)
         return frame
 
-    def _contributors(self, k: int) -> str:
-        """SQL of the number of contributors of sums variable ``k`` in a cell."""
-        return "_n"
+    def _holdings(self, *, weights: str | None) -> str:
+        """Per published cell the contributions of holdings (docs/methods.md §6.2): each
+        holding's values summed over the records under the cell (margins included, by the
+        roll-up with the holding as one more grouping column), then per cell ``_hn``
+        (holdings), and per sums column ``_hz`` (non-zero holdings), ``_hsa`` (Σ|holding
+        sum|), ``_ht`` (the top-k list of holding sums) and with weights ``_hswa``
+        (Σ|holding weighted sum|)."""
+        spec, h = self.spec, quote_ident(self.holding or "")
+        t = quote_ident(self.table)
+        nulls = self.con.execute(f"SELECT count(*) FROM {t} WHERE {h} IS NULL").fetchall()[0][0]
+        if nulls:
+            raise InputError(
+                f"holding column {self.holding!r} of table {self.table!r} is missing (NULL) in {nulls} "
+                "record(s); give every record its contributor group (a record that is its own group "
+                "can take its own id)"
+            )
+        raw, params = self._raw_codes()
+        sums, vals = [], []
+        wx = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
+        for k, col in enumerate(spec.sums):
+            x = f"CAST(coalesce({quote_ident(col)}, 0) AS DOUBLE)" if spec.null_sums == "zero" \
+                else f"CAST({quote_ident(col)} AS DOUBLE)"
+            sums.append(f"sum(TRY_CAST({x} AS DECIMAL(38, 8))) AS _hx{k}")
+            vals.append(f"_hx{k}")
+            if weights is not None:
+                sums.append(f"sum(TRY_CAST({x} * {wx} AS DECIMAL(38, 8))) AS _hwx{k}")
+                vals.append(f"_hwx{k}")
+        rows = (f"SELECT {', '.join(f'CAST(_r{j} AS VARCHAR) AS _d{j}' for j in range(self.nd))}, _h, "
+                f"{', '.join(vals)} FROM (SELECT {', '.join(raw)}, CAST({h} AS VARCHAR) AS _h, {', '.join(sums)} "
+                f"FROM {t} GROUP BY ALL)")
+        ids = ", ".join(f"c{j}.ord AS _o{j}" for j in range(self.nd))
+        joins = " ".join(f"JOIN {c} c{j} ON i._d{j} = c{j}.code" for j, c in enumerate(self.codes))
+        inner = self._create("hinner", f"SELECT {ids}, i._h, {', '.join('i.' + v for v in vals)} FROM ({rows}) i {joins}",
+                             params)
+        ctes, last, rparams = self._rollup_ctes(inner, vals, keys=["_h"])
+        aggs = ["count(*) AS _hn"]
+        for k in range(len(spec.sums)):
+            x = f"CAST(_hx{k} AS DOUBLE)"
+            aggs += [
+                f"count(*) FILTER (WHERE {x} <> 0) AS _hz{k}",
+                f"sum(abs({x})) AS _hsa{k}",
+                f"max({{'a': abs({x}), 'w': 1.0, 'x': {x}, 'r': 0}}, {int(self.top_k or 1)}) AS _ht{k}",
+            ]
+            if weights is not None:
+                aggs.append(f"sum(abs(CAST(_hwx{k} AS DOUBLE))) AS _hswa{k}")
+        group = ", ".join(f"_o{j}" for j in range(self.nd))
+        return self._create("hold", f"{ctes}SELECT {group}, {', '.join(aggs)} FROM {last} GROUP BY {group}", rparams)
+
+    def _raw_codes(self) -> tuple[list[str], list[Any]]:
+        """The dimension columns as the scan reads them (``_r<k>``), with their parameters."""
+        spec = self.spec
+        if spec.null_code is not None:
+            raw = [f"coalesce(CAST({self._code_expr(c)} AS VARCHAR), ?) AS _r{k}" for k, c in enumerate(spec.columns)]
+            return raw, [spec.null_code] * self.nd
+        return [f"{self._code_expr(c)} AS _r{k}" for k, c in enumerate(spec.columns)], []
 
     def _check_nonnegative(self, base: str) -> None:
         """SpecError when a sums column has negative values (dominance and p% need x >= 0)."""

@@ -56,23 +56,35 @@ def _whole(value: object, name: str, low: int, high: int, owner: str) -> int:
 
 
 class SensitivityRules:
-    """Primary sensitivity rules for the cells of a magnitude table.
+    """Primary sensitivity rules for the cells of a magnitude table (docs/methods.md §6.2).
 
-    A cell of variable ``x`` is sensitive when any rule given holds (the contributions
-    x1 >= x2 >= … are those of records, or of holdings with ``holding=``; T is the cell total):
+    Contributions x1 >= x2 >= … are those of records, or with ``holding=`` of contributor
+    groups (enterprise groups): a holding's values are summed over everything under the cell,
+    margins included, before they are ranked. Records are ranked by |x| and enter with their
+    signed values over X = the signed cell total; holdings enter with |holding sum| over
+    X = Σ|holding sums| (GaussSuppression's conventions; with values of 0 or more both are
+    the plain rules). A cell of a sums variable is sensitive when any rule given holds:
 
-    - ``min_frequency=n``: fewer than n contributors (and at least one): tau-ARGUS's minimum
-      frequency; GaussSuppression's ``NContributorsRule(maxN)`` is ``min_frequency=maxN + 1``;
-    - ``dominance=[(n, k), …]``: the n largest contributions are more than k % of T;
-    - ``p_percent=p``: T − x1 − x2 < p/100 · x1 (the second largest contributor can estimate
-      the largest within p %);
-    - ``pq=(p, q)``: T − x1 − x2 < (p/q) · x1 (the prior/posterior form; q = 100 gives p%);
-    - ``zero=True``: cells without contributors are sensitive too.
+    - ``min_frequency=n``: fewer than n contributors (and at least one);
+    - ``dominance=[(n, k), …]``: x1 + … + xn is at least k % of X (``convention="argus"``:
+      more than k %);
+    - ``p_percent=p``: |X − x1 − x2| < p/100 · x1 (the second largest contributor could
+      estimate the largest within p %); one contributor is always sensitive, X = 0 never;
+    - ``pq=(p, q)``: the prior/posterior form, p/q in place of p/100;
+    - ``zero=True``: cells with X = 0 (empty cells and cells of zero contributions).
 
-    ``weights`` says how a weight enters the contributions: ``"unweighted"`` (default; the
-    records' own values, as tau-ARGUS without "apply weights"), or ``"weighted"`` (each
-    contribution and T multiplied by the record's weight). Dominance and p% need values of 0
-    or more; a variable with negative values is refused for them. Parameters are secrets.
+    ``convention``: ``"gauss"`` (default; SSB GaussSuppression: contributions are absolute
+    values, so negative values are allowed; contributors are the non-zero ones, its
+    ``NContributorsRule(maxN)`` is ``min_frequency=maxN + 1``) or ``"argus"`` (tau-ARGUS:
+    values must be 0 or more, every contributor counts, dominance is strict).
+
+    ``weights`` (a table with a weight column): ``None`` (default: the records' own
+    values), ``"default"`` (GaussSuppression's default weighting: the largest records by
+    unweighted |x|, their unweighted signed values over the weighted signed total Σ w·x; with
+    holdings the holdings' unweighted sums over Σ|Σ w·x| of the holdings) or ``"tauargus"``
+    (Hundepool et al. 2012: each of the n largest records counts with its weight until the
+    weights reach n, over Σ w·x; not with holdings). Rule parameters are not shown in the
+    repr or in errors.
     """
 
     def __init__(
@@ -83,7 +95,8 @@ class SensitivityRules:
         p_percent: float | None = None,
         pq: Sequence[float] | None = None,
         zero: bool = False,
-        weights: str = "unweighted",
+        convention: str = "gauss",
+        weights: str | None = None,
         holding: str | None = None,
     ) -> None:
         owner = "SensitivityRules"
@@ -115,11 +128,16 @@ class SensitivityRules:
         if not isinstance(zero, bool):
             raise SpecError(f"{owner}: zero must be True or False")
         self.zero = zero
-        if weights not in ("unweighted", "weighted"):
-            raise SpecError(f"{owner}: weights must be 'unweighted' or 'weighted', not {weights!r}")
+        if convention not in ("gauss", "argus"):
+            raise SpecError(f"{owner}: convention must be 'gauss' or 'argus', not {convention!r}")
+        self.convention = convention
+        if weights not in (None, "default", "tauargus"):
+            raise SpecError(f"{owner}: weights must be None, 'default' or 'tauargus', not {weights!r}")
         self.weights = weights
         if holding is not None and (not isinstance(holding, str) or not holding.strip()):
             raise SpecError(f"{owner}: holding must be a column name")
+        if holding is not None and weights == "tauargus":
+            raise SpecError(f"{owner}: weights='tauargus' is defined for records, not holdings")
         self.holding = holding
         if self.min_frequency is None and not self.dominance and self.p_percent is None and self.pq is None \
                 and not zero:
@@ -131,7 +149,7 @@ class SensitivityRules:
         names = [n for n, on in (("min_frequency", self.min_frequency is not None),
                                  ("dominance", bool(self.dominance)), ("p_percent", self.p_percent is not None),
                                  ("pq", self.pq is not None), ("zero", self.zero)) if on]
-        return f"SensitivityRules({', '.join(names)}; parameters hidden)"
+        return f"SensitivityRules({', '.join(names)}; convention={self.convention!r}; parameters hidden)"
 
     @property
     def top_k(self) -> int:
@@ -143,41 +161,56 @@ class SensitivityRules:
 
     @property
     def needs_nonnegative(self) -> bool:
-        return bool(self.dominance) or self.p_percent is not None or self.pq is not None
+        return self.convention == "argus" and (bool(self.dominance) or self.p_percent is not None
+                                               or self.pq is not None)
 
-    def sql(self, k: int, *, weighted: bool, contributors: str) -> tuple[str, str, list[Any]]:
+    def sql(self, k: int, *, weighted: bool, holdings: bool) -> tuple[str, str, list[Any]]:
         """(sensitive, rule names, parameters) as SQL over the columns of sums variable ``k``.
 
-        ``contributors``: the SQL of the cell's number of contributors; ``weighted``: the
-        table has a weight column (``_sw<k>`` holds the weighted sum)."""
-        top = f"_t{k}"
-        if self.weights == "weighted" and weighted:
-            total = f"CAST(_sw{k} AS DOUBLE)"
-            x = "e.x * e.w"
+        Columns read: records ``_t<k>`` (top list), ``_sa<k>`` (Σ|x|), ``_sw<k>`` (Σ w·x),
+        ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
+        ``_ht<k>``, ``_hsa<k>``, ``_hswa<k>``, ``_hz<k>``, ``_hn``."""
+        weights = self.weights if weighted else None
+        if holdings:
+            t, total = f"_ht{k}", f"_hsa{k}"
+            nonzero, everyone = f"_hz{k}", "_hn"
+            if weights == "default":
+                total = f"_hswa{k}"
         else:
-            total = f"CAST(_s{k} AS DOUBLE)"
-            x = "e.x"
-        def largest(n: int) -> str:
-            return f"coalesce(list_sum(list_transform(list_slice({top}, 1, {n}), lambda e: {x})), 0)"
+            t, total = f"_t{k}", f"CAST(_s{k} AS DOUBLE)"
+            nonzero, everyone = f"_z{k}", "_n"
+            if weights is not None:
+                total = f"CAST(_sw{k} AS DOUBLE)"
+        contributors = nonzero if self.convention == "gauss" else everyone
+        # holdings: |holding sums| over Σ|holding sums|; records: the signed values of the
+        # records of largest |x| over the signed total (GaussSuppression 1.2.3 on its data)
+        ranked = f"list_transform({t}, lambda e: e.a)" if holdings else f"list_transform({t}, lambda e: e.x)"
 
+        def largest_top(n: int) -> str:
+            """A one-element list holding the weighted sum of the n largest (tauargus)."""
+            return f"[protab_weighted_largest(list_transform({t}, lambda e: e.x), list_transform({t}, lambda e: e.w), {n})]"
+
+        def ratio(n: int) -> str:
+            if weights == "tauargus":
+                return f"protab_dominance_ratio({largest_top(n)}, {total}, 1)"
+            return f"protab_dominance_ratio({ranked}, {total}, {n})"
+
+        # the macros of sql/protab.sql, the same SQL a duckdb CLI user calls
         conds: list[tuple[str, str, list[Any]]] = []
         if self.min_frequency is not None:
-            conds.append((f"({contributors} > 0 AND {contributors} < ?)", "frequency", [self.min_frequency]))
+            conds.append((f"protab_frequency_rule({contributors}, ?)", "frequency", [self.min_frequency]))
+        cmp = ">=" if self.convention == "gauss" else ">"
         for n, kk in self.dominance:
-            conds.append((f"({largest(n)} > ? * {total} AND {contributors} > 0)", f"dominance({n})", [kk / 100.0]))
-        if self.p_percent is not None or self.pq is not None:
-            x1, x12 = largest(1), largest(2)
-            if self.p_percent is not None:
-                conds.append((f"({total} - {x12} < ? * {x1})", "p%", [self.p_percent / 100.0]))
-            if self.pq is not None:
-                p, q = self.pq
-                conds.append((f"({total} - {x12} < ? * {x1})", "pq", [p / q]))
+            conds.append((f"({ratio(n)} {cmp} CAST(? AS DOUBLE) / 100)", f"dominance({n})", [kk]))
+        for name, num, den in (("p%", self.p_percent, 100.0), ("pq", *(self.pq or (None, None)))):
+            if num is not None:
+                conds.append((f"(abs(1 - {ratio(2)}) < abs(CAST(? AS DOUBLE) / ? * {ratio(1)}))", name, [num, den]))
         if self.zero:
-            conds.append((f"({contributors} = 0)", "zero", []))
-        sens = " OR ".join(c for c, _, _ in conds)
+            conds.append((f"({total} = 0 OR {total} IS NULL)", "zero", []))
+        sens = " OR ".join(f"coalesce({c}, false)" for c, _, _ in conds)
         names = "concat_ws(',', " + ", ".join(f"CASE WHEN {c} THEN '{name}' END" for c, name, _ in conds) + ")"
         params = [p for _, _, ps in conds for p in ps]
-        return f"coalesce({sens}, false)", f"nullif({names}, '')", params + params
+        return f"({sens})", f"nullif({names}, '')", params + params
 
 
 # ------------------------------------------------------------------------- perturbation

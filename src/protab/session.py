@@ -663,11 +663,7 @@ class Session:
             )
         if holding is not None:
             _missing_columns(table, cols, [holding], "holding column")
-            raise NotImplementedError(
-                "SensitivityRules(holding=...): rules over holdings (contributions aggregated per "
-                "contributor group) are not implemented yet; leave holding out to judge records"
-            )
-        used = [*spec.columns, *values] + ([spec.freq] if spec.freq else [])
+        used = [*spec.columns, *values] + ([spec.freq] if spec.freq else []) + ([holding] if holding else [])
         try:
             secret = self.record_key(table)[0]
         except InputError:
@@ -691,6 +687,7 @@ class Session:
         return TableRun(
             self._con, table, spec, key=key, extend0=extend0, structural=structural,
             cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup, top_k=top_k,
+            holding=holding,
         )
 
     def tabulate(
