@@ -21,6 +21,7 @@ _NAMES = {
     "TableSpec": "protab.table",
     "Hierarchy": "protab.hierarchy",
     "PTable": "protab.ptable",
+    "NumericPTable": "protab.ptable",
     "HierarchyError": "protab.errors",
     "InputError": "protab.errors",
     "ProtabError": "protab.errors",
@@ -36,6 +37,7 @@ __all__ = [
     "Hierarchy",
     "HierarchyError",
     "InputError",
+    "NumericPTable",
     "PTable",
     "PTableError",
     "PTableWarning",
@@ -81,6 +83,6 @@ if TYPE_CHECKING:  # pragma: no cover
         SpecError,
     )
     from protab.hierarchy import Hierarchy
-    from protab.ptable import PTable
+    from protab.ptable import NumericPTable, PTable
     from protab.session import DEFAULT_DATABASE, Session, model_matrix
     from protab.table import TableSpec

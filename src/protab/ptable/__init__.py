@@ -11,9 +11,13 @@ Two dialects are read and written: the Destatis / R ptable / tau-ARGUS table
 (ONSdigital cell-key-perturbation 3.1.0). Values above the last row use the row class rule
 ``key(n)`` with ``imax`` and ``period`` (docs/methods.md §3).
 
+Magnitude p-tables (R ptable ``create_num_ptable``, fractional noise, types all/even/odd/
+small_cells) are :class:`NumericPTable`.
+
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """
 
 from protab.ptable.core import Interval, PTable
+from protab.ptable.numeric import NumericPTable
 
-__all__ = ["PTable", "Interval"]
+__all__ = ["PTable", "NumericPTable", "Interval"]

@@ -184,3 +184,26 @@ def _as_int(x: Any, name: str) -> np.ndarray:
         except (TypeError, ValueError, OverflowError):
             pass
     raise InputError(f"'{name}' must hold integers (no NaN, no fractions)")
+
+
+def _check_modulus(modulus: Any) -> int:
+    """The modulus of integer cell keys, an integer in 1 .. 2**63 - 1 (else PTableError)."""
+    if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
+        raise PTableError("modulus must be an integer in 1 .. 2**63 - 1")
+    return int(modulus)
+
+
+def _key_ranges(
+    lb_n: Sequence[int], ub_n: Sequence[int], den: int, M: int, interval: str = "[lb,ub)"
+) -> tuple[list[int], list[int]]:
+    """For integer cell keys k in [0, M) (u = k/M), the inclusive key range klo..khi each
+    interval [lb_n/den, ub_n/den) serves (``interval`` "[lb,ub)"; "(lb,ub]" puts k = 0 in
+    the first interval), in exact integer arithmetic. khi < klo: the interval serves no key.
+    Shared by PTable.keyspace and NumericPTable.keyspace."""
+    if interval == "[lb,ub)":  # lb <= k/M < ub
+        klo = [-((-a * M) // den) for a in lb_n]
+        khi = [-((-b * M) // den) - 1 for b in ub_n]
+    else:  # lb < k/M <= ub, and k = 0 in the first interval
+        klo = [0 if a == 0 else (a * M) // den + 1 for a in lb_n]
+        khi = [min((b * M) // den, M - 1) for b in ub_n]
+    return klo, khi

@@ -210,6 +210,7 @@ def read(
             return cls.from_ons(df, period=_ONS_PERIOD if period is None else period)
         if format == "ptable":
             df = pl.read_csv(path, infer_schema_length=None)
+            _refuse_numeric(df, path.name)
             return cls.from_frame(df, period=1 if period is None else period, interval=interval)
         if format == "tauargus":
             raw = pl.read_csv(path, separator=";", infer_schema_length=0)
@@ -225,10 +226,33 @@ def read(
             )
             use = ["i", "j", "p", "v"] + (["p_int_lb", "p_int_ub"] if sas else ["p_int_ub"])
             df = raw.select(cols[: len(use)]).rename(dict(zip(cols[: len(use)], use)))
+            if len(cols) >= 6 and not sas:  # a sixth column that is no bound: R's type
+                _refuse_numeric(raw.select(pl.col(cols[5]).alias("type")), path.name)
+            _refuse_numeric(df, path.name)
             return cls.from_frame(df, period=1 if period is None else period, interval=interval)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         raise PTableError(f"cannot read p-table file {path.name!r} as {format}: {exc}") from exc
     raise PTableError(f"unknown p-table format {format!r}; use 'ptable', 'tauargus' or 'ons'")
+
+
+def _refuse_numeric(df: pl.DataFrame, name: str) -> None:
+    """PTableError pointing to NumericPTable when a count p-table file is a magnitude one:
+    fractional j or v, or a type other than "all" (even, odd, small_cells)."""
+    def values(c: str) -> pl.Series:
+        return df[c].cast(pl.String).str.strip_chars()
+
+    frac = any(
+        bool(np.any(a != np.round(a)))
+        for c in ("j", "v")
+        if c in df.columns
+        for a in [values(c).cast(pl.Float64, strict=False).drop_nulls().to_numpy()]
+    )
+    kinds = set(values("type").to_list()) if "type" in df.columns else set()
+    if frac or kinds - {"all", None}:
+        raise PTableError(
+            f"p-table file {name!r} is a numeric (magnitude) p-table (fractional noise or a "
+            "type even/odd/small_cells); read it with protab.NumericPTable.read (or read_set)"
+        )
 
 
 def write(

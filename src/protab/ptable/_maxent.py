@@ -294,6 +294,26 @@ def _slsqp_row(
     return x if _feasible(x, A, b, G, h) else None
 
 
+def solve_row(
+    v: np.ndarray, V: float, lower: np.ndarray, mono: bool, optim: int, blocked: bool = False
+) -> np.ndarray | None:
+    """One p-table row as R ptable's loop in pt_create_pTable: solve; while the variance
+    misses V (and the row is not blocked), lower the bound at v = 0 by 0.05 (not below 1e-8)
+    and solve again, at most 20 solves. ``lower`` is updated in place. None: no distribution.
+    The noise values ``v`` may be fractional (magnitude p-tables, R create_num_ptable)."""
+    zero = np.flatnonzero(v == 0)
+    p: np.ndarray | None = None
+    for _attempt in range(20):
+        p = _maxent_best_effort(v, V, lower, mono, optim)
+        if p is None:
+            break
+        ok = abs(float(p @ (v * v)) - V) < _VAR_TOL
+        if ok or blocked or not zero.size or lower[zero[0]] <= _R_EPS:
+            break  # R would re-solve the very same problem: same answer
+        lower[zero] = max(lower[zero[0]] - 0.05, _R_EPS)
+    return p
+
+
 #: The largest D :func:`maximum_entropy_rows` accepts (see the error it raises above it).
 MAX_D = 200
 
@@ -362,15 +382,7 @@ def maximum_entropy_rows(
         if zero.size and ps is not None:
             lower[zero] = max(float(ps), _R_EPS)
         blocked = 1 <= i <= js
-        p: np.ndarray | None = None
-        for _attempt in range(20):
-            p = _maxent_best_effort(v, Vf, lower, bool(monos[i - 1]), int(optims[i - 1]))
-            if p is None:
-                break
-            ok = abs(float(p @ (v * v)) - Vf) < _VAR_TOL
-            if ok or blocked or not zero.size or lower[zero[0]] <= _R_EPS:
-                break  # R would re-solve the very same problem: same answer
-            lower[zero] = max(lower[zero[0]] - 0.05, _R_EPS)
+        p = solve_row(v, Vf, lower, bool(monos[i - 1]), int(optims[i - 1]), blocked)
         if p is None or abs(float(p.sum()) - 1.0) > 1e-10:
             infeasible.append(i)
             continue

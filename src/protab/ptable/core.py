@@ -18,8 +18,10 @@ from protab.ptable._common import (
     _ONS_PERIOD,
     Interval,
     _as_int,
+    _check_modulus,
     _int_array,
     _is_integral,
+    _key_ranges,
     _name_i,
     _to_polars,
 )
@@ -381,16 +383,10 @@ class PTable:
         """For integer cell keys k in [0, modulus) (u = k/modulus), the inclusive range
         klo..khi of keys each row serves, in exact integer arithmetic; rows serving no key are
         dropped. Columns i, v, klo, khi (Int64). The join relation of the SQL lookup."""
-        if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
-            raise PTableError("modulus must be an integer in 1 .. 2**63 - 1")
-        M, den = int(modulus), self.den
-        lbs, ubs = self.frame["lb_n"].to_list(), self.frame["ub_n"].to_list()
-        if self.interval == "[lb,ub)":  # lb <= k/M < ub
-            klo = [-((-a * M) // den) for a in lbs]
-            khi = [-((-b * M) // den) - 1 for b in ubs]
-        else:  # lb < k/M <= ub, and k = 0 in the first interval
-            klo = [0 if a == 0 else (a * M) // den + 1 for a in lbs]
-            khi = [min((b * M) // den, M - 1) for b in ubs]
+        M = _check_modulus(modulus)
+        klo, khi = _key_ranges(
+            self.frame["lb_n"].to_list(), self.frame["ub_n"].to_list(), self.den, M, self.interval
+        )
         out = pl.DataFrame(
             {"i": self.frame["i"], "v": self.frame["v"], "klo": klo, "khi": khi},
             schema={"i": pl.Int64, "v": pl.Int64, "klo": pl.Int64, "khi": pl.Int64},
