@@ -321,6 +321,18 @@ def test_keyspace_is_shared_with_ptable():
 # ------------------------------------------------------------------ from_frame and types
 
 
+def test_constructor_and_the_smallest_table():
+    t = _built("odd")
+    assert NumericPTable(t.frame.select("i", "v", "lb_n", "ub_n"), den=t.den, type="odd") == t
+    assert NumericPTable(t.frame.drop("type"), den=t.den, type="odd") == t
+    with pytest.raises(PTableError, match="den"):
+        NumericPTable(t.frame, den=0)
+    with pytest.raises(PTableError, match="from_frame"):
+        NumericPTable(t.frame.drop("lb_n"), den=t.den)
+    one = _quiet(1, 0.5, step=1, icat=[1])  # D = 1: rows 0 and 1, j = 0, 1, 2
+    assert one.rows == (0.0, 1.0) and one.frame["j"].to_list() == [0.0, 0.0, 1.0, 2.0]
+
+
 def test_from_frame_layouts():
     r = pl.read_csv(DATA / "all.csv", infer_schema_length=None)
     t = NumericPTable.from_frame(r)
