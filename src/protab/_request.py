@@ -9,12 +9,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protab.errors import InputError, ProtabError
+from protab.errors import InputError, ProtabError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
     from protab.hierarchy import Hierarchy
+    from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
     from protab.session import Session
 
@@ -45,6 +46,53 @@ def load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
         with reading(path, "the p-table file ([ptable] file)"):
             return PTable.read(path, format=cfg.get("format", "auto"))
     return PTable.maximum_entropy(**cfg["maximum_entropy"])
+
+
+def load_magnitude(cfg: dict[str, Any], base: Path) -> MagnitudeCKM:
+    """The [magnitude] section: numeric p-tables and the parameters of the cell key method
+    for magnitudes; errors name the section."""
+    from protab.magnitude import MagnitudeCKM
+    from protab.ptable.numeric import NumericPTable
+
+    def table(key: str, default_type: str) -> NumericPTable:
+        t = cfg[key]
+        if "file" in t:
+            path = base / t["file"]
+            with reading(path, f"the numeric p-table file ([magnitude] {key})"):
+                return NumericPTable.read(path, format=t.get("format", "auto"), type=t.get("type"))
+        return NumericPTable.maximum_entropy(**t["maximum_entropy"], type=t.get("type", default_type))
+
+    try:
+        if "ptable" in cfg:
+            if "even" in cfg or "odd" in cfg:
+                raise SpecError("give either ptable or the pair even and odd, not both")
+            ptable: Any = table("ptable", "all")
+        elif "even" in cfg and "odd" in cfg:
+            ptable = {"even": table("even", "even"), "odd": table("odd", "odd")}
+        else:
+            raise SpecError("needs ptable = {…} (or the pair even and odd)")
+        small = table("small_cells", "small_cells") if "small_cells" in cfg else None
+        kw = {k: cfg[k] for k in ("variant", "top_k", "fp", "p", "q", "epsilon", "mu_c", "same_key",
+                                  "zero_keys") if k in cfg}
+        if isinstance(kw.get("p"), list):
+            kw["p"] = tuple(kw["p"])
+        return MagnitudeCKM(ptable, small_cells=small, **kw)
+    except ProtabError as exc:
+        raise type(exc)(f"[magnitude] of the request: {exc}") from None
+
+
+def load_rules(cfg: dict[str, Any]) -> SensitivityRules:
+    from protab.magnitude import SensitivityRules
+
+    kw = dict(cfg)
+    if "dominance" in kw:
+        kw["dominance"] = [tuple(d) for d in kw["dominance"]]
+    if "pq" in kw:
+        kw["pq"] = tuple(kw["pq"])
+    try:
+        return SensitivityRules(**kw)
+    except ProtabError as exc:
+        raise type(exc)(f"[rules] of the request: {exc}") from None
 
 
 def hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, base: Path) -> Hierarchy:

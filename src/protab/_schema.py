@@ -286,10 +286,57 @@ PROTECT_TABLE = Table(
         "null_code": Str(),
         "threshold": Num(0),
         "margins": Bool(),
-        "sums": Refused(why="magnitude tables (sums) are not protected by protab protect; the cell "
-                            "key method for magnitudes is planned"),
+        "sums": _NAMES,
+        "null_sums": Str(choices=("error", "zero", "omit")),
     },
     required=("name", "source", "dims"),
+)
+
+NUM_PTABLE = Table(
+    {
+        "file": Str(),
+        "format": Str(choices=("auto", "r", "argus")),
+        "type": Str(choices=("all", "even", "odd", "small_cells")),
+        "maximum_entropy": Table(
+            {"D": Int(1), "V": Num(0), "step": Int(1), "icat": List(Int(1)), "pstay": Num(0, 1),
+             "mono": Bool(), "optim": Int(1, 4)},
+            required=("D", "V", "icat"),
+        ),
+    },
+    one_of=("file", "maximum_entropy"),
+    doc="file = '…' or maximum_entropy = { D = …, V = …, step = …, icat = […] }",
+)
+
+MAGNITUDE = Table(
+    {
+        "ptable": NUM_PTABLE,
+        "even": NUM_PTABLE,
+        "odd": NUM_PTABLE,
+        "small_cells": NUM_PTABLE,
+        "variant": Str(choices=("top_contr", "mean", "range", "sum")),
+        "top_k": Int(1, 6),
+        "fp": Num(0),
+        "p": AnyOf([Num(0, 1), List(Num(0, 1))]),
+        "q": Num(1),
+        "epsilon": List(Num(0, 1)),
+        "mu_c": Num(0),
+        "same_key": Bool(),
+        "zero_keys": Bool(),
+    },
+    doc="ptable (or even and odd), small_cells, variant, top_k, fp, p, q, epsilon, mu_c, same_key, zero_keys",
+)
+
+RULES = Table(
+    {
+        "min_frequency": Int(1),
+        "dominance": List(List(Num(0))),
+        "p_percent": Num(0, 100),
+        "pq": List(Num(0)),
+        "zero": Bool(),
+        "convention": Str(choices=("gauss", "argus")),
+        "weights": Str(choices=("default", "tauargus")),
+        "holding": Str(),
+    },
 )
 
 PROTECT = Table(
@@ -298,6 +345,8 @@ PROTECT = Table(
         "output": Str(),
         "formats": List(Str(choices=("csv", "parquet")), unique=True),
         "ptable": PTABLE,
+        "magnitude": MAGNITUDE,
+        "rules": RULES,
         "hierarchies": Dict(HIERARCHY),
         "tables": List(PROTECT_TABLE),
     },

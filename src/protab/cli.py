@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from protab import _schema
 from protab._io import check_output_file, check_output_folder, read_toml
-from protab._request import hierarchy, load_ptable, reading
+from protab._request import hierarchy, load_magnitude, load_ptable, load_rules, reading
 from protab.errors import InputError, ProtabError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,6 +57,22 @@ request file (TOML; paths in it are relative to the file):
   null_code = "Unknown"               # optional: NULL codes as this category
   threshold = 3                       # optional: blank perturbed counts below this
   margins = false                     # optional: the flat crosstab alone (flat dims, no formula)
+  sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
+  null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
+
+  [magnitude]                         # the cell key method for sums (tables with sums)
+  ptable = { maximum_entropy = { D = 10, V = 3, step = 2, icat = [1, 5, 10] } }
+                                      # or { file = "num.csv", format = "r" | "argus" }
+  # even = {…}  odd = {…}             # parity tables instead of ptable (top_k = 1)
+  # small_cells = {…}                 # p-table below the separation point
+  fp = 1000                           # flex point (without it: simple scaling, p one number)
+  p = [0.25, 0.05]                    # p_small, p_large;  q = 3;  epsilon = [1, 0.5, 0.3]
+  variant = "top_contr"               # or "mean", "range", "sum";  top_k = 3;  mu_c = 0
+                                      # same_key = true;  zero_keys = false
+  [rules]                             # optional sensitivity rules (<sum>_sensitive, <sum>_rule)
+  min_frequency = 3                   # dominance = [[1, 80], [2, 90]];  p_percent = 10
+                                      # pq = [10, 50];  zero = false;  holding = "enterprise"
+                                      # convention = "gauss" | "argus";  weights = "default"
 
 Unknown keys and values of the wrong type are errors. Every table is protected before any
 file is written, and the output folder receives all tables at once (a killed run leaves it
@@ -71,11 +87,13 @@ def _say(msg: str) -> None:
 # -- protect: one table ---------------------------------------------------------------------
 def _protect_one(
     s: Session, name: str, source: str, spec: TableSpec, ptable: PTable, threshold: float | None = None,
+    magnitude: Any = None, rules: Any = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Protect one table: the publishable frame (original counts dropped) and its summary row."""
+    """Protect one table: the publishable frame (original values dropped) and its summary row."""
     from protab.measures import hellinger_utility, share_changed
 
-    frame = s.cell_key(source, spec, ptable, original=True, threshold=threshold)
+    frame = s.cell_key(source, spec, ptable, original=True, threshold=threshold,
+                       magnitude=magnitude if spec.sums else None, rules=rules if spec.sums else None)
     n = frame["n"].to_numpy()
     n_pert = frame["n_pert"].fill_null(0).to_numpy()
     row = {
@@ -84,7 +102,9 @@ def _protect_one(
         "changed": share_changed(n, n_pert),
         "hellinger_utility": hellinger_utility(n, n_pert) if n.sum() > 0 else float("nan"),
     }
-    return frame.drop([c for c in ("n", "w") if c in frame.columns]), row
+    # originals, and the sensitivity verdicts (they tell which cells one contributor dominates)
+    originals = ["n", "w"] + [c for v in spec.sums for c in (v, f"{v}_w", f"{v}_sensitive", f"{v}_rule")]
+    return frame.drop([c for c in originals if c in frame.columns]), row
 
 
 def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
@@ -238,6 +258,16 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
             "whole folder, so give them a folder of their own (e.g. output = \"protab_output\")"
         )
     ptable = load_ptable(cfg["ptable"], base)
+    with_sums = [t["name"] for t in tables if t.get("sums")]
+    if with_sums and "magnitude" not in cfg:
+        raise SpecError(
+            f"request: table {with_sums[0]!r} has sums, which are published only perturbed: add a "
+            "[magnitude] section (the cell key method for magnitudes), or remove sums"
+        )
+    if ("magnitude" in cfg or "rules" in cfg) and not with_sums:
+        raise SpecError("request: [magnitude] and [rules] apply to tables with sums; no table has sums")
+    magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
+    rules = load_rules(cfg["rules"]) if "rules" in cfg else None
     rows, frames = [], {}
     with Session(db, read_only=True) as s:  # protect only reads: the database is left as it was
         _check_sources(s, tables, db)
@@ -250,13 +280,14 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
             specs.append(TableSpec(
                 dims, formula=t.get("formula"), weight=t.get("weight"),
                 drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
-                margins=t.get("margins", True),
+                margins=t.get("margins", True), sums=t.get("sums", ()), null_sums=t.get("null_sums", "error"),
             ))
         for k, (t, spec) in enumerate(track(list(zip(tables, specs)), "protecting tables",
                                             total=len(tables), unit="table")):
             _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
             frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
-                                                  threshold=t.get("threshold"))
+                                                  threshold=t.get("threshold"), magnitude=magnitude,
+                                                  rules=rules)
             rows.append(row)
     _write_all(frames, out_dir, formats)
     print(_summary(rows))
@@ -274,7 +305,8 @@ def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
                 f"(tables: {', '.join(known) or 'none'}); register it with `protab register`"
             )
         cols = s.columns(t["source"])
-        wanted = [("dims", d) for d in t["dims"]] + ([("weight", t["weight"])] if "weight" in t else [])
+        wanted = [("dims", d) for d in t["dims"]] + ([("weight", t["weight"])] if "weight" in t else []) + [
+            ("sums", v) for v in t.get("sums", [])]
         for key, c in wanted:
             if c not in cols:
                 raise InputError(
