@@ -20,7 +20,7 @@
 #   case_<id>_mod_nums.csv.gz    $mod_nums() exactly as cellKey returns it
 # plus shared inputs (microdata, hierarchies, p-tables, top-k contributions)
 # and cases.json. All doubles are written so that they round-trip exactly
-# (shortest of %.15g / %.16g / %.17g that reproduces the double).
+# (integers as integers, other doubles with 17 significant digits).
 
 args <- commandArgs(trailingOnly = TRUE)
 rlib <- Sys.getenv("CK_RLIB", "/work/rlib_b")
@@ -43,14 +43,14 @@ Sys.setenv(CK_RUN_PARALLEL = FALSE)  # single core: needed for trace() capture
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-# shortest exact decimal representation of doubles
+# exact decimal representation of doubles: integers (|x| < 1e15) as plain
+# integers, everything else with 17 significant digits. (A shorter string that
+# round-trips through R's own parser is NOT safe: R's strtod is not always
+# correctly rounded, so e.g. "%.16g" may parse to a different double in Python.)
 fmt_num <- function(x) {
-  out <- sprintf("%.15g", x)
-  num <- function(s) suppressWarnings(as.numeric(s))
-  bad <- !is.na(x) & num(out) != x
-  if (any(bad)) out[bad] <- sprintf("%.16g", x[bad])
-  bad <- !is.na(x) & num(out) != x
-  if (any(bad)) out[bad] <- sprintf("%.17g", x[bad])
+  out <- sprintf("%.17g", x)
+  int <- !is.na(x) & is.finite(x) & x == round(x) & abs(x) < 1e15
+  out[int] <- sprintf("%.0f", x[int])
   out[is.na(x)] <- NA_character_
   out[is.nan(x)] <- "NaN"
   out[is.infinite(x) & x > 0] <- "Inf"
