@@ -425,7 +425,8 @@ def ckm_ctes(
     the noise v of the ratio |x_j / x_delta| in the numeric p-table (interpolating linearly
     between the rows around it, the same key for both rows) and adds
     sign(x)·|x_delta|·sign(v)·(μ + |v|) to the running value x, never letting a negative
-    noise carry it across zero. Returns (CTEs, name of the last one); the last holds
+    noise carry it across zero (a noise of 0 counts as positive: a sensitive cell gets μ
+    even then, as in R cellKey 1.0.2). Returns (CTEs, name of the last one); the last holds
     ``_sp<k>``, the perturbed (weighted) sum."""
     cv = f"CAST(_sw{k} AS DOUBLE)" if weighted else f"CAST(_s{k} AS DOUBLE)"
     if m.variant == "top_contr":
@@ -458,14 +459,15 @@ def ckm_ctes(
     for j, x in enumerate(drivers, start=1):
         eps = f"_m_e{j}"
         if m.flex:
-            size = f"CASE WHEN _ax < _m_zs THEN 1.0 WHEN _ax < _m_fp THEN _x * _m_ps ELSE _x * {flex} END"
+            # R cellKey 1.0.2: ε_j scales the flexible branch only (tau-ARGUS: every j >= 2)
+            size = f"CASE WHEN _ax < _m_zs THEN 1.0 WHEN _ax < _m_fp THEN _x * _m_ps ELSE _x * {flex} * {eps} END"
         else:
             size = f"CASE WHEN _ax < _m_zs THEN 1.0 ELSE _x * _m_ps * {eps} END"
         ctes.append(
             f"_q{k}_{j}a AS (SELECT *, ({size}) AS _xd FROM (SELECT *, {x} AS _x, abs({x}) AS _ax FROM {src}))"
         )
         ctes.append(
-            f"_q{k}_{j}b AS (SELECT *, least(abs(_x2 / nullif(_xd2, 0)), {top}) AS _a FROM ("
+            f"_q{k}_{j}b AS (SELECT *, least(abs(_xo{k} / nullif(_xd2, 0)), {top}) AS _a FROM ("
             f"SELECT *, CASE WHEN _small THEN {m.TAB['small_cells']} ELSE {base_tab} END AS _tab FROM ("
             f"SELECT *, (_ax < _m_zs OR (_ov AND abs(_x2) < _m_zs)) AS _small, "
             f"({'TRUE' if j > 1 else 'FALSE'} AND _ov AND abs(_x2) < _m_zs) AS _zr, "
@@ -483,7 +485,7 @@ def ckm_ctes(
             f"ASOF LEFT JOIN {entries} e1 ON e1.tab = c._tab AND e1.i = c._i1 AND c.{keys[j - 1]} >= e1.klo)"
         )
         xh = (f"CASE WHEN _x IS NULL OR _zr OR _skip{k} OR _v IS NULL OR isnan(_a) THEN 0.0 "
-              f"ELSE sign(_xo{k}) * abs(_xd2) * sign(_v) * ({mu} + abs(_v)) END")
+              f"ELSE sign(_xo{k}) * abs(_xd2) * (CASE WHEN _v < 0 THEN -1 ELSE 1 END) * ({mu} + abs(_v)) END")
         capped = (f"CASE WHEN _v < 0 AND _xo{k} < 0 THEN least({xh}, -_xo{k}) "
                   f"WHEN _v < 0 THEN greatest({xh}, -_xo{k}) ELSE {xh} END")
         ctes.append(
