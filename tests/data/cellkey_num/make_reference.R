@@ -345,6 +345,10 @@ tabw0 <- new_tab(dat, dims_main, w = "sampling_weight", numvars = numvars_main)
 stopifnot(identical(raw_order(tabw0, dat), dat$raw_row))
 export_contrib(tabw0, "contributions_weighted.csv.gz")
 export_counts(tabw0, "counts_weighted")
+tab2d <- new_tab(dat, list(sex = d_sex, age = d_age), numvars = numvars_main)
+export_contrib(tab2d, "contributions_2d_unweighted.csv.gz")
+tab2dw <- new_tab(dat, list(sex = d_sex, age = d_age), w = "sampling_weight", numvars = numvars_main)
+export_contrib(tab2dw, "contributions_2d_weighted.csv.gz")
 
 # ---------------------------------------------------------------------------
 # 6. parameter sets and cases
@@ -380,7 +384,9 @@ save_manifest <- function() {
       main = list(microdata = "microdata.csv",
                   construction = "set.seed(20240101); ck_create_testdata()[, c(sex, age, water, savings, income, sampling_weight)]; water -> paste0('w', water); savings_small = round(savings/200); income_neg = income - 5000; rkey = ck_generate_rkeys(dat[, c('sex','age','water','income')], nr_digits = 8, seed = 12345)",
                   dims = list(sex = "hier_sex.csv", age = "hier_age.csv", water = "hier_water.csv"),
-                  contributions = list(unweighted = "contributions_unweighted.csv.gz", weighted = "contributions_weighted.csv.gz"),
+                  contributions = list(unweighted = "contributions_unweighted.csv.gz", weighted = "contributions_weighted.csv.gz",
+                                       unweighted_2d = "contributions_2d_unweighted.csv.gz", weighted_2d = "contributions_2d_weighted.csv.gz"),
+                  dims_2d = "cases a2, b2, l3 use only dims = list(sex = hier_sex, age = hier_age)",
                   counts = list(unweighted = c("counts_unweighted_freqtab.csv", "counts_unweighted_mod_cnts.csv"),
                                 weighted = c("counts_weighted_freqtab.csv", "counts_weighted_mod_cnts.csv"),
                                 ptable = "ptable_cnts.csv")),
@@ -438,6 +444,28 @@ add(run_case("l2", new_tab(dat, dims_main, w = "sampling_weight", numvars = numv
   notes = "weighted table with separation and mu_c=1; income flagged by supp_freq(n=500, weighted=TRUE)"),
   "ck_setup(..., w='sampling_weight'); ck_params_nums(type='top_contr', top_k=3, ptab=pt_ex_nums(TRUE,TRUE), mult_params=fp_k3, mu_c=1)")
 save_manifest()
+
+# (a2)/(b2)/(l3) the same parameters on the 2-dimensional table sex x age
+# (no small cells): every cell has >= 6 records, so all cells really use
+# top_k = 3 components (see README: in the 3-dim table cellKey truncates the
+# top-k list to the running minimum of the record counts of earlier cells).
+dims_2d <- list(sex = d_sex, age = d_age)
+add(run_case("a2", new_tab(dat, dims_2d, numvars = numvars_main), c(vars_std, "income_neg"),
+  P(type = "top_contr", top_k = 3, ptab = pt_all, mult_params = fp_k3, mu_c = 0,
+    same_key = TRUE, use_zero_rkeys = FALSE),
+  notes = "as (a) on the 2-dim table sex x age (27 cells, all with many records)"),
+  "as a, dims = list(sex, age)")
+add(run_case("b2", new_tab(dat, dims_2d, numvars = numvars_main), c(vars_std, "income_neg"),
+  P(type = "top_contr", top_k = 3, ptab = pt_sep, mult_params = fp_k3, mu_c = 2,
+    same_key = FALSE, use_zero_rkeys = TRUE),
+  supp = list(list(fun = "supp_freq", v = "income", args = list(v = "income", n = 200, weighted = FALSE))),
+  notes = "2-dim table; separation, mu_c=2 (income cells with <= 200 records flagged), same_key=FALSE, use_zero_rkeys=TRUE"),
+  "ck_params_nums(type='top_contr', top_k=3, ptab=pt_ex_nums(TRUE,TRUE), mult_params=fp_k3, mu_c=2, same_key=FALSE, use_zero_rkeys=TRUE), dims = list(sex, age)")
+add(run_case("l3", new_tab(dat, dims_2d, w = "sampling_weight", numvars = numvars_main), c(vars_std, "income_neg"),
+  P(type = "top_contr", top_k = 3, ptab = pt_all, mult_params = fp_k3, mu_c = 0,
+    same_key = TRUE, use_zero_rkeys = FALSE),
+  notes = "2-dim table, weighted (w='sampling_weight'), parameters as (a)"),
+  "as a, dims = list(sex, age), w='sampling_weight'")
 
 # (b) same_key FALSE
 add(run_case("b", new_tab(dat, dims_main, numvars = numvars_main), vars_std,
