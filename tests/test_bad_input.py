@@ -18,6 +18,7 @@ from protab.session import Session
 GOOD_TABLE = '[[tables]]\nname = "t"\nsource = "persons"\ndims = ["region", "sex"]\n'
 PTABLE = "[ptable]\nmaximum_entropy = { D = 3, V = 1 }\n"
 HEAD = PTABLE
+MAGNITUDE = "[magnitude]\nptable = { maximum_entropy = { D = 10, V = 3, step = 2, icat = [1, 5, 10] } }\nfp = 1000\n"
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,30 @@ CASES: list[tuple[str, list[str], str | None, list[str]]] = [
     ("threshold negative", ["protect", "{req}"], HEAD + GOOD_TABLE + "threshold = -1\n", ["threshold", "at least 0"]),
     ("threshold nan", ["protect", "{req}"], HEAD + GOOD_TABLE + "threshold = nan\n", ["threshold", "finite"]),
     ("null_code number", ["protect", "{req}"], HEAD + GOOD_TABLE + "null_code = 5\n", ["null_code", "string"]),
-    ("sums refused", ["protect", "{req}"], HEAD + GOOD_TABLE + 'sums = ["income"]\n', ["sums", "not supported"]),
+    ("sums without magnitude", ["protect", "{req}"], HEAD + GOOD_TABLE + 'sums = ["income"]\n', ["sums", "[magnitude]"]),
+    ("magnitude without sums", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE, ["no table has sums"]),
+    ("sums unknown column", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE + 'sums = ["incom"]\n',
+     ["sums", "'incom'"]),
+    ("sums not a list", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE + 'sums = "income"\n', ["sums", "list"]),
+    ("null_sums bad", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE + 'sums = ["income"]\nnull_sums = "skip"\n',
+     ["null_sums", "omit"]),
+    ("magnitude q below 1", ["protect", "{req}"], HEAD + MAGNITUDE + "q = 0.5\n" + GOOD_TABLE + 'sums = ["income"]\n',
+     ["magnitude.q", "at least 1"]),
+    ("magnitude fp zero", ["protect", "{req}"], HEAD + MAGNITUDE.replace("fp = 1000", "fp = 0") + GOOD_TABLE
+     + 'sums = ["income"]\n', ["[magnitude]", "fp"]),
+    ("magnitude top_k 7", ["protect", "{req}"], HEAD + MAGNITUDE + "top_k = 7\n" + GOOD_TABLE + 'sums = ["income"]\n',
+     ["magnitude.top_k", "6"]),
+    ("magnitude epsilon increasing", ["protect", "{req}"], HEAD + MAGNITUDE + "epsilon = [1, 0.2, 0.5]\n" + GOOD_TABLE
+     + 'sums = ["income"]\n', ["[magnitude]", "epsilon"]),
+    ("magnitude count p-table file", ["protect", "{req}"],
+     HEAD + MAGNITUDE.replace("maximum_entropy = { D = 10, V = 3, step = 2, icat = [1, 5, 10] }", 'file = "adir"')
+     + GOOD_TABLE + 'sums = ["income"]\n', ["[magnitude]", "adir"]),
+    ("rules unknown key", ["protect", "{req}"], HEAD + MAGNITUDE + "[rules]\np_percnt = 10\n" + GOOD_TABLE
+     + 'sums = ["income"]\n', ["p_percnt", "p_percent"]),
+    ("rules dominance bad", ["protect", "{req}"], HEAD + MAGNITUDE + "[rules]\ndominance = [[0, 80]]\n" + GOOD_TABLE
+     + 'sums = ["income"]\n', ["[rules]", "dominance n"]),
+    ("rules holding unknown", ["protect", "{req}"], HEAD + MAGNITUDE + '[rules]\np_percent = 10\nholding = "firm"\n'
+     + GOOD_TABLE + 'sums = ["income"]\n', ["holding", "'firm'"]),
     ("ptable missing", ["protect", "{req}"], GOOD_TABLE, ["ptable"]),
     ("ptable both sources", ["protect", "{req}"],
      '[ptable]\nfile = "p.csv"\nmaximum_entropy = { D = 3, V = 1 }\n' + GOOD_TABLE, ["exactly one"]),

@@ -62,7 +62,7 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
     With ``top_k`` (magnitude tables, docs/methods.md §1.8) every sums column ``s`` brings
     more columns of the same scan: the weighted sum ``s_w`` (with a weight), the number of
     non-zero contributors ``s_nonzero``, the ``top_k`` largest contributions ``s_top`` (a
-    list of structs: |x|, weight, x, record key, in descending order), the largest and
+    list of structs: |x|, weight, x, in descending order), the largest and
     smallest value, and with keys the cell key of the non-zero contributors."""
     cols = [("_n", "n")]
     if spec.weight is not None:
@@ -72,8 +72,12 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
         if top_k is not None:
             if spec.weight is not None:
                 cols.append((f"_sw{k}", f"{s}_w"))
-            cols += [(f"_sa{k}", f"{s}_abs"), (f"_z{k}", f"{s}_nonzero"), (f"_t{k}", f"{s}_top"),
-                     (f"_mx{k}", f"{s}_max"), (f"_mn{k}", f"{s}_min")]
+            cols += [(f"_sa{k}", f"{s}_abs"), (f"_z{k}", f"{s}_nonzero")]
+            if spec.weight is not None:
+                cols.append((f"_t{k}", f"{s}_top"))
+            else:  # the k largest and the k smallest values: plain lists, cheap to keep
+                cols += [(f"_tp{k}", f"{s}_top"), (f"_tn{k}", f"{s}_top_negative")]
+            cols += [(f"_mx{k}", f"{s}_max"), (f"_mn{k}", f"{s}_min")]
             if keys:
                 cols.append((f"_kz{k}", f"{s}_cell_key"))
     if keys:
@@ -83,17 +87,33 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
 
 def value_kind(internal: str) -> str:
     """The kind of an internal value column: 'n' (integer count), 'key' (key sum modulo the
-    modulus), 'list' (top-k list), 'max', 'min' or 'sum' (decimal)."""
-    for prefix, kind in (("_kz", "key"), ("_k", "key"), ("_t", "list"), ("_mx", "max"), ("_mn", "min"),
-                         ("_z", "n"), ("_np", "n"), ("_n", "n")):
+    modulus), 'list' (top-k list, largest first), 'list_asc' (smallest first), 'max', 'min'
+    or 'sum' (decimal)."""
+    for prefix, kind in (("_kz", "key"), ("_k", "key"), ("_tn", "list_asc"), ("_t", "list"), ("_mx", "max"),
+                         ("_mn", "min"), ("_z", "n"), ("_np", "n"), ("_n", "n")):
         if internal.startswith(prefix):
             return kind
     return "sum"
 
 
+def top_list(k: int, top_k: int, weighted: bool) -> str:
+    """SQL of the top-k list of sums variable ``k`` as structs (a = |x|, w, x), largest |x|
+    first (ties: larger weight, then larger x). Weighted tables carry that list; unweighted
+    ones carry the k largest and the k smallest values (``_tp``/``_tn``: lists of numbers
+    compare and merge several times faster than lists of structs), and the k values of
+    largest |x| are among the non-negative ones of the first and the negative ones of the
+    second."""
+    if weighted:
+        return f"_t{k}"
+    as_struct = "lambda v: {'a': abs(v), 'w': 1.0, 'x': v}"
+    return (f"list_slice(list_sort(list_concat("
+            f"list_transform(list_filter(coalesce(_tp{k}, []), lambda v: v >= 0), {as_struct}), "
+            f"list_transform(list_filter(coalesce(_tn{k}, []), lambda v: v < 0), {as_struct})), 'DESC'), 1, {int(top_k)})")
+
+
 def zero_sql(internal: str, alias: str) -> str:
     """The value of an empty cell: 0 for counts, keys and sums; NULL for lists, max, min."""
-    if value_kind(internal) in ("list", "max", "min"):
+    if value_kind(internal) in ("list", "list_asc", "max", "min"):
         return f"{alias}.{internal} AS {internal}"
     return f"coalesce({alias}.{internal}, 0) AS {internal}"
 
@@ -328,13 +348,14 @@ class TableRun:
         contributors, the top-k list, max and min, and the non-zero key sum.
 
         A contribution is the record's value (NULL → 0 with ``null_sums='zero'``; with
-        'omit' a NULL record is no contributor). The list holds structs (a = |x|, w, x, r)
-        sorted descending: by |x|, then weight (R cellKey's order), then x and the record key,
-        so that ties resolve the same way on every run. Weighted products are rounded to
-        DECIMAL(38, 8) per record, then summed exactly."""
+        'omit' a NULL record is no contributor). The list holds structs (a = |x|, w, x)
+        sorted descending: by |x|, then weight (R cellKey's order), then x, so that ties
+        resolve to the same values on every run. Weighted products are rounded to
+        DECIMAL(38, 8) per record, then summed exactly. The list holds values only (no record
+        keys: nothing downstream needs them, and three fields compare faster than four)."""
         spec, aggs, params = self.spec, [], []
         w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
-        r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"
+        r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"  # non-zero key sum
         for k, col in enumerate(spec.sums):
             q = quote_ident(col)
             x = f"CAST(coalesce({q}, 0) AS DOUBLE)" if spec.null_sums == "zero" else f"CAST({q} AS DOUBLE)"
@@ -347,11 +368,14 @@ class TableRun:
             aggs += [
                 f"sum(TRY_CAST(abs({x}) AS DECIMAL(38, 8))) AS _sa{k}",
                 f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}",
-                f"max({{'a': abs({x}), 'w': {w}, 'x': {x}, 'r': {r}}}, {int(self.top_k or 1)}) "
-                f"FILTER (WHERE {present}) AS _t{k}",
-                f"max({x}) AS _mx{k}",
-                f"min({x}) AS _mn{k}",
             ]
+            n = int(self.top_k or 1)
+            if spec.weight is not None:
+                aggs.append(f"max({{'a': abs({x}), 'w': {w}, 'x': {x}}}, {n}) FILTER (WHERE {present}) AS _t{k}")
+            else:
+                aggs += [f"max({x}, {n}) FILTER (WHERE {present}) AS _tp{k}",
+                         f"min({x}, {n}) FILTER (WHERE {present}) AS _tn{k}"]
+            aggs += [f"max({x}) AS _mx{k}", f"min({x}) AS _mn{k}"]
             if self.key is not None:
                 aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
                 params.append(self.modulus)
@@ -717,9 +741,8 @@ class TableRun:
                     params.append(self.modulus)
                 elif kind == "n":
                     aggs.append(f"CAST(sum(r.{v}{times}) AS BIGINT) AS {v}")
-                elif kind == "list":
-                    # the k largest of a union are among its parts' k largest: merge the lists
-                    aggs.append(f"list_slice(list_sort(flatten(list(r.{v})), 'DESC'), 1, {int(self.top_k or 1)}) AS {v}")
+                elif kind in ("list", "list_asc"):
+                    continue  # merged apart, below
                 elif kind in ("max", "min"):
                     aggs.append(f"{kind}(r.{v}) AS {v}")
                 else:
@@ -727,12 +750,29 @@ class TableRun:
             levels = {j: f"r._l{j}" for j in range(k)}
             keep_where = published_filter(spec, {**levels, k: "c.level"})
             up_where = published_filter(spec, {**levels, k: "b.level"})
+            source = (f"FROM {prev} r JOIN {self.bridges[k]} b ON r._o{k} = b.leaf AND b.anc <> b.leaf "
+                      f"WHERE {up_where}")
+            lists = [v for v in values if value_kind(v) in ("list", "list_asc")]
+            if not lists:
+                upper = f"SELECT {', '.join(up + aggs)} {source} GROUP BY ALL"
+            else:
+                # the k largest of a union are among its parts' k largest: the parts' lists are
+                # unnested side by side and the k largest kept (max(x, k)) — several times
+                # faster than list() + flatten + sort; joined back to the other aggregates
+                names = [e.rsplit(" AS ", 1)[-1].split(".")[-1] for e in up]
+                n = int(self.top_k or 1)
+                unnest = ", ".join(f"unnest(r.{v}) AS _e_{v}" for v in lists)
+                merged = ", ".join(
+                    f"{'min' if value_kind(v) == 'list_asc' else 'max'}(_e_{v}, {n}) AS {v}" for v in lists)
+                steps.append(f"_up{k} AS (SELECT {', '.join(up + aggs)} {source} GROUP BY ALL)")
+                steps.append(f"_ul{k} AS (SELECT {', '.join(names)}, {merged} FROM (SELECT {', '.join(up)}, {unnest} "
+                             f"{source}) GROUP BY ALL)")
+                cols = [f"u.{c}" for c in names] + [f"l.{v}" if v in lists else f"u.{v}" for v in values]
+                upper = f"SELECT {', '.join(cols)} FROM _up{k} u LEFT JOIN _ul{k} l USING ({', '.join(names)})"
             steps.append(
                 f"_step{k} AS (SELECT {', '.join(keep + ['r.' + v for v in values])} FROM {prev} r "
                 f"JOIN {self.codes[k]} c ON r._o{k} = c.ord WHERE {keep_where} "
-                f"UNION ALL SELECT {', '.join(up + aggs)} FROM {prev} r "
-                f"JOIN {self.bridges[k]} b ON r._o{k} = b.leaf AND b.anc <> b.leaf "
-                f"WHERE {up_where} GROUP BY ALL)"
+                f"UNION ALL {upper})"
             )
             prev = f"_step{k}"
         return f"WITH {', '.join(steps)} ", prev, params
@@ -786,20 +826,28 @@ class TableRun:
         joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(self.codes))
         return cols, joins, ", ".join(f"c._o{k}" for k in range(self.nd))
 
-    @staticmethod
-    def _value_select(src: str, alias: str = "c.") -> str:
+    def _value_select(self, src: str, alias: str = "c.") -> str | None:
         """A value column as published to a trusted user: decimals as DOUBLE; of a top-k list
-        only the values (never the record keys, which are secret)."""
+        the values (None for the helper list of smallest values)."""
         if src == "_w" or src.startswith("_s"):
             return f"CAST({alias}{src} AS DOUBLE) AS {src}"
+        if src.startswith("_tn"):
+            return None
+        if src.startswith("_tp"):
+            top = top_list(int(src[3:]), int(self.top_k or 1), False).replace("_tp", f"{alias}_tp").replace(
+                "_tn", f"{alias}_tn")
+            return f"list_transform({top}, lambda e: e.x) AS {src}"
         if value_kind(src) == "list":
             return f"coalesce(list_transform({alias}{src}, lambda e: e.x), []) AS {src}"
         return f"{alias}{src}"
 
+    def _value_selects(self, values: Sequence[str], alias: str = "c.") -> list[str]:
+        return [x for x in (self._value_select(v, alias) for v in values) if x is not None]
+
     def published(self) -> pl.DataFrame:
         """Every published cell: dims, levels, n (w, sums, cell_key), in publication order."""
         cols, joins, order = self._decode()
-        cols += [self._value_select(v) for v in self.values]
+        cols += self._value_selects(self.values)
         ctes, cells, params = self._cells_source()
         frame = self.arrow(f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}", params)
         return frame.rename(output_names(self.spec, frame.columns))
@@ -808,7 +856,7 @@ class TableRun:
         """The inner cells (with the zeros of extend0) in the order of their ``_id``."""
         cols = [f"k{k}.code AS _d{k}" for k in range(self.nd)]
         joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(self.codes))
-        cols += [self._value_select(v) for v in self.values if v != "_k"]
+        cols += self._value_selects([v for v in self.values if v != "_k"])
         frame = self.arrow(f"SELECT {', '.join(cols)} FROM {self.ids} c {joins} ORDER BY c._id")
         return frame.rename(output_names(self.spec, frame.columns))
 
@@ -951,29 +999,37 @@ class TableRun:
             using = ", ".join(f"_o{j}" for j in range(self.nd))
             prev = self._create("hcells", f"SELECT * FROM {base} LEFT JOIN {hold} USING ({using})")
         sens_cols: list[str] = []
+        # each variable's top-k list as structs, built once for the rules and the perturbation
+        n = int(self.top_k or 1)
+        tops = ", ".join(f"{top_list(k, n, weighted)} AS _tl{k}" for k in range(len(spec.sums)))
+        ctes.append(f"_tops AS (SELECT *, {tops} FROM {prev})")
+        prev = "_tops"
         if rules is not None:
             items = []
             for k in range(len(spec.sums)):
-                sens, names, ps = rules.sql(k, weighted=weighted, holdings=self.holding is not None)
+                sens, names, ps = rules.sql(k, weighted=weighted, holdings=self.holding is not None, top=f"_tl{k}")
                 items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"]
                 params += ps
                 sens_cols += [f"_sens{k}", f"_rule{k}"]
             ctes.append(f"_rules AS (SELECT *, {', '.join(items)} FROM {prev})")
             prev = "_rules"
         if magnitude is not None:
-            entries, segments = magnitude.lookup_frames(self.modulus)
-            ent = self._register_frame("nument", entries.sort(["tab", "i", "klo"]))
-            seg = self._register_frame("numseg", segments)
+            seg = self._register_frame("numseg", magnitude.lookup_frames(self.modulus))
             select, values = mg.ckm_parameters(magnitude)
             par = self._create("numpar", select, values)
             ctes.append(f"_mp AS (SELECT * FROM {prev} CROSS JOIN {par})")
-            prev = "_mp"
+            using = ", ".join(f"_o{j}" for j in range(self.nd))
+            outs = []
             for k in range(len(spec.sums)):
-                more, prev = mg.ckm_ctes(
-                    magnitude, k, prev, modulus=self.modulus, weighted=weighted,
-                    sensitive=f"_sens{k}" if rules is not None else None, entries=ent, segments=seg,
+                more, last = mg.ckm_ctes(
+                    magnitude, k, "_mp", modulus=self.modulus, weighted=weighted,
+                    sensitive=f"_sens{k}" if rules is not None else None, segments=seg,
+                    dims=self.nd, top=f"_tl{k}",
                 )
                 ctes += more
+                outs.append(last)
+            ctes.append(f"_mall AS (SELECT * FROM {prev} " + " ".join(f"JOIN {o} USING ({using})" for o in outs) + ")")
+            prev = "_mall"
         out = list(cols)
         for k in range(len(spec.sums)):
             total = f"_sw{k}" if weighted else f"_s{k}"
@@ -998,7 +1054,7 @@ class TableRun:
         ctes, cells, params = self._cells_source()
         base = self._create("scells", f"{ctes}SELECT * FROM {cells}", params)
         cols, _, _ = self._decode()
-        cols += [self._value_select(v) for v in self.values]
+        cols += self._value_selects(self.values)
         frame = self._perturb_magnitudes(base, cols, None, rules, original=False)
         return frame
 
@@ -1043,7 +1099,7 @@ class TableRun:
             aggs += [
                 f"count(*) FILTER (WHERE {x} <> 0) AS _hz{k}",
                 f"sum(abs({x})) AS _hsa{k}",
-                f"max({{'a': abs({x}), 'w': 1.0, 'x': {x}, 'r': 0}}, {int(self.top_k or 1)}) AS _ht{k}",
+                f"max({{'a': abs({x}), 'w': 1.0, 'x': {x}}}, {int(self.top_k or 1)}) AS _ht{k}",
             ]
             if weights is not None:
                 aggs.append(f"sum(abs(CAST(_hwx{k} AS DOUBLE))) AS _hswa{k}")
@@ -1101,7 +1157,7 @@ class TableRun:
         cells = self._rollup(src, values)
         cols, joins, order = self._decode()
         if original:
-            cols += [self._value_select(v) for v in values if v in ("_n", "_w")]
+            cols += self._value_selects([v for v in values if v in ("_n", "_w")])
         cols += [f"c.{v}" for v in values if v in ("_np", "_wp")]
         frame = self.arrow(f"SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}")
         return frame.rename(output_names(self.spec, frame.columns))

@@ -164,10 +164,10 @@ class SensitivityRules:
         return self.convention == "argus" and (bool(self.dominance) or self.p_percent is not None
                                                or self.pq is not None)
 
-    def sql(self, k: int, *, weighted: bool, holdings: bool) -> tuple[str, str, list[Any]]:
+    def sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> tuple[str, str, list[Any]]:
         """(sensitive, rule names, parameters) as SQL over the columns of sums variable ``k``.
 
-        Columns read: records ``_t<k>`` (top list), ``_sa<k>`` (Σ|x|), ``_sw<k>`` (Σ w·x),
+        Columns read: records ``top`` (SQL of the top list), ``_sa<k>`` (Σ|x|), ``_sw<k>`` (Σ w·x),
         ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
         ``_ht<k>``, ``_hsa<k>``, ``_hswa<k>``, ``_hz<k>``, ``_hn``."""
         weights = self.weights if weighted else None
@@ -177,7 +177,7 @@ class SensitivityRules:
             if weights == "default":
                 total = f"_hswa{k}"
         else:
-            t, total = f"_t{k}", f"CAST(_s{k} AS DOUBLE)"
+            t, total = f"({top})", f"CAST(_s{k} AS DOUBLE)"
             nonzero, everyone = f"_z{k}", "_n"
             if weights is not None:
                 total = f"CAST(_sw{k} AS DOUBLE)"
@@ -336,26 +336,29 @@ class MagnitudeCKM:
     # -- the p-tables as one relation ----------------------------------------------------
     TAB = {"all": 0, "even": 1, "odd": 2, "small_cells": 3}
 
-    def lookup_frames(self, modulus: int) -> tuple[Any, Any]:
-        """(entries, segments) as polars frames for the SQL lookup.
-
-        entries (tab, i, v, klo): the integer key ranges of every p-table entry; segments
-        (tab, lo, hi, top): consecutive rows of each table (hi = lo for the last row, which
-        serves every larger ratio: ``top`` is the largest i)."""
+    def lookup_frames(self, modulus: int) -> Any:
+        """The p-tables as one small relation for the SQL lookup (polars): per table ``tab``
+        and pair of consecutive rows ``lo`` < ``hi`` (the last row paired with itself, ``hx``
+        = ∞: it serves every larger ratio), the integer key ranges of both rows as sorted
+        lists of lower bounds (``klo_lo``, ``klo_hi``) and their noise (``v_lo``, ``v_hi``).
+        A cell joins the one segment holding its ratio (a tiny hash join, no sort) and finds
+        its entry by counting the lower bounds at or below its key."""
         import polars as pl
 
-        ents, segs = [], []
+        parts = []
         named = list(self.tables.items()) + ([("small_cells", self.small_cells)] if self.small_cells else [])
         for name, t in named:
-            tab = self.TAB[name]
-            ks = t.keyspace(modulus)
-            ents.append(ks.select(pl.lit(tab, pl.Int32).alias("tab"), pl.col("i").cast(pl.Float64),
-                                  pl.col("v").cast(pl.Float64), pl.col("klo").cast(pl.Int64)))
-            rows = sorted({float(x) for x in t.frame["i"].to_list()})
-            his = rows[1:] + rows[-1:]
-            segs.append(pl.DataFrame({"tab": [tab] * len(rows), "lo": rows, "hi": his, "top": [rows[-1]] * len(rows)},
-                                     schema={"tab": pl.Int32, "lo": pl.Float64, "hi": pl.Float64, "top": pl.Float64}))
-        return pl.concat(ents), pl.concat(segs)
+            ks = t.keyspace(modulus).sort(["i", "klo"])
+            per_row = {float(i): (g["klo"].to_list(), g["v"].cast(pl.Float64).to_list())
+                       for (i,), g in ks.group_by(["i"], maintain_order=True)}
+            rows = sorted(per_row)
+            for lo, hi in zip(rows, rows[1:] + rows[-1:]):
+                parts.append({"tab": self.TAB[name], "lo": lo, "hi": hi, "hx": hi if hi > lo else math.inf,
+                              "klo_lo": per_row[lo][0], "v_lo": per_row[lo][1],
+                              "klo_hi": per_row[hi][0], "v_hi": per_row[hi][1]})
+        return pl.DataFrame(parts, schema={"tab": pl.Int32, "lo": pl.Float64, "hi": pl.Float64, "hx": pl.Float64,
+                                           "klo_lo": pl.List(pl.Int64), "v_lo": pl.List(pl.Float64),
+                                           "klo_hi": pl.List(pl.Int64), "v_hi": pl.List(pl.Float64)})
 
 
 def check_ptable_kind(ptable: object, where: str) -> None:
@@ -414,8 +417,9 @@ def ckm_ctes(
     modulus: int,
     weighted: bool,
     sensitive: str | None,
-    entries: str,
     segments: str,
+    dims: int,
+    top: str,
 ) -> tuple[list[str], str]:
     """CTEs perturbing sums variable ``k`` of the cells in ``prev`` (R cellKey's
     ``.perturb_cell_flex`` / ``.perturb_cell_simple`` as set work). ``prev`` must carry the
@@ -427,10 +431,10 @@ def ckm_ctes(
     sign(x)·|x_delta|·sign(v)·(μ + |v|) to the running value x, never letting a negative
     noise carry it across zero (a noise of 0 counts as positive: a sensitive cell gets μ
     even then, as in R cellKey 1.0.2). Returns (CTEs, name of the last one); the last holds
-    ``_sp<k>``, the perturbed (weighted) sum."""
+    the codes ``_o0 … _o<dims-1>`` and ``_sp<k>``, the perturbed (weighted) sum."""
     cv = f"CAST(_sw{k} AS DOUBLE)" if weighted else f"CAST(_s{k} AS DOUBLE)"
     if m.variant == "top_contr":
-        drivers = [f"(_t{k}[{j}].x * _t{k}[{j}].w)" for j in range(1, m.top_k + 1)]
+        drivers = [f"(_tl[{j}].x * _tl[{j}].w)" for j in range(1, m.top_k + 1)]
     elif m.variant == "mean":
         drivers = [f"({cv} / nullif(CAST(_w AS DOUBLE), 0))" if weighted else f"({cv} / nullif(_n, 0))"]
     elif m.variant == "range":
@@ -439,24 +443,32 @@ def ckm_ctes(
         drivers = [cv]
     key0 = "_k" if m.zero_keys else f"_kz{k}"
     if len(m.tables) == 2:
-        base_tab = f"CASE WHEN _n % 2 = 0 THEN {m.TAB['even']} ELSE {m.TAB['odd']} END"
+        base_tab = f"CASE WHEN _cnt % 2 = 0 THEN {m.TAB['even']} ELSE {m.TAB['odd']} END"
     else:
         base_tab = str(m.TAB["all"])
     ctes: list[str] = []
-    # the running value and the rotated key of every component, one CTE per rotation
+    # a narrow relation: the cell's codes, its value, driving values and keys, the parameters
+    # (the lists and the other variables stay behind: the ASOF joins below sort what they carry)
     keys = [f"_ky{k}_{j}" for j in range(1, m.top_k + 1)]
     skip = f"({cv} = 0 OR {cv} IS NULL OR _z{k} = 0)"
     first = key0 if m.same_key else rotate_sql(key0, modulus)
-    ctes.append(f"_q{k}_k1 AS (SELECT *, {first} AS {keys[0]}, {cv} AS _xo{k}, {skip} AS _skip{k} FROM {prev})")
+    codes = ", ".join(f"_o{d}" for d in range(dims))
+    xs = ", ".join(f"{x} AS _dx{j}" for j, x in enumerate(drivers, start=1))
+    sens = f"{sensitive} AS _sn" if sensitive else "false AS _sn"
+    ctes.append(
+        f"_q{k}_k1 AS (SELECT {codes}, {cv} AS _xo{k}, {skip} AS _skip{k}, {xs}, {first} AS {keys[0]}, "
+        f"_n AS _cnt, {sens}, {', '.join(PARAMETER_COLUMNS)} FROM (SELECT *, {top} AS _tl FROM {prev}))"
+    )
     for j in range(2, m.top_k + 1):
         ctes.append(f"_q{k}_k{j} AS (SELECT *, {rotate_sql(keys[j - 2], modulus)} AS {keys[j - 1]} FROM _q{k}_k{j - 1})")
     src = f"_q{k}_k{m.top_k}"
-    mu = f"CASE WHEN {sensitive} THEN _m_mu ELSE 0.0 END" if sensitive else "0.0"
+    mu = "CASE WHEN _sn THEN _m_mu ELSE 0.0 END"
     flex = ("_m_pl * (1 + ((_m_ps * _ax - _m_pl * _m_fp) / (_m_pl * _m_fp)) * "
             "pow(2 * _m_fp / (_m_fp + _ax), _m_q))")
     top = "CASE _tab " + " ".join(f"WHEN {t} THEN _m_top{t}" for t in range(4)) + " END"
-    temp = "_x, _ax, _xd, _ov, _x2, _xd2, _small, _zr, _tab, _a, _lam, _i0, _i1, _v"
-    for j, x in enumerate(drivers, start=1):
+    temp = "_x, _ax, _xd, _ov, _x2, _xd2, _small, _zr, _tab, _a, _v"
+    for j in range(1, len(drivers) + 1):
+        x = f"_dx{j}"
         eps = f"_m_e{j}"
         if m.flex:
             # R cellKey 1.0.2: ε_j scales the flexible branch only (tau-ARGUS: every j >= 2)
@@ -470,19 +482,19 @@ def ckm_ctes(
             f"_q{k}_{j}b AS (SELECT *, least(abs(_xo{k} / nullif(_xd2, 0)), {top}) AS _a FROM ("
             f"SELECT *, CASE WHEN _small THEN {m.TAB['small_cells']} ELSE {base_tab} END AS _tab FROM ("
             f"SELECT *, (_ax < _m_zs OR (_ov AND abs(_x2) < _m_zs)) AS _small, "
-            f"({'TRUE' if j > 1 else 'FALSE'} AND _ov AND abs(_x2) < _m_zs) AS _zr, "
+            f"({'TRUE' if j > 1 or not m.flex else 'FALSE'} AND _ov AND abs(_x2) < _m_zs) AS _zr, "
             f"CASE WHEN _ov THEN CASE WHEN abs(_x2) < _m_zs THEN 1.0 ELSE _xo{k} END ELSE _xd END AS _xd2 FROM ("
             f"SELECT *, abs(_xo{k}) < abs(_xd) AS _ov, "
             f"CASE WHEN abs(_xo{k}) < abs(_xd) THEN _xo{k} / (_m_ps * {eps}) ELSE _x END AS _x2 "
             f"FROM _q{k}_{j}a))))"
         )
+        key = keys[j - 1]
+        v_lo = f"g.v_lo[len(list_filter(g.klo_lo, lambda b: b <= c.{key}))]"
+        v_hi = f"g.v_hi[len(list_filter(g.klo_hi, lambda b: b <= c.{key}))]"
         ctes.append(
-            f"_q{k}_{j}c AS (SELECT c.*, CASE WHEN c._lam = 0 THEN e0.v ELSE (1 - c._lam) * e0.v + c._lam * e1.v "
-            f"END AS _v FROM (SELECT c.*, g.lo AS _i0, g.hi AS _i1, "
-            f"CASE WHEN g.hi = g.lo THEN 0.0 ELSE (c._a - g.lo) / (g.hi - g.lo) END AS _lam "
-            f"FROM _q{k}_{j}b c ASOF LEFT JOIN {segments} g ON g.tab = c._tab AND c._a >= g.lo) c "
-            f"ASOF LEFT JOIN {entries} e0 ON e0.tab = c._tab AND e0.i = c._i0 AND c.{keys[j - 1]} >= e0.klo "
-            f"ASOF LEFT JOIN {entries} e1 ON e1.tab = c._tab AND e1.i = c._i1 AND c.{keys[j - 1]} >= e1.klo)"
+            f"_q{k}_{j}c AS (SELECT c.*, CASE WHEN g.hi = g.lo OR c._a = g.lo THEN {v_lo} "
+            f"ELSE (1 - (c._a - g.lo) / (g.hi - g.lo)) * {v_lo} + ((c._a - g.lo) / (g.hi - g.lo)) * {v_hi} END AS _v "
+            f"FROM _q{k}_{j}b c LEFT JOIN {segments} g ON g.tab = c._tab AND c._a >= g.lo AND c._a < g.hx)"
         )
         xh = (f"CASE WHEN _x IS NULL OR _zr OR _skip{k} OR _v IS NULL OR isnan(_a) THEN 0.0 "
               f"ELSE sign(_xo{k}) * abs(_xd2) * (CASE WHEN _v < 0 THEN -1 ELSE 1 END) * ({mu} + abs(_v)) END")
@@ -492,7 +504,5 @@ def ckm_ctes(
             f"_q{k}_{j}d AS (SELECT * EXCLUDE ({temp}) REPLACE (_xo{k} + ({capped}) AS _xo{k}) FROM _q{k}_{j}c)"
         )
         src = f"_q{k}_{j}d"
-    ctes.append(
-        f"_q{k}_out AS (SELECT * EXCLUDE (_skip{k}, {', '.join(keys)}) RENAME (_xo{k} AS _sp{k}) FROM {src})"
-    )
+    ctes.append(f"_q{k}_out AS (SELECT {codes}, _xo{k} AS _sp{k} FROM {src})")
     return ctes, f"_q{k}_out"
