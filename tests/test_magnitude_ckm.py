@@ -136,6 +136,28 @@ def test_sums_are_never_dropped_silently():
             s.cell_key("t", pt.TableSpec({"a": None}), COUNTS, magnitude=MagnitudeCKM(ALL, fp=100))
 
 
+def test_perturb_inner_refuses_sums():
+    with _session(_frame()) as s:
+        with pytest.raises(pt.SpecError, match="perturb_inner perturbs counts"):
+            s.perturb_inner("t", pt.TableSpec({"a": None}, sums=["v"]), COUNTS)
+        with pytest.raises(pt.PTableError, match="numeric"):
+            s.perturb_inner("t", pt.TableSpec({"a": None}), ALL)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_magnitudes_are_refused(bad):
+    frame = _frame(n=30).with_columns(pl.when(pl.col("id") == 3).then(bad).otherwise(pl.col("v")).alias("v"))
+    with _session(frame) as s:
+        with pytest.raises(pt.InputError, match=r"sums column 'v'.*NaN or infinite in 1 record"):
+            s.cell_key("t", pt.TableSpec({"a": None}, sums=["v"]), COUNTS, magnitude=MagnitudeCKM(ALL, fp=100))
+
+
+def test_holding_rules_need_a_holding_column():
+    with _session(_frame()) as s:
+        with pytest.raises(pt.InputError, match="holding column"):
+            s.sensitivity("t", pt.TableSpec({"a": None}, sums=["v"]), SensitivityRules(p_percent=10, holding="firm"))
+
+
 def test_count_and_numeric_p_tables_are_not_confused():
     frame = _frame()
     with _session(frame) as s:

@@ -836,10 +836,18 @@ class Session:
         how Barnardisation, small cell adjustment and other pre-aggregation noise run as a
         p-table join. Columns as :meth:`cell_key`.
         """
+        from protab.magnitude import check_ptable_kind
         from protab.ptable import PTable
 
+        check_ptable_kind(ptable, "perturb_inner")
         if not isinstance(ptable, PTable):
             raise InputError(f"perturb_inner: ptable must be a protab.PTable, not {type(ptable).__name__}")
+        if spec.sums:
+            raise SpecError(
+                f"perturb_inner perturbs counts; the TableSpec has sums {list(spec.sums)}, which it would "
+                "publish unperturbed: protect magnitudes with cell_key(..., magnitude=protab.MagnitudeCKM(...)), "
+                "or leave sums out of the spec"
+            )
         with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
             return run.perturb_inner(ptable, original=original)
 
