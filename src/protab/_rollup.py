@@ -72,12 +72,12 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
         if top_k is not None:
             if spec.weight is not None:
                 cols.append((f"_sw{k}", f"{s}_w"))
-            cols += [(f"_sa{k}", f"{s}_abs"), (f"_z{k}", f"{s}_nonzero")]
+            cols.append((f"_z{k}", f"{s}_nonzero"))
             if spec.weight is not None:
-                cols.append((f"_t{k}", f"{s}_top"))
-            else:  # the k largest and the k smallest values: plain lists, cheap to keep
+                cols += [(f"_t{k}", f"{s}_top"), (f"_mx{k}", f"{s}_max"), (f"_mn{k}", f"{s}_min")]
+            else:  # the k largest and the k smallest values (plain lists, cheap to keep; their
+                # first elements are the largest and smallest value)
                 cols += [(f"_tp{k}", f"{s}_top"), (f"_tn{k}", f"{s}_top_negative")]
-            cols += [(f"_mx{k}", f"{s}_max"), (f"_mn{k}", f"{s}_min")]
             if keys:
                 cols.append((f"_kz{k}", f"{s}_cell_key"))
     if keys:
@@ -125,6 +125,8 @@ def output_names(spec: TableSpec, columns: Sequence[str]) -> dict[str, str]:
         mapping[f"_d{k}"] = d.column
         mapping[f"_l{k}"] = f"{d.column}_level"
     mapping.update(dict(value_columns(spec, keys=True, top_k=1)))
+    mapping.update({f"_mx{k}": f"{s}_max" for k, s in enumerate(spec.sums)})
+    mapping.update({f"_mn{k}": f"{s}_min" for k, s in enumerate(spec.sums)})
     mapping.update({"_np": "n_pert", "_wp": "w_pert"})
     for k, s in enumerate(spec.sums):
         mapping.update({f"_sp{k}": f"{s}_pert", f"_spm{k}": f"{s}_mean_pert", f"_sens{k}": f"{s}_sensitive",
@@ -365,17 +367,14 @@ class TableRun:
                 aggs += [f"sum({prod}) AS _sw{k}",
                          f"count(*) FILTER (WHERE {x} IS NOT NULL AND {prod} IS NULL) AS _chk_sw{k}"]
                 self._mag_checks.append(f"_chk_sw{k}")
-            aggs += [
-                f"sum(TRY_CAST(abs({x}) AS DECIMAL(38, 8))) AS _sa{k}",
-                f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}",
-            ]
+            aggs.append(f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}")
             n = int(self.top_k or 1)
             if spec.weight is not None:
-                aggs.append(f"max({{'a': abs({x}), 'w': {w}, 'x': {x}}}, {n}) FILTER (WHERE {present}) AS _t{k}")
+                aggs += [f"max({{'a': abs({x}), 'w': {w}, 'x': {x}}}, {n}) FILTER (WHERE {present}) AS _t{k}",
+                         f"max({x}) AS _mx{k}", f"min({x}) AS _mn{k}"]
             else:
                 aggs += [f"max({x}, {n}) FILTER (WHERE {present}) AS _tp{k}",
                          f"min({x}, {n}) FILTER (WHERE {present}) AS _tn{k}"]
-            aggs += [f"max({x}) AS _mx{k}", f"min({x}) AS _mn{k}"]
             if self.key is not None:
                 aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
                 params.append(self.modulus)
@@ -828,11 +827,11 @@ class TableRun:
 
     def _value_select(self, src: str, alias: str = "c.") -> str | None:
         """A value column as published to a trusted user: decimals as DOUBLE; of a top-k list
-        the values (None for the helper list of smallest values)."""
+        the values (for the list of smallest values: the largest and the smallest value)."""
         if src == "_w" or src.startswith("_s"):
             return f"CAST({alias}{src} AS DOUBLE) AS {src}"
-        if src.startswith("_tn"):
-            return None
+        if src.startswith("_tn"):  # the largest and smallest values
+            return f"{alias}_tp{src[3:]}[1] AS _mx{src[3:]}, {alias}{src}[1] AS _mn{src[3:]}"
         if src.startswith("_tp"):
             top = top_list(int(src[3:]), int(self.top_k or 1), False).replace("_tp", f"{alias}_tp").replace(
                 "_tn", f"{alias}_tn")
@@ -1117,7 +1116,8 @@ class TableRun:
     def _check_nonnegative(self, base: str) -> None:
         """SpecError when a sums column has negative values (dominance and p% need x >= 0)."""
         for k, col in enumerate(self.spec.sums):
-            low = self.con.execute(f"SELECT min(_mn{k}) FROM {base}").fetchall()[0][0]
+            smallest = f"_mn{k}" if self.spec.weight is not None else f"_tn{k}[1]"
+            low = self.con.execute(f"SELECT min({smallest}) FROM {base}").fetchall()[0][0]
             if low is not None and low < 0:
                 n = self.con.execute(
                     f"SELECT count(*) FROM {quote_ident(self.table)} WHERE {quote_ident(col)} < 0"

@@ -167,7 +167,7 @@ class SensitivityRules:
     def sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> tuple[str, str, list[Any]]:
         """(sensitive, rule names, parameters) as SQL over the columns of sums variable ``k``.
 
-        Columns read: records ``top`` (SQL of the top list), ``_sa<k>`` (Σ|x|), ``_sw<k>`` (Σ w·x),
+        Columns read: records ``top`` (SQL of the top list), ``_s<k>`` (Σ x), ``_sw<k>`` (Σ w·x),
         ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
         ``_ht<k>``, ``_hsa<k>``, ``_hswa<k>``, ``_hz<k>``, ``_hn``."""
         weights = self.weights if weighted else None
@@ -438,7 +438,7 @@ def ckm_ctes(
     elif m.variant == "mean":
         drivers = [f"({cv} / nullif(CAST(_w AS DOUBLE), 0))" if weighted else f"({cv} / nullif(_n, 0))"]
     elif m.variant == "range":
-        drivers = [f"(_mx{k} - _mn{k})"]
+        drivers = [f"(_mx{k} - _mn{k})" if weighted else f"(_tp{k}[1] - _tn{k}[1])"]
     else:
         drivers = [cv]
     key0 = "_k" if m.zero_keys else f"_kz{k}"
