@@ -80,6 +80,31 @@ as it was; the next run clears what it left).
 """
 
 
+PTABLE_KINDS = """\
+Count p-tables perturb frequencies (ckm() in SQL; [ptable] of a protect request). Numeric
+(magnitude) p-tables perturb sums ([magnitude] of a protect request; R ptable's
+create_num_ptable): noise on a grid of 1/step per ratio class i, of type all, even, odd or
+small_cells. Layouts: ptable (R ptable's CSV; format = "r" in a request's [magnitude]),
+tauargus (tau-ARGUS' ';' file; "argus"); ons holds count p-tables only.
+
+show and convert tell the kinds apart: a file with integer noise and a row for every
+original value is a count p-table; one with fractional noise, gaps between the classes or
+a type even/odd/small_cells is numeric. --numeric refuses a count p-table; install refuses
+a numeric one. p-table parameters are secrets: nothing here prints them.
+"""
+
+PTABLE_GENERATE = """\
+examples:
+  protab ptable generate --D 5 --V 3 --js 2 --out counts.csv
+  protab ptable generate --numeric --D 10 --V 3 --step 2 --icat 1 5 10 --optim 4 1 1 \\
+      --out sums.csv --format tauargus
+
+--numeric takes --D, --V, --icat (required: the ratio classes, including 1 and D), --step,
+--optim, --mono (true/false, one or one per class) and --type; not --js, --pstay or the ons
+layout. Rows that cannot reach the variance V warn (see `protab ptable show`).
+"""
+
+
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -343,14 +368,62 @@ def list_tables(database: str) -> str:
     return "\n".join(lines)
 
 
-def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:
-    """A p-table's summary (D, V, rows, variance per row); optionally a PNG of its noise."""
+#: the command line's p-table layouts, and the names NumericPTable gives them (no ons layout)
+_NUMERIC_LAYOUTS = {"auto": "auto", "ptable": "r", "tauargus": "argus"}
+
+
+def read_ptable(source: str, fmt: str = "auto", kind: str = "auto") -> tuple[str, Any]:
+    """A p-table file as ``("count", PTable)`` or ``("numeric", {type: NumericPTable})``.
+
+    ``kind`` "auto" tells them apart: a file :meth:`PTable.read` accepts (integer noise, a row
+    for every original value, type "all" only) is a count p-table, else one
+    :meth:`NumericPTable.read_set` accepts is numeric. "count" and "numeric" refuse the other.
+    """
+    from protab.errors import PTableError
+    from protab.ptable import NumericPTable, PTable
+
+    layout = _NUMERIC_LAYOUTS.get(fmt)
+    if kind == "numeric" and layout is None:
+        raise InputError(f"--from {fmt} is a layout of count p-tables; numeric (magnitude) p-tables are "
+                         "read from the ptable or tauargus layout")
+    with reading(source, "the p-table file"):
+        try:
+            count = PTable.read(source, format=fmt)
+        except PTableError as exc:
+            count_error = exc
+        else:
+            return _refuse_kind("count", kind, source), count
+        if layout is None:
+            raise count_error
+        try:
+            tables = NumericPTable.read_set(source, format=layout)  # type: ignore[arg-type]
+        except PTableError:
+            if kind == "numeric" or "numeric (magnitude)" in str(count_error):
+                raise
+            raise count_error from None
+    return _refuse_kind("numeric", kind, source), tables
+
+
+def _refuse_kind(found: str, wanted: str, source: str) -> str:
+    if wanted in ("auto", found):
+        return found
+    if found == "count":
+        raise InputError(f"the p-table file {source!r} is a count p-table (integer noise, a row for every "
+                         "original value), not a numeric (magnitude) one; leave out --numeric for counts")
+    raise InputError(f"the p-table file {source!r} is a numeric (magnitude) p-table; this command takes count "
+                     "p-tables (numeric ones serve the [magnitude] section of `protab protect`)")
+
+
+def show_ptable(source: str, fmt: str = "auto", png: str | None = None, kind: str = "auto") -> str:
+    """A p-table's summary (count: D, V, rows, variance per row; numeric: per ratio class, for
+    each type the file holds); optionally a PNG of a count p-table's noise."""
     import polars as pl
 
-    from protab.ptable import PTable
-
-    with reading(source, "the p-table file"):
-        p = PTable.read(source, format=fmt)
+    found, p = read_ptable(source, fmt, kind)
+    if found == "numeric":
+        if png:
+            raise InputError(f"--png draws count p-tables; {source!r} is a numeric (magnitude) p-table")
+        return _show_numeric(source, p)
     summary = p.summary()
     D, V = int(summary["D"][0]), float(summary["V"][0])
     text = [f"p-table {source}: D = {D}, V = {V:g}, {p.frame.height} rows, original values "
@@ -365,6 +438,24 @@ def show_ptable(source: str, fmt: str = "auto", png: str | None = None) -> str:
         with atomic_path(png) as tmp:
             p.plot(tmp)
         text.append(f"wrote {png}")
+    text.append("(p-table parameters are internal: do not publish them with protected tables)")
+    return "\n".join(text)
+
+
+def _show_numeric(source: str, tables: dict[str, Any]) -> str:
+    """NumericPTable.summary() of each table of a file: nothing the file does not hold."""
+    import polars as pl
+
+    kinds = ", ".join(tables)
+    text = [f"numeric (magnitude) p-table {source}: {len(tables)} table{'s' if len(tables) > 1 else ''} "
+            f"(type {kinds})",
+            "per ratio class i: mean and variance of the noise v (in units of x_delta), p_stay (p of "
+            "v = 0), n_entries"]
+    with pl.Config(tbl_rows=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                   float_precision=4):
+        for kind, t in tables.items():
+            text.append(f"type {kind}: {len(t.rows) - 1} ratio classes and row 0, {len(t)} entries")
+            text.append(str(t.summary()))
     text.append("(p-table parameters are internal: do not publish them with protected tables)")
     return "\n".join(text)
 
@@ -417,6 +508,9 @@ _CLI_WORDS = (
     ("Session.register, or `protab register NAME SOURCE`", "`protab register NAME SOURCE`"),
     ("Session.add_record_keys", "`protab keys`"),
     ("Session.install_ptable", "`protab ptable install`"),
+    ("see NumericPTable.diagnostics", "see the variance per class of `protab ptable show`"),
+    ("set mono=False or optim for those classes", "pass --mono false or --optim for those classes"),
+    ("e.g. icat = [1, D]", "e.g. --icat 1 … D"),
 )
 
 
@@ -477,35 +571,60 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--replace", action="store_true", help="overwrite an existing record-key column (never data)")
 
     pt = sub.add_parser("ptable", help="generate, convert, show or install p-tables",
-                        description="Perturbation tables (p-tables) of the cell key method.")
+                        formatter_class=fmt, epilog=PTABLE_KINDS,
+                        description="Perturbation tables (p-tables) of the cell key method: count p-tables\n"
+                                    "for frequencies, numeric (magnitude) p-tables for sums.")
     ps = pt.add_subparsers(dest="pcmd", required=True, metavar="ACTION")
     g = ps.add_parser("generate", help="a maximum-entropy p-table (as the R package ptable)",
-                      description="A count p-table by maximum entropy (R ptable's create_cnt_ptable).")
+                      formatter_class=fmt, epilog=PTABLE_GENERATE,
+                      description="A count p-table by maximum entropy (R ptable's create_cnt_ptable), or with\n"
+                                  "--numeric a magnitude p-table (create_num_ptable) for the [magnitude]\n"
+                                  "section of a protect request.")
     g.add_argument("--D", type=int, required=True, help="maximum deviation (noise in -D..D)")
     g.add_argument("--V", type=float, required=True, help="variance of the noise")
-    g.add_argument("--js", type=int, default=0, help="counts 1..js are never published (default 0)")
-    g.add_argument("--pstay", type=float, help="least probability of no change (default: none)")
+    g.add_argument("--js", type=int, default=0, help="counts 1..js are never published (default 0; counts only)")
+    g.add_argument("--pstay", type=float, help="least probability of no change (default: none; counts only)")
     g.add_argument("--out", required=True, help="the p-table file to write")
     g.add_argument("--format", default="ptable", choices=["ptable", "tauargus", "ons"],
-                   help="file layout: ptable (R CSV, default), tauargus, ons")
+                   help="file layout: ptable (R CSV, default), tauargus, ons (counts only)")
     g.add_argument("--bits", type=int, default=8, help="ons layout only: cell keys below 2^bits (default 8)")
+    gn = g.add_argument_group("numeric (magnitude) p-tables")
+    gn.add_argument("--numeric", action="store_true",
+                    help="a numeric p-table for sums (R ptable's create_num_ptable) instead of a count one")
+    gn.add_argument("--icat", type=int, nargs="+", metavar="I",
+                    help="required with --numeric: the ratio classes, integers including 1 and D")
+    gn.add_argument("--step", type=int, help="the noise grid is 1/step (default 2); D * step must be below 50")
+    gn.add_argument("--optim", type=int, nargs="+", metavar="K",
+                    help="optimisation 1 to 4 (4: variance exactly V), one or one per class (default 1)")
+    gn.add_argument("--mono", nargs="+", metavar="true|false",
+                    help="probabilities non-decreasing up to v = 0: one or one per class (default true)")
+    gn.add_argument("--type", metavar="TYPE", help="the table's type: all (default), even, odd or small_cells")
     c = ps.add_parser("convert", help="convert a p-table file between layouts",
-                      description="Read a p-table in one layout and write it in another.")
+                      description="Read a p-table in one layout and write it in another. A numeric p-table "
+                                  "keeps every type its file holds (an even/odd pair stays a pair, even "
+                                  "first as tau-ARGUS needs).")
     c.add_argument("source", help="the p-table file to read")
     c.add_argument("target", help="the p-table file to write")
     c.add_argument("--to", default="tauargus", choices=["ptable", "tauargus", "ons"],
-                   help="layout to write (default tauargus)")
+                   help="layout to write (default tauargus; ons holds count p-tables only)")
     c.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"],
                    help="layout to read (default: told from the file)")
     c.add_argument("--bits", type=int, default=8, help="--to ons only: cell keys below 2^bits (default 8)")
-    sh = ps.add_parser("show", help="summarise a p-table (D, V, rows, variance per row)",
-                       description="Print a p-table's summary per original value; --png draws its noise.")
+    c.add_argument("--numeric", action="store_true",
+                   help="the source must be a numeric (magnitude) p-table (a count one is refused)")
+    sh = ps.add_parser("show", help="summarise a p-table (count: D, V, variance per row; numeric: per class)",
+                       description="Print a count p-table's summary per original value (--png draws its "
+                                   "noise), or a numeric p-table's per ratio class, for each type its file "
+                                   "holds (NumericPTable.summary: nothing the file does not hold).")
     sh.add_argument("source", help="the p-table file to read")
     sh.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"],
                     help="layout to read (default: told from the file)")
-    sh.add_argument("--png", help="write a PNG of the noise distribution per original value here")
-    i = ps.add_parser("install", help="install a p-table for the SQL macro ckm()",
-                      description="Install a p-table in a database, for ckm(count(*), sum(rkey)) in SQL.")
+    sh.add_argument("--png", help="write a PNG of the noise distribution per original value here (counts only)")
+    sh.add_argument("--numeric", action="store_true",
+                    help="the file must be a numeric (magnitude) p-table (a count one is refused)")
+    i = ps.add_parser("install", help="install a count p-table for the SQL macro ckm()",
+                      description="Install a count p-table in a database, for ckm(count(*), sum(rkey)) in "
+                                  "SQL (numeric p-tables serve the [magnitude] section of a protect request).")
     i.add_argument("source", help="the p-table file to read")
     i.add_argument("--db", default=DEFAULT_DATABASE, help=db_help)
     i.add_argument("--table", help="keyed table whose key modulus to use")
@@ -579,6 +698,12 @@ def _run_ptable(args: argparse.Namespace) -> None:
     from protab.ptable import PTable
 
     if args.pcmd == "generate":
+        if args.numeric:
+            _generate_numeric(args)
+            return
+        given = [o for o in ("icat", "step", "optim", "mono", "type") if getattr(args, o) is not None]
+        if given:
+            raise InputError(f"--{given[0]} is an option of numeric (magnitude) p-tables: add --numeric")
         modulus = _ons_modulus(args.format, args.bits)
         check_output_file(args.out)
         p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay)
@@ -587,12 +712,14 @@ def _run_ptable(args: argparse.Namespace) -> None:
     elif args.pcmd == "convert":
         modulus = _ons_modulus(args.to, args.bits)
         check_output_file(args.target)
-        with reading(args.source, "the p-table file"):
-            p = PTable.read(args.source, format=args.from_)
-        p.write(args.target, format=args.to, **modulus)
+        found, p = read_ptable(args.source, args.from_, "numeric" if args.numeric else "auto")
+        if found == "numeric":
+            _write_numeric(p, args.target, args.to, args.source)
+        else:
+            p.write(args.target, format=args.to, **modulus)
         print(f"wrote {args.target}")
     elif args.pcmd == "show":
-        print(show_ptable(args.source, args.from_, args.png))
+        print(show_ptable(args.source, args.from_, args.png, "numeric" if args.numeric else "auto"))
     else:
         from protab.session import Session
 
@@ -603,8 +730,7 @@ def _run_ptable(args: argparse.Namespace) -> None:
             raise InputError(f"--bits must be from 1 to 32 (got {args.bits})")
         if args.decimals is not None and not 1 <= args.decimals <= 18:
             raise InputError(f"--decimals must be from 1 to 18 (got {args.decimals})")
-        with reading(args.source, "the p-table file"):
-            p = PTable.read(args.source)
+        _, p = read_ptable(args.source, kind="count")
         _require_database(args.db)
         with Session(args.db) as s:
             if args.table:
@@ -616,9 +742,59 @@ def _run_ptable(args: argparse.Namespace) -> None:
         print(f"p-table installed in {args.db}; use ckm(count(*), sum(rkey)) in SQL")
 
 
+def _generate_numeric(args: argparse.Namespace) -> None:
+    """`protab ptable generate --numeric`: NumericPTable.maximum_entropy, written as ptable or tauargus."""
+    from protab.ptable.numeric import TYPES, NumericPTable
+
+    if args.icat is None:
+        raise InputError("--numeric needs --icat: the ratio classes, integers from 1 to D that include 1 and D")
+    if args.js:
+        raise InputError("--js applies to count p-tables; numeric p-tables have no js")
+    if args.pstay is not None:
+        raise InputError("--pstay applies to count p-tables (R ptable ignores it for numeric ones)")
+    if args.format == "ons":
+        raise InputError("the ons layout holds count p-tables; write a numeric p-table as ptable or tauargus")
+    if args.type is not None and args.type not in TYPES:
+        raise InputError(f"--type must be one of {', '.join(TYPES)}")
+    kw: dict[str, Any] = {"step": 2 if args.step is None else args.step, "icat": args.icat,
+                          "type": args.type or "all"}
+    for name in ("optim", "mono"):
+        given = getattr(args, name)
+        if given is not None and len(given) not in (1, len(set(args.icat))):
+            raise InputError(f"--{name} takes one value, or one per class of --icat")
+    if args.optim is not None:
+        kw["optim"] = args.optim[0] if len(args.optim) == 1 else args.optim
+    if args.mono is not None:
+        words = [m.strip().lower() for m in args.mono]
+        if any(w not in ("true", "false") for w in words):
+            raise InputError("--mono takes true or false: one, or one per class of --icat")
+        kw["mono"] = words[0] == "true" if len(words) == 1 else [w == "true" for w in words]
+    check_output_file(args.out)
+    p = NumericPTable.maximum_entropy(args.D, args.V, **kw)
+    p.write(args.out, format=_NUMERIC_LAYOUTS[args.format])  # type: ignore[arg-type]
+    print(f"wrote {args.out}")
+
+
+def _write_numeric(tables: dict[str, Any], target: str, layout: str, source: str) -> None:
+    """Every table of a numeric file, in one file: one table as it is, several as a set."""
+    from protab.ptable import NumericPTable
+
+    if layout == "ons":
+        raise InputError(f"the ons layout holds count p-tables; {source!r} is a numeric (magnitude) "
+                         "p-table: convert it --to ptable or tauargus")
+    fmt = _NUMERIC_LAYOUTS[layout]
+    if len(tables) == 1:
+        next(iter(tables.values())).write(target, format=fmt)
+    else:
+        NumericPTable.write_set(target, tables, format=fmt)  # type: ignore[arg-type]
+
+
 def _warn(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
     """Warnings as one line for people, not a Python file path and source line."""
-    print(f"protab: warning: {message}", file=sys.stderr)
+    text = str(message)
+    for api, flag in _CLI_WORDS:
+        text = text.replace(api, flag)
+    print(f"protab: warning: {text}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
