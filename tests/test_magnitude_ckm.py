@@ -22,7 +22,7 @@ from protab.ptable.numeric import NumericPTable
 # R ptable's pt_ex_nums() tables (the parameters of cellKey's examples)
 ALL = NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
 SMALL = NumericPTable.maximum_entropy(5, 1, step=5, icat=[1, 3, 5], optim=[4, 1, 1], type="small_cells")
-COUNTS = pt.PTable.maximum_entropy(D=3, V=1.2)
+COUNTS = pt.PTable.maximum_entropy(D=3, V=1.0)
 
 
 def _session(frame: pl.DataFrame) -> pt.Session:
@@ -237,7 +237,7 @@ def test_non_tree_hierarchies_are_refused_for_magnitudes():
 REQUEST = """
 database = "m.duckdb"
 [ptable]
-maximum_entropy = {{ D = 3, V = 1.2 }}
+maximum_entropy = {{ D = 3, V = 1.0 }}
 {magnitude}
 [[tables]]
 name = "turnover"
