@@ -1,0 +1,650 @@
+"""Secondary cell suppression by Gaussian elimination (the GaussSuppression method).
+
+The method is the one of Statistics Norway's R packages SSBtools / GaussSuppression
+(Langsrud 2024, *Secondary cell suppression by Gaussian elimination: an algorithm suitable
+for handling issues of zeros and singletons*). This is an independent implementation of that
+published algorithm; no code of those packages is used.
+
+Setting
+-------
+``X`` (inner × published, as from :meth:`protab.Session.model_matrix`) gives every published
+cell as a linear combination of inner cells, ``z = Xᵀ y``. A suppressed cell is *derivable*
+when its column of ``X`` lies in the span of the columns of the published cells: then a reader
+can compute it exactly from the published table. The primary cells must not be derivable.
+
+Algorithm
+---------
+The non-primary cells are visited once, in candidate order (most desirable to publish first);
+a cell is published unless publishing it would make some primary cell derivable, in which case
+it becomes a secondary suppression. The visiting keeps a reduced copy of every column not yet
+decided (candidates and primaries) modulo the span of the columns published so far
+(Gaussian elimination: publishing a cell picks a pivot row, the first non-zero row of its
+reduced column, and clears that row from every other column). With that bookkeeping
+
+* a candidate whose reduced column is empty is already determined by the published cells:
+  publishing it reveals nothing new, it is published;
+* otherwise publishing it makes a primary cell derivable exactly when the reduced column of
+  that primary cell is a multiple of the candidate's reduced column (the elimination step would
+  clear it); such a candidate is suppressed and its column dropped.
+
+The outcome for ``singleton_method="none"`` depends only on the candidate order (it is the
+greedy choice over the column matroid), not on how the elimination is carried out.
+
+Singletons (``singleton_method="anySum"``, the package default for frequency tables): inner
+cells flagged as singletons (a single contributor; or the zeros when zeros are protected) are
+ordered after the other inner cells, so pivots are taken from them last. A candidate whose
+reduced column lives on singleton rows only would, if published, tell a sum of singleton cells
+(or of differences of them), which a contributor could use to disclose another; it is suppressed
+— except a column with mixed signs on singleton rows that no earlier such exception touched
+(a difference, published once per set of rows). Primary cells with no non-singleton part are
+left to this rule. ``"subSum"`` instead adds, for every published cell with more than one
+singleton inner cell under it, a virtual primary cell = the sum of those singleton inner cells;
+``"subSumAny"`` does both (and is what ``"anySum"`` turns into when ``never`` cells exist, as
+in the package, so that the virtual cells flag what the never cells expose).
+The magnitude-table singleton methods of the package (``"sub2Sum"``, the ``NumSingleton``
+codes such as ``"numttHTT"``, the default of its dominance and few-contributors wrappers) and
+``"subSpace"``/``"anySumNOTprimary"``/``"anySum0"`` are not implemented: they raise
+:class:`NotImplementedError`.
+
+Exact arithmetic
+----------------
+``X`` must have integer coefficients. The reduced columns are kept as int64 integer vectors in
+one ``scipy.sparse`` csc matrix; a pivot step updates every column touching the pivot row at
+once, ``c ← (α/g)·c − (c_p/g)·a`` with ``g = gcd(α, c_p)`` (fraction free, so no rounding),
+and columns whose entries grow past 2³⁰ are divided by the gcd of their entries. Before every
+step a bound on the new entries is checked; if it would pass 2⁶² the elimination switches to
+float64 with a relative tolerance (as the R package does on integer overflow) and the final
+result is then verified with the exact test :func:`derivable` (unbounded Python integers); a
+failed verification raises instead of returning an unsafe pattern. For 0/±1 hierarchical tables
+the pivots are ±1 and the integers stay small, so the float path is practically never taken.
+
+Each candidate costs a few vectorised operations over the non-zeros of the working matrix
+(the loop over candidates is inherently sequential).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from protab.errors import InputError, ProtabError, SpecError, show_values
+
+__all__ = ["candidates_default", "candidates_num", "derivable", "gauss"]
+
+_IMPLEMENTED = ("none", "anySum", "subSum", "subSumAny", "sub2Sum")
+_KNOWN_NOT_IMPLEMENTED = ("subSpace", "subSumSpace", "anySum0", "anySumNOTprimary")
+_REDUCE_AT = 2**30  # divide a column by its content when an entry passes this
+_INT_LIMIT = 2**62  # switch to float beyond this bound on new entries
+
+
+# ----------------------------------------------------------------------------- input checks
+
+
+def _as_int_csc(X: Any, what: str = "gauss") -> sparse.csc_matrix:
+    if not sparse.issparse(X):
+        if isinstance(X, np.ndarray) and X.ndim == 2:
+            X = sparse.csc_matrix(X)
+        else:
+            raise InputError(f"{what}: X must be a scipy.sparse matrix (inner × published), not {type(X).__name__}")
+    X = sparse.csc_matrix(X)
+    if X.ndim != 2:
+        raise InputError(f"{what}: X must be two-dimensional")
+    data = np.asarray(X.data)
+    if data.dtype.kind == "b":
+        data = data.astype(np.int64)
+    if data.dtype.kind not in "iuf":
+        raise InputError(f"{what}: X must be numeric, not {data.dtype}")
+    if data.dtype.kind == "f":
+        if not np.all(np.isfinite(data)):
+            raise InputError(f"{what}: X has NaN or infinite coefficients")
+        if np.any(data != np.round(data)):
+            bad = np.unique(data[data != np.round(data)])
+            raise InputError(
+                f"{what}: X must have integer coefficients (as a model matrix has); found "
+                f"{show_values(bad.tolist())}"
+            )
+        if data.size and np.abs(data).max() >= 2**53:
+            raise InputError(f"{what}: X has coefficients too large to be exact in floating point")
+    out = sparse.csc_matrix((data.astype(np.int64), X.indices.copy(), X.indptr.copy()), shape=X.shape)
+    out.eliminate_zeros()
+    out.sort_indices()
+    return out
+
+
+def _bool_vector(v: Any, n: int, name: str, what: str = "gauss") -> np.ndarray:
+    if v is None:
+        return np.zeros(n, dtype=bool)
+    a = np.asarray(v)
+    if a.ndim != 1:
+        raise InputError(f"{what}: {name} must be one-dimensional, got shape {a.shape}")
+    if a.dtype.kind == "b":
+        if a.shape[0] != n:
+            raise InputError(f"{what}: {name} has length {a.shape[0]}, expected {n}")
+        return a.copy()
+    if a.dtype.kind in "iu":
+        if a.size and (a.min() < 0 or a.max() >= n):
+            raise InputError(f"{what}: {name} indices must lie in 0..{n - 1}")
+        out = np.zeros(n, dtype=bool)
+        out[a] = True
+        return out
+    if a.size == 0:
+        return np.zeros(n, dtype=bool)
+    raise InputError(f"{what}: {name} must be a boolean mask or integer indices, not {a.dtype}")
+
+
+def _float_vector(v: Any, n: int, name: str) -> np.ndarray:
+    a = np.asarray(v, dtype=float)
+    if a.ndim != 1 or a.shape[0] != n:
+        raise InputError(f"gauss: {name} must be a vector of length {n} (one per published cell), got shape {a.shape}")
+    if np.isnan(a).any():
+        raise InputError(f"gauss: {name} has NaN at published cells {show_values(np.flatnonzero(np.isnan(a)).tolist())}")
+    return a
+
+
+# ----------------------------------------------------------------------------- candidate order
+
+
+def _freq_plus1(freq: np.ndarray) -> np.ndarray:
+    """freq + 1, but negative frequencies move away from zero (freq − 1 where freq+1 ≤ 0)."""
+    f = freq + 1.0
+    nonpos = f <= 0
+    f[nonpos] -= 1.0
+    return f
+
+
+def candidates_default(
+    X: Any, freq: Any, weight: Any = None, *, secondary_zeros: bool = False
+) -> np.ndarray:
+    """Candidate order of GaussSuppression's ``CandidatesDefault`` (0-based column indices).
+
+    Cells are tried in decreasing ``|(freq+1)·weight|``; ties go to cells covering much of the
+    table (``|XᵀX((freq+1)·weight)|``, scaled to at most 0.99). Unless ``secondary_zeros``,
+    zero cells come first (they are never chosen as secondary suppressions when avoidable).
+    The sort is stable, as R's ``order``.
+    """
+    Xc = _as_int_csc(X, "candidates_default").astype(float)
+    n = Xc.shape[1]
+    freq = _float_vector(freq, n, "freq")
+    if weight is None:
+        w = np.ones(n)
+    else:
+        w = _float_vector(weight, n, "weight")
+        if (w < 0).any():
+            raise InputError(
+                f"candidates: weight (cost) must not be negative; negative at cells "
+                f"{show_values(np.flatnonzero(w < 0).tolist())}"
+            )
+        if w.size and w.min() == 0:
+            w = w + w.max() * 1e-20
+    fw = _freq_plus1(freq) * w
+    tie = np.abs(Xc.T @ (Xc @ fw))
+    top = tie.max() if tie.size else 0.0
+    if top > 0:
+        tie = tie / top
+    order_key = np.abs(fw) + 0.99 * tie
+    if not secondary_zeros and order_key.size:
+        zero = freq == 0
+        order_key[zero] = 0.01 + order_key.max() + order_key[zero]
+    return np.argsort(-order_key, kind="stable")
+
+
+def candidates_num(
+    X: Any, num: Any, freq: Any = None, weight: Any = None, *, secondary_zeros: bool = False
+) -> np.ndarray:
+    """Candidate order of GaussSuppression's ``CandidatesNum`` (0-based column indices).
+
+    The weight of ``candidates_default`` becomes ``|num|/(freq+1)``, so cells are tried in
+    decreasing ``|num|`` (large cells published first), with the same tie-breaking and zeros
+    first. ``freq`` defaults to the column sums of ``X`` (the inner cells under each cell); the
+    package passes the number of records when it has them.
+    """
+    Xc = _as_int_csc(X, "candidates_num")
+    n = Xc.shape[1]
+    num = _float_vector(num, n, "num")
+    if freq is None:
+        freq = np.asarray(Xc.sum(axis=0), dtype=float).ravel()
+    freq = _float_vector(freq, n, "freq")
+    w = np.abs(num / _freq_plus1(freq))
+    if weight is not None:
+        w = w * _float_vector(weight, n, "weight")
+    return candidates_default(Xc, freq, w, secondary_zeros=secondary_zeros)
+
+
+# ----------------------------------------------------------------------------- exact test
+
+
+def derivable(X: Any, suppressed: Any) -> np.ndarray:
+    """Which suppressed cells are exactly determined by the published ones.
+
+    A boolean per published cell (False for published cells): True where the column of a
+    suppressed cell lies in the span of the columns of the non-suppressed cells. An independent
+    exact test: fraction-free elimination in unbounded Python integers over the published
+    columns, then every suppressed column is reduced against that basis. Cost grows with the
+    size of the table (Python-level loops); meant for checking results.
+    """
+    Xc = _as_int_csc(X, "derivable")
+    n = Xc.shape[1]
+    supp = _bool_vector(suppressed, n, "suppressed", "derivable")
+    basis: dict[int, dict[int, int]] = {}  # pivot row → integer vector (pivot entry positive)
+
+    def column(j: int) -> dict[int, int]:
+        s, e = Xc.indptr[j], Xc.indptr[j + 1]
+        return {int(r): int(v) for r, v in zip(Xc.indices[s:e], Xc.data[s:e])}
+
+    def reduce(v: dict[int, int]) -> dict[int, int]:
+        while v:
+            hit = [r for r in v if r in basis]
+            if not hit:
+                return v
+            r = min(hit)
+            b = basis[r]
+            f, g = b[r], v[r]
+            out = {k: f * x for k, x in v.items()}
+            for k, x in b.items():
+                out[k] = out.get(k, 0) - g * x
+            v = {k: x for k, x in out.items() if x != 0}
+        return v
+
+    for j in np.flatnonzero(~supp):
+        v = reduce(column(int(j)))
+        if v:
+            p = min(v)
+            if v[p] < 0:
+                v = {k: -x for k, x in v.items()}
+            # keep reduced: eliminate p from existing basis vectors is not needed for membership
+            basis[p] = v
+    out = np.zeros(n, dtype=bool)
+    for j in np.flatnonzero(supp):
+        out[j] = not reduce(column(int(j)))
+    return out
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def _content_reduce(W: sparse.csc_matrix, cols: np.ndarray) -> None:
+    """Divide the given columns of an int64 csc matrix by the gcd of their entries (in place)."""
+    ptr = W.indptr
+    cols = cols[ptr[cols + 1] > ptr[cols]]
+    if not cols.size:
+        return
+    lengths = ptr[cols + 1] - ptr[cols]
+    idx = np.concatenate([np.arange(ptr[c], ptr[c + 1]) for c in cols])
+    vals = np.abs(W.data[idx])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    g = np.gcd.reduceat(vals, starts)
+    W.data[idx] //= np.repeat(g, lengths)
+
+
+def _duplicate_rows(X: sparse.csc_matrix, rows: np.ndarray) -> np.ndarray:
+    """Among ``rows``, those equal to an earlier one of them (mask over all rows)."""
+    R = X.tocsr()
+    seen: set[bytes] = set()
+    dup = np.zeros(X.shape[0], dtype=bool)
+    for r in np.flatnonzero(rows):
+        s, e = R.indptr[r], R.indptr[r + 1]
+        key = R.indices[s:e].tobytes() + b"|" + R.data[s:e].tobytes()
+        if key in seen:
+            dup[r] = True
+        seen.add(key)
+    return dup
+
+
+def gauss(
+    X: Any,
+    z: Any,
+    primary: Any,
+    *,
+    candidates: Sequence[int] | np.ndarray | None = None,
+    forced: Any = None,
+    never: Any = None,
+    singleton: Any = None,
+    singleton_method: str = "anySum",
+    freq: Any = None,
+    weight: Any = None,
+    tol: float = 1e-9,
+) -> np.ndarray:
+    """Secondary cell suppression by Gaussian elimination; returns the suppressed cells.
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix, inner × published, integer coefficients (``z = Xᵀ y``).
+    z : the published values (used for the default candidate order; NaN is refused).
+    primary : bool per published cell (or indices): the cells to protect.
+    candidates : the order (0-based published-cell indices) in which non-primary cells are tried
+        for publication. Cells missing from it are suppressed without needing protection
+        (GaussSuppression's *hidden*); primary/forced cells in it are skipped. Default:
+        :func:`candidates_num` of ``z`` (and ``freq``/``weight``), the order of the package's
+        magnitude-table wrappers; pass ``candidates_default(X, z)`` for its frequency-table order.
+    forced : cells that must be suppressed; they are protected like primary cells.
+    never : cells that must not be suppressed (GaussSuppression's *forced*); they are
+        published first. A primary cell they make derivable raises :class:`SpecError`.
+    singleton : bool per inner cell (row of X): a single contributor (or, for frequency tables
+        with protected zeros, the zero cells).
+    singleton_method : ``"anySum"`` (default), ``"none"``, ``"subSum"`` or ``"subSumAny"``;
+        others of the package raise :class:`NotImplementedError`.
+    freq, weight : optional frequencies and non-negative costs for the default candidate order.
+    tol : relative tolerance of the float fallback (only used if the integers would overflow).
+
+    Returns
+    -------
+    Boolean per published cell: suppressed (primary, forced, hidden and secondary).
+    """
+    W0 = _as_int_csc(X)
+    m, n = W0.shape
+    if not isinstance(singleton_method, str):
+        raise SpecError(f"gauss: singleton_method must be a string, not {type(singleton_method).__name__}")
+    if singleton_method not in _IMPLEMENTED:
+        if singleton_method in _KNOWN_NOT_IMPLEMENTED or singleton_method.startswith("num"):
+            raise NotImplementedError(
+                f"gauss: singleton_method {singleton_method!r} (a GaussSuppression method) is not implemented "
+                f"in protab; available: {', '.join(_IMPLEMENTED)}"
+            )
+        raise SpecError(f"gauss: unknown singleton_method {singleton_method!r}; use one of {', '.join(_IMPLEMENTED)}")
+    zv = _float_vector(z, n, "z")
+    prim = _bool_vector(primary, n, "primary")
+    forc = _bool_vector(forced, n, "forced")
+    nev = _bool_vector(never, n, "never")
+    if (forc & nev).any():
+        raise SpecError(
+            f"gauss: cells both forced (must be suppressed) and never (must be published): "
+            f"{show_values(np.flatnonzero(forc & nev).tolist())}"
+        )
+    if (prim & nev).any():
+        raise SpecError(
+            f"gauss: primary cells marked never-suppress: {show_values(np.flatnonzero(prim & nev).tolist())}; "
+            "a primary cell must be suppressed"
+        )
+    sing = _bool_vector(singleton, m, "singleton")
+    if singleton is not None and np.asarray(singleton).dtype.kind != "b":
+        raise InputError("gauss: singleton must be a boolean mask over the inner cells (rows of X)")
+    if freq is not None:
+        freq = _float_vector(freq, n, "freq")
+    if weight is not None:
+        w = _float_vector(weight, n, "weight")
+        if (w < 0).any():
+            raise InputError(
+                f"gauss: weight (cost) must not be negative; negative at cells {show_values(np.flatnonzero(w < 0).tolist())}"
+            )
+    if not np.isfinite(tol) or tol <= 0:
+        raise InputError(f"gauss: tol must be a positive number, got {tol!r}")
+
+    protect = prim | forc
+    if candidates is None:
+        order = candidates_num(W0, zv, freq, weight)
+    else:
+        order = np.asarray(candidates)
+        if order.ndim != 1 or (order.size and order.dtype.kind not in "iu"):
+            raise InputError("gauss: candidates must be a sequence of 0-based published-cell indices")
+        if order.size and (order.min() < 0 or order.max() >= n):
+            raise InputError(f"gauss: candidates must lie in 0..{n - 1}")
+        _, first = np.unique(order, return_index=True)
+        order = order[np.sort(first)]
+    order = np.concatenate([np.flatnonzero(nev), order[~protect[order] & ~nev[order]]]).astype(np.int64)
+    n_never = int(nev.sum())
+    suppressed = np.ones(n, dtype=bool)
+    suppressed[order] = False
+    if not protect.any():
+        return suppressed
+
+    colnnz = np.diff(W0.indptr)
+    empty_primary = protect & (colnnz == 0)
+    if empty_primary.any():
+        raise SpecError(
+            f"gauss: primary cells {show_values(np.flatnonzero(empty_primary).tolist())} have no inner cells "
+            "(an empty column of X): their value is known to be 0 and cannot be protected; build X with "
+            "extend0 or do not mark them primary"
+        )
+
+    # singleton handling
+    method = singleton_method
+    if method == "none":
+        sing = np.zeros(m, dtype=bool)
+    if n_never and sing.any():
+        # a never-suppressed cell that is a single inner cell is published: not a singleton
+        nv = np.flatnonzero(nev)
+        sub = W0[:, nv]
+        one = (np.asarray(sub.sum(axis=0)).ravel() == 1) & (np.asarray(abs(sub).sum(axis=0)).ravel() == 1)
+        if one.any():
+            sing[sub[:, one].indices] = False
+        if method == "anySum":
+            method = "subSumAny"
+    if sing.any() and method in ("anySum", "subSumAny"):
+        single = (np.asarray(W0.sum(axis=0)).ravel() == 1) & (colnnz == 1)
+        single_sing = single.copy()
+        single_sing[single] = sing[W0.indices[W0.indptr[:-1][single]]]
+        if (single_sing & ~protect).any():
+            raise NotImplementedError(
+                "gauss: singleton inner cells are published unsuppressed (cells "
+                f"{show_values(np.flatnonzero(single_sing & ~protect).tolist())}); that needs GaussSuppression's "
+                "'anySumNOTprimary'/'anySum0', which protab does not implement. Make singleton cells primary, "
+                "or use singleton_method='none'"
+            )
+    # drop repeated singleton rows (the package does; it matters for the singleton rules)
+    if sing.any():
+        dup = _duplicate_rows(W0, sing)
+        if dup.any():
+            W0 = W0[~dup, :].tocsc()
+            sing = sing[~dup]
+            m = W0.shape[0]
+
+    B_cols = np.flatnonzero(protect)
+    extra: sparse.csc_matrix | None = None
+    if method == "sub2Sum":
+        extra = _sub2sum(W0, sing, protect)
+        sing = np.zeros(m, dtype=bool)
+    if sing.any() and method in ("subSum", "subSumAny"):
+        pZ = sparse.diags(sing.astype(np.int64), dtype=np.int64) @ W0
+        pZ = sparse.csc_matrix(pZ)
+        pZ.eliminate_zeros()
+        sums = np.asarray(pZ.sum(axis=0)).ravel()
+        neg = np.asarray((pZ < 0).sum(axis=0)).ravel() > 0
+        keep = np.flatnonzero((sums > 1) & ~neg)
+        if keep.size:
+            extra = _unique_columns(sparse.csc_matrix(pZ[:, keep], dtype=np.int64))
+        if method == "subSum":
+            sing = np.zeros(m, dtype=bool)
+
+    any_sum = bool(sing.any())
+    if any_sum:
+        row_order = np.argsort(sing, kind="stable")  # non-singleton rows first
+        n_plain = int((~sing).sum())
+        if n_never == 0 and method == "anySum":
+            plain_sum = np.asarray(W0[~sing, :][:, B_cols].sum(axis=0)).ravel()
+            B_cols = B_cols[plain_sum != 0]
+    else:
+        row_order = np.arange(m)
+        n_plain = m
+
+    blocks = [W0[:, order], W0[:, B_cols]]
+    if extra is not None:
+        blocks.append(extra)
+    W = sparse.hstack(blocks, format="csc")[row_order, :]
+    W = sparse.csc_matrix(W, dtype=np.int64)
+    W.sort_indices()
+    nA = order.size
+    nB_orig = B_cols.size  # real primary cells (extra virtual ones follow)
+    ncol = W.shape[1]
+    is_B = np.zeros(ncol, dtype=bool)
+    is_B[nA:] = True
+    alive = np.ones(ncol, dtype=bool)  # columns still in play (decided A columns drop out)
+    B_start_nonempty = np.diff(W.indptr)[nA:] > 0
+    sub_used = np.zeros(W.shape[0], dtype=bool)
+    secondary = np.zeros(nA, dtype=bool)
+    exact = True
+
+    def affected(p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Alive columns after the current one with a non-zero in row p, and those entries."""
+        pos = np.flatnonzero(W.indices == p)
+        cols = np.searchsorted(W.indptr, pos, side="right") - 1
+        return cols, W.data[pos]
+
+    for j in range(nA):
+        if j == n_never and n_never:
+            _check_never(W, nA, B_start_nonempty, B_cols, nB_orig)
+        s, e = W.indptr[j], W.indptr[j + 1]
+        if s == e:
+            continue  # determined by what is published already
+        rows = W.indices[s:e]
+        vals = W.data[s:e]
+        p = int(rows[0])
+        alpha = vals[0]
+        cols, cp = affected(p)
+        keep = (cols > j) & alive[cols]
+        cols, cp = cols[keep], cp[keep]
+        is_sec = False
+        if j >= n_never:
+            if any_sum and p >= n_plain:
+                is_sec = True
+                if (vals > 0).any() and (vals < 0).any() and not sub_used[rows].any():
+                    is_sec = False
+                    sub_used[rows] = True
+            if not is_sec:
+                bsel = is_B[cols]
+                if bsel.any():
+                    bcols, bcp = cols[bsel], cp[bsel]
+                    # a primary column equal (up to a factor) to this one would be cleared
+                    lens = W.indptr[bcols + 1] - W.indptr[bcols]
+                    same = bcols[lens == rows.size]
+                    same_cp = bcp[lens == rows.size]
+                    for c, f in zip(same, same_cp):
+                        cs, ce = W.indptr[c], W.indptr[c + 1]
+                        if np.array_equal(W.indices[cs:ce], rows):
+                            if exact:
+                                if np.array_equal(W.data[cs:ce] * alpha, vals * f):
+                                    is_sec = True
+                                    break
+                            elif np.allclose(W.data[cs:ce], vals * (f / alpha), rtol=tol, atol=tol * np.abs(W.data[cs:ce]).max()):
+                                is_sec = True
+                                break
+        if is_sec:
+            secondary[j] = True
+            alive[j] = False
+            continue
+        # publish column j: clear row p from every affected column
+        alive[j] = False
+        if cols.size:
+            W, exact = _eliminate(W, j, rows, vals, cols, cp, exact, tol)
+    if n_never and n_never == nA:
+        _check_never(W, nA, B_start_nonempty, B_cols, nB_orig)
+
+    suppressed[order[secondary]] = True
+    if not exact:
+        bad = derivable(X, suppressed) & protect
+        if bad.any():
+            raise ProtabError(
+                "gauss: the floating-point fallback (integer overflow in the elimination) left primary cells "
+                f"{show_values(np.flatnonzero(bad).tolist())} derivable; the table is numerically too hard"
+            )
+    return suppressed
+
+
+def _sub2sum(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray) -> sparse.csc_matrix | None:
+    """Virtual primary cells of the magnitude-table rule ``sub2Sum``.
+
+    A published (non-primary) cell with exactly two primary inner cells under it, one of them a
+    singleton, gets a virtual primary cell = the sum of the two: the single contributor knows
+    its own value and would get the other one from that sum. Cells with negative coefficients
+    are left out, as in the package."""
+    if not sing.any():
+        return None
+    colnnz = np.diff(W0.indptr)
+    single = (np.asarray(W0.sum(axis=0)).ravel() == 1) & (colnnz == 1)
+    inner_primary = np.zeros(W0.shape[0], dtype=bool)
+    pc = np.flatnonzero(single & protect)
+    inner_primary[W0.indices[W0.indptr[pc]]] = True
+    pZ = sparse.csc_matrix(sparse.diags(inner_primary.astype(np.int64), dtype=np.int64) @ W0)
+    pZ.eliminate_zeros()
+    keep = ~protect & (np.asarray((pZ < 0).sum(axis=0)).ravel() == 0)
+    keep &= np.asarray(pZ.sum(axis=0)).ravel() == 2
+    pZs = sparse.diags(sing.astype(np.int64), dtype=np.int64) @ pZ
+    keep &= np.asarray(pZs.sum(axis=0)).ravel() > 0
+    if not keep.any():
+        return None
+    return _unique_columns(sparse.csc_matrix(pZ[:, np.flatnonzero(keep)], dtype=np.int64))
+
+
+def _unique_columns(M: sparse.csc_matrix) -> sparse.csc_matrix:
+    seen: set[bytes] = set()
+    uniq = []
+    for k in range(M.shape[1]):
+        s, e = M.indptr[k], M.indptr[k + 1]
+        key = M.indices[s:e].tobytes() + b"|" + M.data[s:e].tobytes()
+        if key not in seen:
+            seen.add(key)
+            uniq.append(k)
+    return sparse.csc_matrix(M[:, uniq], dtype=np.int64)
+
+
+def _check_never(W: sparse.csc_matrix, nA: int, start_nonempty: np.ndarray, B_cols: np.ndarray, nB: int) -> None:
+    """After the never-suppressed cells are published: every primary cell must still be hidden."""
+    now = np.diff(W.indptr)[nA:] > 0
+    lost = start_nonempty & ~now
+    lost_real = np.flatnonzero(lost[:nB])
+    if lost_real.size:
+        raise SpecError(
+            f"gauss: primary cells {show_values(B_cols[lost_real].tolist())} cannot be protected: they are derivable "
+            "from the cells marked never-suppress alone"
+        )
+    if lost[nB:].any():
+        raise SpecError(
+            "gauss: the never-suppressed cells reveal a sum of singleton inner cells (a single contributor can "
+            "derive another's value); unmark some never cells"
+        )
+
+
+def _eliminate(
+    W: sparse.csc_matrix,
+    j: int,
+    rows: np.ndarray,
+    vals: np.ndarray,
+    cols: np.ndarray,
+    cp: np.ndarray,
+    exact: bool,
+    tol: float,
+) -> tuple[sparse.csc_matrix, bool]:
+    """Clear pivot row rows[0] from columns ``cols`` (entries ``cp`` there) using column j."""
+    ncol = W.shape[1]
+    alpha = vals[0]
+    if exact:
+        g = np.gcd(cp, alpha)
+        s = alpha // g
+        t = cp // g
+        lens = W.indptr[cols + 1] - W.indptr[cols]
+        colmax = np.maximum.reduceat(np.abs(W.data[np.concatenate([np.arange(W.indptr[c], W.indptr[c + 1]) for c in cols])]),
+                                     np.concatenate(([0], np.cumsum(lens)[:-1])))
+        bound = np.abs(s).astype(float) * colmax + np.abs(t).astype(float) * float(np.abs(vals).max())
+        if bound.max() >= _INT_LIMIT:
+            W = W.astype(float)
+            exact = False
+    if exact:
+        scale = np.ones(ncol, dtype=np.int64)
+        scale[cols] = s
+        scale[j] = 0
+        tcoef = t
+        acol = vals
+    else:
+        scale = np.ones(ncol)
+        scale[j] = 0.0
+        tcoef = cp / float(alpha)
+        acol = vals.astype(float)
+    outer = sparse.csc_matrix(
+        (np.outer(acol, tcoef).T.ravel(), (np.tile(rows, cols.size), np.repeat(cols, rows.size))),
+        shape=W.shape,
+    )
+    W = sparse.csc_matrix(W @ sparse.diags(scale, dtype=scale.dtype)) - outer
+    if not exact:
+        big = np.abs(W.data)
+        ref = np.repeat(
+            np.maximum.reduceat(big, W.indptr[:-1][np.diff(W.indptr) > 0]) if big.size else big,
+            np.diff(W.indptr)[np.diff(W.indptr) > 0],
+        )
+        W.data[big < tol * np.maximum(ref, 1.0)] = 0.0
+    W.eliminate_zeros()
+    W.sort_indices()
+    if exact and W.data.size and np.abs(W.data[np.isin(np.repeat(np.arange(ncol), np.diff(W.indptr)), cols)]).max(initial=0) > _REDUCE_AT:
+        _content_reduce(W, cols)
+    return W, exact

@@ -1,0 +1,263 @@
+"""Secondary suppression by Gaussian elimination against SSB GaussSuppression's decisions.
+
+Reference: tests/data/gauss_rules/secondary (GaussSuppression 1.2.3 / SSBtools 1.8.6; see the
+README there). X is built with protab from the same records, ``primary`` is taken from the
+reference file (so only the secondary step is compared), and the candidate order is the one
+the package's wrapper used (CandidatesNum / CandidatesDefault).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import sparse
+
+import protab as pt
+from protab.errors import InputError, SpecError
+from protab.suppression import candidates_default, candidates_num, derivable, gauss
+
+DATA = Path(__file__).parent / "data" / "gauss_rules"
+CASES = {c["id"]: c for c in json.loads((DATA / "cases.json").read_text())["cases"]}
+
+HIER = {
+    ("sector4", "geo"): {"sector4": None, "geo": None},
+    ("sector4", "sector2", "geo", "eu"): {"sector4": ["sector2", "sector4"], "geo": ["eu", "geo"]},
+}
+
+
+def _build(case_id: str):
+    """(X, z, freq, primary, reference suppressed, singleton per inner cell) of a reference case.
+
+    The rows of X are put in the order of the input records (the package's row order: the
+    pivots of the singleton rule depend on it)."""
+    case = CASES[case_id]
+    a = case["args"]
+    data = pl.read_csv(DATA / case["input_file"], infer_schema_length=None)
+    ref = pl.read_csv(DATA / case["output_file"], infer_schema_length=None)
+    if case["fun"] == "SuppressSmallCounts":
+        dims = {c: None for c in data.columns[:2]}
+        freq_col = data.columns[2]
+    else:
+        dims = HIER[tuple(a["dimVar"])]
+        freq_col = None
+    strcols = [c for c in data.columns if data[c].dtype != pl.Float64 and c not in ("rec_id", "sw", freq_col)]
+    data = data.with_columns(pl.col(c).cast(pl.String) for c in strcols)
+    with pt.Session(":memory:") as s:
+        s.register("micro", data)
+        spec_dims = {d: (s.hierarchy_from_columns("micro", cols) if cols else None) for d, cols in dims.items()}
+        if freq_col:
+            spec = pt.TableSpec(spec_dims, freq=freq_col)
+            X, inner, published = s.model_matrix("micro", spec, extend0=True)  # smallCountSpec: extend0 = TRUE
+        else:
+            spec = pt.TableSpec(spec_dims, sums=[a["numVar"]])
+            X, inner, published = s.model_matrix("micro", spec, extend0=False)  # dominance/fewContributors specs
+    keys = list(dims)
+    # rows in the order of first appearance in the input (extend0 rows after)
+    first = data.with_row_index("_r").group_by(keys).agg(pl.col("_r").min())
+    inner = inner.with_row_index("_i").join(first, on=keys, how="left").sort("_r", nulls_last=True, maintain_order=True)
+    X = sparse.csc_matrix(X)[inner["_i"].to_numpy(), :]
+    ref = ref.with_columns(pl.col(k).cast(pl.String) for k in keys)
+    pub = published.with_row_index("_j").select(*keys, "_j")
+    joined = ref.with_row_index("_ref").join(pub, on=keys, how="left").sort("_ref")
+    assert joined["_j"].null_count() == 0 and joined.height == published.height, "tables differ"
+    perm = joined["_j"].to_numpy()  # reference row k = published column perm[k]
+    X = X[:, perm]
+    num_col = freq_col or a["numVar"]
+    z = ref[num_col].to_numpy().astype(float)
+    freq = ref["n_records"].to_numpy().astype(float)
+    primary = ref["primary"].to_numpy()
+    suppressed = ref["suppressed"].to_numpy()
+    inner_freq = inner["n"].to_numpy() if freq_col is None else inner[freq_col if freq_col in inner.columns else "n"].to_numpy()
+    return X, z, freq, primary, suppressed, inner_freq, a
+
+
+def _check_valid(X, primary, suppressed):
+    assert np.all(suppressed[primary])
+    assert not derivable(X, suppressed)[primary].any()
+
+
+# --------------------------------------------------------------------- frequency tables (anySum)
+
+
+@pytest.mark.parametrize("case_id", ["sec_smallcounts_mun_accidents_maxN3", "sec_smallcounts_mun_accidents_maxN3_pzF"])
+def test_small_counts_match_gauss_suppression(case_id):
+    X, z, freq, primary, ref, inner_freq, a = _build(case_id)
+    protect_zeros = a.get("protectZeros", True)
+    # SingletonDefault: the zeros when zeros are protected, else the ones
+    singleton = inner_freq == (0 if protect_zeros else 1)
+    order = candidates_default(X, z)  # CandidatesDefault(freq, x), secondaryZeros = FALSE
+    got = gauss(X, z, primary, candidates=order, singleton=singleton, singleton_method="anySum")
+    assert np.array_equal(got, ref), np.flatnonzero(got != ref)
+    _check_valid(X, primary, got)
+
+
+def test_small_counts_without_singleton_handling_is_weaker():
+    """With singleton_method='none' the zeros of mun_accidents are not guarded: fewer cells."""
+    X, z, freq, primary, ref, inner_freq, a = _build("sec_smallcounts_mun_accidents_maxN3")
+    got = gauss(X, z, primary, candidates=candidates_default(X, z), singleton_method="none")
+    _check_valid(X, primary, got)
+    assert got.sum() <= ref.sum()
+
+
+# --------------------------------------------------------------------- magnitude tables
+
+def test_hierarchical_magnitude_table_matches_gauss_suppression():
+    """Vignette Table 4. The package ran it with singletonMethod 'numttHTT'; on this table its
+    effect is the virtual primary cells of 'sub2Sum' (the package's own 'numFFT'): a published
+    cell over exactly two primary inner cells, one a singleton. With that, CandidatesNum
+    (freq = records) and the package's row order, every cell matches."""
+    X, z, freq, primary, ref, inner_freq, a = _build("sec_vignette_dom_hier_n12k80_99")
+    order = candidates_num(X, z, freq)
+    got = gauss(X, z, primary, candidates=order, singleton=inner_freq == 1, singleton_method="sub2Sum")
+    assert np.array_equal(got, ref), np.flatnonzero(got != ref)
+    _check_valid(X, primary, got)
+    # the default order is CandidatesNum; with freq given it is the same
+    assert np.array_equal(gauss(X, z, primary, freq=freq, singleton=inner_freq == 1, singleton_method="sub2Sum"), got)
+    # without singleton handling one cell fewer (Entertainment:Total is then published)
+    plain = gauss(X, z, primary, candidates=order, singleton_method="none")
+    assert np.flatnonzero(plain != ref).size == 1 and plain.sum() == ref.sum() - 1
+
+
+# Cells the package suppresses more: its 'numttHTT' also guards, during the elimination, against
+# a single contributor that knows its own inner cell (Entertainment:Iceland and Industry:Spain
+# each have one record): e.g. record 5 knows Entertainment:Iceland, gets Industry:Iceland from
+# Total:Iceland, and then Industry:Portugal from Industry:Total − Industry:Spain(known to record
+# 20). protab does not implement that part of numttHTT ('T' elimination with parallel sortings),
+# so here it only promises a valid pattern that suppresses no more than the package.
+D1_EXTRA = {"sec_vignette_dom_d1_n1k80": [12, 16], "sec_vignette_fewcontr_d1_maxN1": [18]}
+
+
+@pytest.mark.parametrize("case_id", sorted(D1_EXTRA))
+def test_flat_magnitude_tables_valid_and_not_larger(case_id):
+    X, z, freq, primary, ref, inner_freq, a = _build(case_id)
+    order = candidates_num(X, z, freq)
+    for method in ("none", "sub2Sum"):
+        got = gauss(X, z, primary, candidates=order, singleton=inner_freq == 1, singleton_method=method)
+        _check_valid(X, primary, got)
+        assert (np.abs(z) * got).sum() <= (np.abs(z) * ref).sum()
+        assert np.flatnonzero(got != ref).tolist() == D1_EXTRA[case_id]  # all differences: package suppresses more
+        assert not (got & ~ref).any()
+
+
+# --------------------------------------------------------------------- properties
+
+
+@st.composite
+def _tables(draw):
+    """A random 2-d table with a 2-level hierarchy on the first variable, as X (inner × published)."""
+    n_groups = draw(st.integers(1, 3))
+    sizes = [draw(st.integers(1, 3)) for _ in range(n_groups)]
+    n_cols = draw(st.integers(1, 4))
+    n_rows = sum(sizes)
+    # published along var 1: Total, groups, leaves; along var 2: Total, columns
+    agg1 = [np.ones(n_rows, dtype=int)]
+    start = 0
+    for g in sizes:
+        v = np.zeros(n_rows, dtype=int)
+        v[start:start + g] = 1
+        agg1.append(v)
+        start += g
+    agg1 += list(np.eye(n_rows, dtype=int))
+    agg2 = [np.ones(n_cols, dtype=int)] + list(np.eye(n_cols, dtype=int))
+    X = np.array([np.kron(u, w) for u in agg1 for w in agg2]).T  # inner (row-major) × published
+    counts = np.array(draw(st.lists(st.integers(0, 6), min_size=X.shape[0], max_size=X.shape[0])))
+    return sparse.csc_matrix(X), counts
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_tables(), st.data())
+def test_no_primary_cell_is_derivable(table, data):
+    X, counts = table
+    z = X.T @ counts
+    n = X.shape[1]
+    primary = (z > 0) & (z < 3)
+    method = data.draw(st.sampled_from(["none", "anySum", "subSum"]))
+    singleton = counts == 1 if method != "none" else None
+    if method == "anySum":
+        # anySum assumes published singleton inner cells are primary (they are here: 1 < 3)
+        pass
+    rest = np.flatnonzero(~primary)
+    forced = np.zeros(n, dtype=bool)
+    never = np.zeros(n, dtype=bool)
+    if rest.size:
+        pick = data.draw(st.lists(st.sampled_from(rest.tolist()), max_size=2, unique=True))
+        forced[pick[:1]] = True
+    got = gauss(X, z.astype(float), primary, forced=forced, never=never, singleton=singleton, singleton_method=method)
+    assert got[primary].all() and got[forced].all()
+    assert not derivable(X, got)[primary | forced].any()
+    # a never cell that does not expose a primary cell on its own stays published
+    candidates = np.flatnonzero(~got)
+    if candidates.size:
+        nv = np.zeros(n, dtype=bool)
+        nv[candidates[0]] = True
+        got2 = gauss(X, z.astype(float), primary, never=nv, singleton=singleton, singleton_method=method)
+        assert not got2[nv].any()
+        assert not derivable(X, got2)[primary].any()
+
+
+def test_derivable_simple():
+    # inner a, b; published a, b, a+b
+    X = sparse.csc_matrix(np.array([[1, 0, 1], [0, 1, 1]]))
+    assert derivable(X, np.array([True, False, False])).tolist() == [True, False, False]
+    assert derivable(X, np.array([True, True, False])).tolist() == [False, False, False]
+    # a non-tree coefficient: c = a − b published with a+b: 2a = (a+b) + (a−b)
+    X2 = sparse.csc_matrix(np.array([[1, 1, 1], [0, 1, -1]]))
+    assert derivable(X2, np.array([True, False, False])).tolist() == [True, False, False]
+
+
+def test_general_integer_coefficients():
+    X = sparse.csc_matrix(np.array([[1, 0, 2, 1], [0, 1, 3, -1], [0, 0, 0, 1]]))
+    z = np.array([5.0, 4.0, 3.0, 2.0])
+    primary = np.array([True, False, False, False])
+    got = gauss(X, z, primary, singleton_method="none")
+    _check_valid(X, primary, got)
+    assert got.sum() >= 2
+
+
+# --------------------------------------------------------------------- errors
+
+
+def test_bad_inputs():
+    X = sparse.csc_matrix(np.array([[1, 1], [0, 1]]))
+    z = np.array([1.0, 3.0])
+    p = np.array([True, False])
+    with pytest.raises(InputError):
+        gauss(X, z[:1], p)
+    with pytest.raises(InputError):
+        gauss(X, np.array([np.nan, 1.0]), p)
+    with pytest.raises(InputError):
+        gauss(X, z, p, weight=np.array([1.0, -1.0]))
+    with pytest.raises(InputError):
+        gauss(X, z, p, weight=np.array([1.0, np.nan]))
+    with pytest.raises(InputError):
+        gauss(X, z, np.array([True]))
+    with pytest.raises(InputError):
+        gauss(sparse.csc_matrix(np.array([[0.5, 1.0]])), np.array([1.0, 1.0]), np.array([True, False]))
+    with pytest.raises(SpecError, match="both forced"):
+        gauss(X, z, p, forced=[1], never=[1])
+    with pytest.raises(SpecError, match="primary cells marked never"):
+        gauss(X, z, p, never=[0])
+    with pytest.raises(NotImplementedError, match="numttHTT"):
+        gauss(X, z, p, singleton_method="numttHTT")
+    with pytest.raises(SpecError, match="unknown singleton_method"):
+        gauss(X, z, p, singleton_method="bogus")
+
+
+def test_unprotectable_primary():
+    # one inner cell and its total: publishing the total reveals the cell
+    X = sparse.csc_matrix(np.array([[1, 1]]))
+    z = np.array([5.0, 5.0])
+    p = np.array([True, False])
+    assert gauss(X, z, p, singleton_method="none").tolist() == [True, True]
+    with pytest.raises(SpecError, match="cannot be protected"):
+        gauss(X, z, p, never=[1], singleton_method="none")
+    # an empty column: value structurally 0
+    X0 = sparse.csc_matrix((np.array([1]), (np.array([0]), np.array([1]))), shape=(1, 2))
+    with pytest.raises(SpecError, match="no inner cells"):
+        gauss(X0, z, p, singleton_method="none")
