@@ -448,7 +448,7 @@ def ckm_ctes(
         base_tab = str(m.TAB["all"])
     ctes: list[str] = []
     # a narrow relation: the cell's codes, its value, driving values and keys, the parameters
-    # (the lists and the other variables stay behind: the ASOF joins below sort what they carry)
+    # (the lists and the other variables stay behind: every join below carries only these)
     keys = [f"_ky{k}_{j}" for j in range(1, m.top_k + 1)]
     skip = f"({cv} = 0 OR {cv} IS NULL OR _z{k} = 0)"
     first = key0 if m.same_key else rotate_sql(key0, modulus)

@@ -207,3 +207,32 @@ def _key_ranges(
         klo = [0 if a == 0 else (a * M) // den + 1 for a in lb_n]
         khi = [min((b * M) // den, M - 1) for b in ub_n]
     return klo, khi
+
+
+def row_moments(frame: pl.DataFrame, den: int, reached: dict[Any, bool] | None) -> pl.DataFrame:
+    """Per i of a p-table frame (integer bounds over ``den``): p_mean (Σ p v), p_var (Σ p v²,
+    the variance when p_mean = 0, as R ptable's empResults), p_sum, p_stay (p of v = 0) and,
+    given ``reached``, var_reached (null where a row has no entry in it)."""
+    w = pl.col("ub_n") - pl.col("lb_n")
+    out = (
+        frame.group_by("i")
+        .agg(
+            (w * pl.col("v")).sum().alias("m1"),
+            (w * pl.col("v") * pl.col("v")).sum().alias("m2"),
+            w.sum().alias("m0"),
+            (w * (pl.col("v") == 0)).sum().alias("s"),
+        )
+        .sort("i")
+        .select(
+            "i",
+            (pl.col("m1") / den).alias("p_mean"),
+            (pl.col("m2") / den).alias("p_var"),
+            (pl.col("m0") / den).alias("p_sum"),
+            (pl.col("s") / den).alias("p_stay"),
+        )
+    )
+    if reached is not None:
+        out = out.with_columns(
+            pl.Series("var_reached", [reached.get(i) for i in out["i"].to_list()], dtype=pl.Boolean)
+        )
+    return out

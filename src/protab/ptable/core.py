@@ -24,6 +24,7 @@ from protab.ptable._common import (
     _key_ranges,
     _name_i,
     _to_polars,
+    row_moments,
 )
 from protab.ptable._maxent import maximum_entropy_rows
 
@@ -458,32 +459,7 @@ class PTable:
         """Per i: p_mean (sum p v), p_var (sum p v^2, the variance when p_mean = 0, as R
         ptable's empResults), p_sum, p_stay (p of v = 0); for maximum-entropy tables also
         var_reached (null for row 0)."""
-        den = self.den
-        out = (
-            self.frame.group_by("i")
-            .agg(
-                ((pl.col("ub_n") - pl.col("lb_n")) * pl.col("v")).sum().alias("m1"),
-                ((pl.col("ub_n") - pl.col("lb_n")) * pl.col("v") * pl.col("v")).sum().alias("m2"),
-                (pl.col("ub_n") - pl.col("lb_n")).sum().alias("m0"),
-                ((pl.col("ub_n") - pl.col("lb_n")) * (pl.col("v") == 0)).sum().alias("s"),
-            )
-            .sort("i")
-            .select(
-                "i",
-                (pl.col("m1") / den).alias("p_mean"),
-                (pl.col("m2") / den).alias("p_var"),
-                (pl.col("m0") / den).alias("p_sum"),
-                (pl.col("s") / den).alias("p_stay"),
-            )
-        )
-        if self._var_reached is not None:
-            reached = self._var_reached
-            out = out.with_columns(
-                pl.Series(
-                    "var_reached", [reached.get(i) for i in out["i"].to_list()], dtype=pl.Boolean
-                )
-            )
-        return out
+        return row_moments(self.frame, self.den, self._var_reached)
 
     def summary(self) -> pl.DataFrame:
         """One row per original value i: ``n_rows`` (intervals), ``mean`` (Σ p v), ``variance``

@@ -39,6 +39,7 @@ from protab.ptable._common import (
     _key_ranges,
     _per_row,
     _to_polars,
+    row_moments,
 )
 from protab.ptable._maxent import solve_row
 
@@ -664,33 +665,7 @@ class NumericPTable:
     def diagnostics(self) -> pl.DataFrame:
         """Per i, as R ptable's ``empResults``: p_mean (Σ p v), p_var (Σ p v²), p_sum, p_stay
         (p of v = 0), and var_reached (maximum-entropy tables only; null for row 0)."""
-        den = self.den
-        w = pl.col("ub_n") - pl.col("lb_n")
-        out = (
-            self.frame.group_by("i")
-            .agg(
-                (w * pl.col("v")).sum().alias("m1"),
-                (w * pl.col("v") * pl.col("v")).sum().alias("m2"),
-                w.sum().alias("m0"),
-                (w * (pl.col("v") == 0)).sum().alias("s"),
-            )
-            .sort("i")
-            .select(
-                "i",
-                (pl.col("m1") / den).alias("p_mean"),
-                (pl.col("m2") / den).alias("p_var"),
-                (pl.col("m0") / den).alias("p_sum"),
-                (pl.col("s") / den).alias("p_stay"),
-            )
-        )
-        if self._var_reached is not None:
-            reached = self._var_reached
-            out = out.with_columns(
-                pl.Series(
-                    "var_reached", [reached.get(i) for i in out["i"].to_list()], dtype=pl.Boolean
-                )
-            )
-        return out
+        return row_moments(self.frame, self.den, self._var_reached)
 
     def summary(self) -> pl.DataFrame:
         """One row per i: ``mean`` (Σ p v), ``variance`` (Σ p v² − mean²), ``p_stay`` (p of
