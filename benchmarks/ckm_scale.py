@@ -104,13 +104,19 @@ def main() -> None:
     ap.add_argument("--occupations", type=int, default=40, help="occupation codes (4 per group)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes] + ([50_000_000] if args.large else [])
-    print(f"{'records':>12}{'inner':>10}{'published':>11}{'GROUP BY s':>12}{'protab s':>10}"
-          f"{'ratio':>8}{'peak RSS GiB':>14}")
+    print(HEADER)
     for n in sizes:
-        r = run(n, args.repeat, args.threads, args.occupations)
-        print(f"{r['records']:>12,}{r['inner_cells']:>10,}{r['published_cells']:>11,}"
-              f"{r['baseline_s']:>12.3f}{r['protab_s']:>10.3f}{r['ratio']:>8.2f}{r['peak_rss_gib']:>14.2f}",
-              flush=True)
+        print(line(run(n, args.repeat, args.threads, args.occupations)), flush=True)
+
+
+HEADER = (f"{'records':>12}{'inner':>10}{'published':>11}{'GROUP BY s':>12}{'protab s':>10}"
+          f"{'ratio':>8}{'peak RSS GiB':>14}")
+
+
+def line(r: dict[str, float]) -> str:
+    """One row of the table the scale benchmarks print (HEADER names the columns)."""
+    return (f"{r['records']:>12,}{r['inner_cells']:>10,}{r['published_cells']:>11,}"
+            f"{r['baseline_s']:>12.3f}{r['protab_s']:>10.3f}{r['ratio']:>8.2f}{r['peak_rss_gib']:>14.2f}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import resource
 
-from ckm_scale import GEN, best_pair, hierarchies
+from ckm_scale import GEN, HEADER, best_pair, hierarchies, line
 
 import protab as pt
 
@@ -75,13 +75,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
-    print(f"{'records':>12}{'inner':>10}{'published':>11}{'GROUP BY s':>12}{'protab s':>10}"
-          f"{'ratio':>8}{'peak RSS GiB':>14}")
+    print(HEADER)
     for n in [int(x) for x in args.sizes]:
-        r = run(n, args.repeat, args.threads)
-        print(f"{r['records']:>12,}{r['inner_cells']:>10,}{r['published_cells']:>11,}"
-              f"{r['baseline_s']:>12.3f}{r['protab_s']:>10.3f}{r['ratio']:>8.2f}{r['peak_rss_gib']:>14.2f}",
-              flush=True)
+        print(line(run(n, args.repeat, args.threads)), flush=True)
 
 
 if __name__ == "__main__":
