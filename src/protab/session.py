@@ -851,6 +851,103 @@ class Session:
         with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
             return run.perturb_inner(ptable, original=original)
 
+    def suppress(
+        self,
+        table: str,
+        spec: TableSpec,
+        *,
+        rules: "SensitivityRules | None" = None,
+        min_frequency: int | None = None,
+        protect_zeros: bool = False,
+        forced: Any = None,
+        never: Any = None,
+        singleton_method: str | None = None,
+    ) -> pl.DataFrame:
+        """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
+        (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
+
+        Frequency tables (no sums): cells with ``0 < n < min_frequency`` are primary (zero
+        cells too with ``protect_zeros``), as GaussSuppression's SuppressSmallCounts with
+        ``maxN = min_frequency - 1``: empty inner cells are added (extend0), and the singletons
+        of ``singleton_method`` "anySum" (default) are the inner cells of one record, or the
+        empty ones with ``protect_zeros`` (as the package). Magnitude tables (sums): a cell is
+        primary where ``rules`` mark any sums variable sensitive; candidates are tried in
+        decreasing |value| of the first sums variable (CandidatesNum); inner cells of one record
+        are singletons, handled by "sub2Sum" by default (the package's own default, "numttHTT",
+        is not implemented).
+        ``forced`` / ``never``: frames of cells (the dimension columns, codes as published)
+        that must be / must not be suppressed. Returns every published cell with its original
+        values, null where suppressed, and ``suppressed``: "primary" (forced cells included),
+        "secondary" or "no". For trusted use: publish the nulls, not the labels.
+        """
+        from protab.magnitude import SensitivityRules
+        from protab.suppression import candidates_default, candidates_num, gauss
+
+        if not isinstance(spec, TableSpec):
+            raise SpecError(f"suppress: expected a protab.TableSpec, not {type(spec).__name__}")
+        if spec.sums:
+            if not isinstance(rules, SensitivityRules):
+                raise SpecError("suppress: a table with sums needs rules=protab.SensitivityRules(...)")
+            if min_frequency is not None:
+                raise SpecError("suppress: min_frequency is for frequency tables; put it in the rules for sums")
+        else:
+            if rules is not None:
+                raise SpecError("suppress: rules judge sums; a frequency table takes min_frequency=")
+            if isinstance(min_frequency, bool) or not isinstance(min_frequency, numbers.Integral) \
+                    or min_frequency < 1:
+                raise SpecError("suppress: a frequency table needs min_frequency, a whole number of 1 or more")
+        if not isinstance(protect_zeros, bool):
+            raise SpecError("suppress: protect_zeros must be True or False")
+        X, inner, published = self.model_matrix(table, spec, extend0=not spec.sums)
+        dims = list(spec.columns)
+        n = published["n"].to_numpy()
+        if spec.sums:
+            verdict = self.sensitivity(table, spec, rules)
+            flags = verdict.select(*dims, pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]).alias("_p"))
+            primary = published.select(dims).join(flags, on=dims, how="left", maintain_order="left")["_p"]
+            primary = primary.fill_null(False).to_numpy()
+            value = published[spec.sums[0]].fill_null(0).to_numpy()
+            order = candidates_num(X, value, freq=n)
+            singleton = inner["n"].to_numpy() == 1
+            singleton_method = singleton_method or "sub2Sum"
+        else:
+            primary = (n > 0) & (n < int(min_frequency))  # type: ignore[arg-type]
+            if protect_zeros:
+                primary |= n == 0
+            order = candidates_default(X, n)
+            singleton = inner["n"].to_numpy() == (0 if protect_zeros else 1)
+            singleton_method = singleton_method or "anySum"
+        forced_mask = self._cell_mask(published, dims, forced, "forced")
+        never_mask = self._cell_mask(published, dims, never, "never")
+        suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
+                           forced=forced_mask, never=never_mask, singleton=singleton,
+                           singleton_method=singleton_method)
+        label = np.where(primary | forced_mask, "primary", np.where(suppressed, "secondary", "no"))
+        values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
+        hide = pl.Series(suppressed)
+        return published.with_columns(
+            [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in published.columns]
+            + [pl.Series("suppressed", label)]
+        )
+
+    @staticmethod
+    def _cell_mask(published: pl.DataFrame, dims: list[str], cells: Any, what: str) -> np.ndarray:
+        """Boolean mask of the published cells listed in ``cells`` (a frame with the dimension
+        columns); SpecError naming cells that the table does not publish."""
+        if cells is None:
+            return np.zeros(published.height, dtype=bool)
+        frame = as_polars(cells, f"suppress: {what}")
+        require_columns(frame, dims, f"suppress: {what}")
+        frame = frame.select([pl.col(d).cast(pl.String) for d in dims]).unique().with_columns(_hit=pl.lit(True))
+        hit = published.select(dims).join(frame, on=dims, how="left", maintain_order="left")["_hit"]
+        missing = frame.join(published.select(dims), on=dims, how="anti")
+        if missing.height:
+            raise SpecError(
+                f"suppress: {what} names cells the table does not publish: "
+                f"{show_values([tuple(r) for r in missing.select(dims).rows()])}"
+            )
+        return hit.fill_null(False).to_numpy()
+
     def install_ptable(self, ptable: "PTable", *, table: str | None = None, modulus: int | None = None) -> None:
         """Install ``ptable`` as the p-table of the SQL macro ``ckm(count(*), sum(rkey))``.
 

@@ -1,0 +1,118 @@
+"""Session.suppress end to end: primary cells from protab's rules, secondary ones by Gaussian
+elimination, against GaussSuppression's own outputs (tests/data/gauss_rules/secondary)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import protab as pt
+from protab.magnitude import SensitivityRules
+from protab.suppression import derivable
+
+DATA = Path(__file__).parent / "data" / "gauss_rules"
+
+
+def _compare(ref: pl.DataFrame, out: pl.DataFrame, keys: list[str], extra: int = 0) -> None:
+    """Primary cells equal; suppressed cells equal, except ``extra`` cells the package
+    suppresses more (its 'numttHTT' singleton handling, not in protab: see
+    tests/test_suppression_gauss.py, D1_EXTRA); protab never suppresses a cell it publishes."""
+    j = ref.with_columns(pl.col(k).cast(pl.String) for k in keys).join(out, on=keys, how="left", suffix="_protab")
+    assert j["suppressed_protab"].null_count() == 0, "a cell of the reference is missing"
+    assert (j["primary"] == (j["suppressed_protab"] == "primary")).all(), "primary cells differ"
+    ours = j["suppressed_protab"] != "no"
+    assert not (ours & ~j["suppressed"]).any(), "protab suppresses a cell GaussSuppression publishes"
+    assert int((j["suppressed"] & ~ours).sum()) == extra
+
+
+@pytest.mark.parametrize("case, zeros", [("sec_smallcounts_mun_accidents_maxN3", True),
+                                         ("sec_smallcounts_mun_accidents_maxN3_pzF", False)])
+def test_small_counts_match_gauss_suppression(case, zeros):
+    acc = pl.read_csv(DATA / "inputs" / "mun_accidents.csv")
+    with pt.Session(":memory:") as s:
+        s.register("a", acc)
+        out = s.suppress("a", pt.TableSpec(["mun", "inj"], freq="freq"), min_frequency=4, protect_zeros=zeros)
+    _compare(pl.read_csv(DATA / "secondary" / f"{case}.csv"), out, ["mun", "inj"])
+    # suppressed cells are published as null, the others with their counts
+    assert out.filter(pl.col("suppressed") != "no")["n"].null_count() == out.filter(pl.col("suppressed") != "no").height
+    assert out.filter(pl.col("suppressed") == "no")["n"].null_count() == 0
+
+
+def _magnitude1(s: pt.Session, hierarchical: bool) -> pt.TableSpec:
+    s.register("m", pl.read_csv(DATA / "inputs" / "magnitude1.csv"))
+    if not hierarchical:
+        return pt.TableSpec(["sector4", "geo"], sums=["value"])
+    return pt.TableSpec({"sector4": s.hierarchy_from_columns("m", ["sector2", "sector4"]),
+                         "geo": s.hierarchy_from_columns("m", ["eu", "geo"])}, sums=["value"])
+
+
+@pytest.mark.parametrize("case, hierarchical, rules, extra", [
+    ("sec_vignette_dom_hier_n12k80_99", True, SensitivityRules(dominance=[(1, 80), (2, 99)]), 0),
+    ("sec_vignette_dom_d1_n1k80", False, SensitivityRules(dominance=[(1, 80)]), 2),
+    ("sec_vignette_fewcontr_d1_maxN1", False, SensitivityRules(min_frequency=2), 1),
+])
+def test_magnitude_tables_match_gauss_suppression(case, hierarchical, rules, extra):
+    with pt.Session(":memory:") as s:
+        spec = _magnitude1(s, hierarchical)
+        out = s.suppress("m", spec, rules=rules)
+        X, _, published = s.model_matrix("m", spec, extend0=False)
+    _compare(pl.read_csv(DATA / "secondary" / f"{case}.csv"), out, ["sector4", "geo"], extra)
+    suppressed = (out["suppressed"] != "no").to_numpy()
+    primary = (out["suppressed"] == "primary").to_numpy()
+    assert not derivable(X, suppressed)[primary].any()
+
+
+def test_no_primary_cell_is_derivable_on_a_larger_table():
+    rng = np.random.default_rng(5)
+    n = 3000
+    frame = pl.DataFrame({"a": rng.choice([f"a{i}" for i in range(12)], n),
+                          "b": rng.choice([f"b{i}" for i in range(9)], n, p=np.r_[[0.3, 0.2], np.full(7, 0.5 / 7)]),
+                          "c": rng.choice(["x", "y", "z"], n)})
+    with pt.Session(":memory:") as s:
+        s.register("t", frame)
+        spec = pt.TableSpec(["a", "b", "c"])
+        out = s.suppress("t", spec, min_frequency=5)
+        X, _, _ = s.model_matrix("t", spec)
+    suppressed = (out["suppressed"] != "no").to_numpy()
+    primary = (out["suppressed"] == "primary").to_numpy()
+    assert primary.sum() > 10 and (out["suppressed"] == "secondary").sum() > 0
+    assert not derivable(X, suppressed)[primary].any()
+
+
+def test_forced_and_never_cells():
+    acc = pl.read_csv(DATA / "inputs" / "mun_accidents.csv")
+    with pt.Session(":memory:") as s:
+        s.register("a", acc)
+        spec = pt.TableSpec(["mun", "inj"], freq="freq")
+        base = s.suppress("a", spec, min_frequency=4)
+        free = base.filter(pl.col("suppressed") == "no").select("mun", "inj").head(1)
+        out = s.suppress("a", spec, min_frequency=4, forced=free)
+        assert out.join(free, on=["mun", "inj"])["suppressed"].item() == "primary"
+        with pytest.raises(pt.SpecError, match="does not publish"):
+            s.suppress("a", spec, min_frequency=4, forced=pl.DataFrame({"mun": ["k99"], "inj": ["serious"]}))
+        with pytest.raises(pt.SpecError, match="both forced"):
+            s.suppress("a", spec, min_frequency=4, forced=free, never=free)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "min_frequency"),
+    ({"min_frequency": 0}, "min_frequency"),
+    ({"min_frequency": True}, "min_frequency"),
+    ({"min_frequency": 3, "rules": SensitivityRules(p_percent=10)}, "rules judge sums"),
+    ({"min_frequency": 3, "protect_zeros": "yes"}, "protect_zeros"),
+])
+def test_bad_suppress_arguments(kwargs, message):
+    with pt.Session(":memory:") as s:
+        s.register("a", pl.DataFrame({"g": ["x", "y"]}))
+        with pytest.raises(pt.SpecError, match=message):
+            s.suppress("a", pt.TableSpec(["g"]), **kwargs)
+
+
+def test_magnitude_table_needs_rules():
+    with pt.Session(":memory:") as s:
+        spec = _magnitude1(s, False)
+        with pytest.raises(pt.SpecError, match="needs rules"):
+            s.suppress("m", spec, min_frequency=3)
