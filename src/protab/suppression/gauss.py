@@ -265,20 +265,6 @@ def derivable(X: Any, suppressed: Any) -> np.ndarray:
 # ----------------------------------------------------------------------------- main
 
 
-def _content_reduce(W: sparse.csc_matrix, cols: np.ndarray) -> None:
-    """Divide the given columns of an int64 csc matrix by the gcd of their entries (in place)."""
-    ptr = W.indptr
-    cols = cols[ptr[cols + 1] > ptr[cols]]
-    if not cols.size:
-        return
-    lengths = ptr[cols + 1] - ptr[cols]
-    idx = np.concatenate([np.arange(ptr[c], ptr[c + 1]) for c in cols])
-    vals = np.abs(W.data[idx])
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    g = np.gcd.reduceat(vals, starts)
-    W.data[idx] //= np.repeat(g, lengths)
-
-
 def _duplicate_rows(X: sparse.csc_matrix, rows: np.ndarray) -> np.ndarray:
     """Among ``rows``, those equal to an earlier one of them (mask over all rows)."""
     R = X.tocsr()
@@ -462,38 +448,30 @@ def gauss(
     blocks = [W0[:, order], W0[:, B_cols]]
     if extra is not None:
         blocks.append(extra)
-    W = sparse.hstack(blocks, format="csc")[row_order, :]
-    W = sparse.csc_matrix(W, dtype=np.int64)
-    W.sort_indices()
+    W1 = sparse.csc_matrix(sparse.hstack(blocks, format="csc")[row_order, :], dtype=np.int64)
+    W1.sort_indices()
+    W = _Columns(W1)
     nA = order.size
     nB_orig = B_cols.size  # real primary cells (extra virtual ones follow)
     ncol = W.shape[1]
     is_B = np.zeros(ncol, dtype=bool)
     is_B[nA:] = True
-    alive = np.ones(ncol, dtype=bool)  # columns still in play (decided A columns drop out)
-    B_start_nonempty = np.diff(W.indptr)[nA:] > 0
+    B_start_nonempty = W.nonempty()[nA:]
     sub_used = np.zeros(W.shape[0], dtype=bool)
     secondary = np.zeros(nA, dtype=bool)
     exact = True
 
-    def affected(p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Alive columns after the current one with a non-zero in row p, and those entries."""
-        pos = np.flatnonzero(W.indices == p)
-        cols = np.searchsorted(W.indptr, pos, side="right") - 1
-        return cols, W.data[pos]
-
     for j in range(nA):
         if j == n_never and n_never:
             _check_never(W, nA, B_start_nonempty, B_cols, nB_orig)
-        s, e = W.indptr[j], W.indptr[j + 1]
-        if s == e:
+        rows, vals = W.column(j)
+        if not rows.size:
             continue  # determined by what is published already
-        rows = W.indices[s:e]
-        vals = W.data[s:e]
+        rows, vals = rows.copy(), vals.copy()
         p = int(rows[0])
         alpha = vals[0]
-        cols, cp = affected(p)
-        keep = (cols > j) & alive[cols]
+        cols, cp = W.row(p)
+        keep = cols > j
         cols, cp = cols[keep], cp[keep]
         is_sec = False
         if j >= n_never:
@@ -507,27 +485,26 @@ def gauss(
                 if bsel.any():
                     bcols, bcp = cols[bsel], cp[bsel]
                     # a primary column equal (up to a factor) to this one would be cleared
-                    lens = W.indptr[bcols + 1] - W.indptr[bcols]
+                    lens = W.length[bcols]
                     same = bcols[lens == rows.size]
                     same_cp = bcp[lens == rows.size]
                     for c, f in zip(same, same_cp):
-                        cs, ce = W.indptr[c], W.indptr[c + 1]
-                        if np.array_equal(W.indices[cs:ce], rows):
+                        crow, cval = W.column(int(c))
+                        if np.array_equal(crow, rows):
                             if exact:
-                                if np.array_equal(W.data[cs:ce] * alpha, vals * f):
+                                if np.array_equal(cval * alpha, vals * f):
                                     is_sec = True
                                     break
-                            elif np.allclose(W.data[cs:ce], vals * (f / alpha), rtol=tol, atol=tol * np.abs(W.data[cs:ce]).max()):
+                            elif np.allclose(cval, vals * (f / alpha), rtol=tol, atol=tol * np.abs(cval).max()):
                                 is_sec = True
                                 break
+        W.drop(j)
         if is_sec:
             secondary[j] = True
-            alive[j] = False
             continue
         # publish column j: clear row p from every affected column
-        alive[j] = False
         if cols.size:
-            W, exact = _eliminate(W, j, rows, vals, cols, cp, exact, tol)
+            exact = _eliminate(W, rows, vals, cols, cp, exact, tol)
     if n_never and n_never == nA:
         _check_never(W, nA, B_start_nonempty, B_cols, nB_orig)
 
@@ -579,9 +556,9 @@ def _unique_columns(M: sparse.csc_matrix) -> sparse.csc_matrix:
     return sparse.csc_matrix(M[:, uniq], dtype=np.int64)
 
 
-def _check_never(W: sparse.csc_matrix, nA: int, start_nonempty: np.ndarray, B_cols: np.ndarray, nB: int) -> None:
+def _check_never(W: _Columns, nA: int, start_nonempty: np.ndarray, B_cols: np.ndarray, nB: int) -> None:
     """After the never-suppressed cells are published: every primary cell must still be hidden."""
-    now = np.diff(W.indptr)[nA:] > 0
+    now = W.nonempty()[nA:]
     lost = start_nonempty & ~now
     lost_real = np.flatnonzero(lost[:nB])
     if lost_real.size:
@@ -596,55 +573,149 @@ def _check_never(W: sparse.csc_matrix, nA: int, start_nonempty: np.ndarray, B_co
         )
 
 
+class _Columns:
+    """The reduced columns, stored log-structured in flat arrays.
+
+    Column ``c`` is ``idx/val[start[c] : start[c] + length[c]]`` (rows ascending). An
+    elimination step appends the rewritten columns at the end of the arrays and marks their
+    old entries invalid, so its cost is the size of the columns it touches; the arrays are
+    compacted when more than half of them is garbage."""
+
+    def __init__(self, W: sparse.csc_matrix) -> None:
+        n = W.data.size
+        cap = max(16, 2 * n)
+        self.shape = W.shape
+        self.idx = np.zeros(cap, dtype=np.int64)
+        self.val = np.zeros(cap, dtype=np.int64)
+        self.owner = np.full(cap, -1, dtype=np.int64)
+        self.valid = np.zeros(cap, dtype=bool)
+        self.idx[:n] = W.indices
+        self.val[:n] = W.data
+        lens = np.diff(W.indptr).astype(np.int64)
+        self.owner[:n] = np.repeat(np.arange(W.shape[1]), lens)
+        self.valid[:n] = True
+        self.start = W.indptr[:-1].astype(np.int64)
+        self.length = lens
+        self.end = n  # used part of the arrays
+        self.live = n
+
+    def column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        s = self.start[c]
+        e = s + self.length[c]
+        return self.idx[s:e], self.val[s:e]
+
+    def row(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Columns with a non-zero in row p, and the entries."""
+        pos = np.flatnonzero((self.idx[: self.end] == p) & self.valid[: self.end])
+        return self.owner[pos], self.val[pos]
+
+    def gather(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of the entries of ``cols`` (concatenated) and the length of each."""
+        lens = self.length[cols]
+        total = int(lens.sum())
+        first = np.repeat(self.start[cols] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+        return first + np.arange(total), lens
+
+    def drop(self, c: int) -> None:
+        s = self.start[c]
+        self.valid[s : s + self.length[c]] = False
+        self.live -= int(self.length[c])
+        self.length[c] = 0
+
+    def to_float(self) -> None:
+        self.val = self.val.astype(float)
+
+    def replace(self, cols: np.ndarray, old_pos: np.ndarray, rows: np.ndarray, vals: np.ndarray, counts: np.ndarray) -> None:
+        """Give columns ``cols`` the new entries (grouped by column, ``counts`` each)."""
+        self.valid[old_pos] = False
+        self.live -= old_pos.size
+        k = rows.size
+        if self.end + k > self.idx.size:
+            self._compact(extra=k)
+        e = self.end
+        self.idx[e : e + k] = rows
+        self.val[e : e + k] = vals
+        self.owner[e : e + k] = np.repeat(cols, counts)
+        self.valid[e : e + k] = True
+        self.start[cols] = e + np.concatenate(([0], np.cumsum(counts)[:-1]))
+        self.length[cols] = counts
+        self.end = e + k
+        self.live += k
+
+    def _compact(self, extra: int) -> None:
+        keep = np.flatnonzero(self.valid[: self.end])
+        n = keep.size
+        cap = max(self.idx.size, 2 * (n + extra))
+        new_pos = np.full(self.end, -1, dtype=np.int64)
+        new_pos[keep] = np.arange(n)
+        has = self.length > 0
+        self.start[has] = new_pos[self.start[has]]
+        for name in ("idx", "val", "owner"):
+            arr = getattr(self, name)
+            out = np.zeros(cap, dtype=arr.dtype)
+            out[:n] = arr[keep]
+            setattr(self, name, out)
+        self.valid = np.zeros(cap, dtype=bool)
+        self.valid[:n] = True
+        self.end = n
+
+    def nonempty(self) -> np.ndarray:
+        return self.length > 0
+
+
 def _eliminate(
-    W: sparse.csc_matrix,
-    j: int,
+    W: _Columns,
     rows: np.ndarray,
     vals: np.ndarray,
     cols: np.ndarray,
     cp: np.ndarray,
     exact: bool,
     tol: float,
-) -> tuple[sparse.csc_matrix, bool]:
-    """Clear pivot row rows[0] from columns ``cols`` (entries ``cp`` there) using column j."""
-    ncol = W.shape[1]
+) -> bool:
+    """Clear pivot row rows[0] from columns ``cols`` (entries ``cp`` there) using the pivot
+    column (``rows``, ``vals``): ``c ← (α/g)·c − (c_p/g)·a``. Returns whether still exact."""
+    m = W.shape[0]
     alpha = vals[0]
+    pos, lens = W.gather(cols)
+    old = W.val[pos]
     if exact:
         g = np.gcd(cp, alpha)
         s = alpha // g
         t = cp // g
-        lens = W.indptr[cols + 1] - W.indptr[cols]
-        colmax = np.maximum.reduceat(np.abs(W.data[np.concatenate([np.arange(W.indptr[c], W.indptr[c + 1]) for c in cols])]),
-                                     np.concatenate(([0], np.cumsum(lens)[:-1])))
+        starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+        colmax = np.maximum.reduceat(np.abs(old), starts)
         bound = np.abs(s).astype(float) * colmax + np.abs(t).astype(float) * float(np.abs(vals).max())
         if bound.max() >= _INT_LIMIT:
-            W = W.astype(float)
+            W.to_float()
+            old = old.astype(float)
             exact = False
     if exact:
-        scale = np.ones(ncol, dtype=np.int64)
-        scale[cols] = s
-        scale[j] = 0
-        tcoef = t
-        acol = vals
+        v1 = old * np.repeat(s, lens)
+        v2 = -np.outer(t, vals).ravel()
     else:
-        scale = np.ones(ncol)
-        scale[j] = 0.0
-        tcoef = cp / float(alpha)
-        acol = vals.astype(float)
-    outer = sparse.csc_matrix(
-        (np.outer(acol, tcoef).T.ravel(), (np.tile(rows, cols.size), np.repeat(cols, rows.size))),
-        shape=W.shape,
-    )
-    W = sparse.csc_matrix(W @ sparse.diags(scale, dtype=scale.dtype)) - outer
+        v1 = old
+        v2 = -np.outer(cp / float(alpha), vals.astype(float)).ravel()
+    k = np.arange(cols.size)
+    key = np.concatenate((np.repeat(k, lens) * m + W.idx[pos], np.repeat(k, rows.size) * m + np.tile(rows, cols.size)))
+    val = np.concatenate((v1, v2))
+    srt = np.argsort(key, kind="stable")
+    key, val = key[srt], val[srt]
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    key = key[first]
+    val = np.add.reduceat(val, first)
+    kcol = key // m
     if not exact:
-        big = np.abs(W.data)
-        ref = np.repeat(
-            np.maximum.reduceat(big, W.indptr[:-1][np.diff(W.indptr) > 0]) if big.size else big,
-            np.diff(W.indptr)[np.diff(W.indptr) > 0],
-        )
-        W.data[big < tol * np.maximum(ref, 1.0)] = 0.0
-    W.eliminate_zeros()
-    W.sort_indices()
-    if exact and W.data.size and np.abs(W.data[np.isin(np.repeat(np.arange(ncol), np.diff(W.indptr)), cols)]).max(initial=0) > _REDUCE_AT:
-        _content_reduce(W, cols)
-    return W, exact
+        ref = np.zeros(cols.size)
+        np.maximum.at(ref, kcol, np.abs(val))
+        val[np.abs(val) < tol * np.maximum(ref[kcol], 1.0)] = 0.0
+    nz = val != 0
+    key, val, kcol = key[nz], val[nz], kcol[nz]
+    counts = np.bincount(kcol, minlength=cols.size)
+    if exact and val.size and np.abs(val).max() > _REDUCE_AT:
+        has = counts > 0
+        starts_new = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        gg = np.ones(cols.size, dtype=np.int64)
+        gg[has] = np.gcd.reduceat(np.abs(val), starts_new[has])
+        val = val // np.repeat(gg, counts)
+    W.replace(cols, pos, key - kcol * m, val, counts)
+    return exact
