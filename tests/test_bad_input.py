@@ -88,7 +88,7 @@ CASES: list[tuple[str, list[str], str | None, list[str]]] = [
     ("threshold nan", ["protect", "{req}"], HEAD + GOOD_TABLE + "threshold = nan\n", ["threshold", "finite"]),
     ("null_code number", ["protect", "{req}"], HEAD + GOOD_TABLE + "null_code = 5\n", ["null_code", "string"]),
     ("sums without magnitude", ["protect", "{req}"], HEAD + GOOD_TABLE + 'sums = ["income"]\n', ["sums", "[magnitude]"]),
-    ("magnitude without sums", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE, ["no table has sums"]),
+    ("magnitude without sums", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE, ["[magnitude]", "no such table"]),
     ("sums unknown column", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE + 'sums = ["incom"]\n',
      ["sums", "'incom'"]),
     ("sums not a list", ["protect", "{req}"], HEAD + MAGNITUDE + GOOD_TABLE + 'sums = "income"\n', ["sums", "list"]),

@@ -116,3 +116,51 @@ def test_magnitude_table_needs_rules():
         spec = _magnitude1(s, False)
         with pytest.raises(pt.SpecError, match="needs rules"):
             s.suppress("m", spec, min_frequency=3)
+
+
+# -- protect requests with method = "suppression" ------------------------------------------------
+def _request(tmp_path: Path, body: str, capsys) -> tuple[int, str]:
+    from protab import cli
+
+    db = tmp_path / "s.duckdb"
+    if not db.exists():
+        with pt.Session(str(db)) as s:
+            s.register("acc", pl.read_csv(DATA / "inputs" / "mun_accidents.csv"))
+            s.register("firms", pl.read_csv(DATA / "inputs" / "magnitude1.csv"))
+    (tmp_path / "req.toml").write_text(f'database = "{db.as_posix()}"\n' + body)
+    capsys.readouterr()
+    rc = cli.main(["protect", str(tmp_path / "req.toml")])
+    return rc, capsys.readouterr().err
+
+
+FREQ_TABLE = ('[[tables]]\nname = "acc"\nsource = "acc"\ndims = ["mun", "inj"]\nmethod = "suppression"\n'
+              'min_frequency = 4\nfreq = "freq"\n')
+
+
+def test_protect_request_with_suppression(tmp_path, capsys):
+    rc, err = _request(tmp_path, FREQ_TABLE + "protect_zeros = true\n" + '[[tables]]\nname = "firms"\nsource = "firms"\n'
+                       'dims = ["sector4", "geo"]\nmethod = "suppression"\nsums = ["value"]\n'
+                       "[rules]\ndominance = [[1, 80]]\n", capsys)
+    assert rc == 0, err
+    out = pl.read_csv(tmp_path / "protab_output" / "acc.csv")
+    assert "suppressed" not in out.columns  # no labels: they would tell which cells are sensitive
+    ref = pl.read_csv(DATA / "secondary" / "sec_smallcounts_mun_accidents_maxN3.csv")
+    j = ref.join(out, on=["mun", "inj"], suffix="_out")
+    assert (j["suppressed"] == j["n"].is_null()).all()
+    firms = pl.read_csv(tmp_path / "protab_output" / "firms.csv")
+    assert firms["value"].null_count() > 0 and firms["value"].null_count() == firms["n"].null_count()
+
+
+@pytest.mark.parametrize("body, message", [
+    (FREQ_TABLE.replace("min_frequency = 4\n", ""), "needs min_frequency"),
+    (FREQ_TABLE + "threshold = 3\n", "threshold"),
+    (FREQ_TABLE.replace('method = "suppression"\n', "").replace('freq = "freq"\n', "")
+     .replace("min_frequency = 4\n", ""), "[ptable]"),
+    (FREQ_TABLE.replace('method = "suppression"\n', "").replace("min_frequency = 4\n", ""), "freq"),
+    (FREQ_TABLE.replace('"suppression"', '"supression"'), "method"),
+    (FREQ_TABLE + 'sums = ["freq"]\n', "[rules]"),
+])
+def test_protect_request_with_suppression_bad_input(tmp_path, capsys, body, message):
+    rc, err = _request(tmp_path, body, capsys)
+    assert rc == 2 and message in err, err
+    assert not (tmp_path / "protab_output").exists()

@@ -288,6 +288,10 @@ PROTECT_TABLE = Table(
         "margins": Bool(),
         "sums": _NAMES,
         "null_sums": Str(choices=("error", "zero", "omit")),
+        "method": Str(choices=("ckm", "suppression")),
+        "min_frequency": Int(1),
+        "protect_zeros": Bool(),
+        "freq": Str(),
     },
     required=("name", "source", "dims"),
 )
@@ -350,5 +354,5 @@ PROTECT = Table(
         "hierarchies": Dict(HIERARCHY),
         "tables": List(PROTECT_TABLE),
     },
-    required=("ptable", "tables"),
+    required=("tables",),
 )

@@ -40,7 +40,7 @@ request file (TOML; paths in it are relative to the file):
   output = "protab_output"            # optional (--out overrides)
   formats = ["csv", "parquet"]        # optional, csv and/or parquet
 
-  [ptable]                            # required: one of
+  [ptable]                            # the cell key method's p-table: one of
   maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim
   # file = "ptable.csv"               # format = "auto" | "ptable" | "tauargus" | "ons"
 
@@ -57,6 +57,12 @@ request file (TOML; paths in it are relative to the file):
   null_code = "Unknown"               # optional: NULL codes as this category
   threshold = 3                       # optional: blank perturbed counts below this
   margins = false                     # optional: the flat crosstab alone (flat dims, no formula)
+  method = "suppression"              # optional: cell suppression instead of the cell key method
+  min_frequency = 3                   #   (suppression) counts 1..2 are primary; protect_zeros = true;
+                                      #   freq = "count" for rows that are already aggregated
+                                      #   adds empty cells; with sums the primary cells come from
+                                      #   [rules]; suppressed cells are written empty (no [ptable]
+                                      #   needed when every table is suppressed)
   sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
   null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
 
@@ -130,6 +136,44 @@ def _protect_one(
     # originals, and the sensitivity verdicts (they tell which cells one contributor dominates)
     originals = ["n", "w"] + [c for v in spec.sums for c in (v, f"{v}_w", f"{v}_sensitive", f"{v}_rule")]
     return frame.drop([c for c in originals if c in frame.columns]), row
+
+
+def _check_methods(tables: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
+    """The keys of each table fit its method (cell key method or cell suppression)."""
+    for t in tables:
+        name = t["name"]
+        if t.get("method", "ckm") == "suppression":
+            if "threshold" in t:
+                raise SpecError(f"request: table {name!r}: threshold blanks perturbed counts; with "
+                                "method = \"suppression\" use min_frequency")
+            if t.get("sums"):
+                if "rules" not in cfg:
+                    raise SpecError(f"request: table {name!r} suppresses cells of sums: add a [rules] section")
+                if "min_frequency" in t:
+                    raise SpecError(f"request: table {name!r}: with sums the primary cells come from [rules] "
+                                    "(min_frequency goes there)")
+            elif "min_frequency" not in t:
+                raise SpecError(f"request: table {name!r} (method = \"suppression\") needs min_frequency: "
+                                "counts from 1 to min_frequency - 1 are suppressed")
+        else:
+            for key in ("min_frequency", "protect_zeros", "freq"):
+                if key in t:
+                    raise SpecError(f"request: table {name!r}: {key} belongs to method = \"suppression\"")
+    if "ptable" not in cfg and any(t.get("method", "ckm") == "ckm" for t in tables):
+        raise SpecError("request: needs a [ptable] section for the cell key method (tables without "
+                        "method = \"suppression\")")
+
+
+def _suppress_one(s: Session, t: dict[str, Any], spec: TableSpec, rules: Any) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Suppress one table: its original values, null where suppressed (no labels: they would
+    tell which cells are sensitive), and its summary row."""
+    out = s.suppress(t["source"], spec, rules=rules if spec.sums else None,
+                     min_frequency=None if spec.sums else t["min_frequency"],
+                     protect_zeros=t.get("protect_zeros", False))
+    label = out["suppressed"]
+    row = {"table": t["name"], "cells": out.height, "changed": float((label != "no").mean()),
+           "hellinger_utility": float("nan")}
+    return out.drop("suppressed"), row
 
 
 def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
@@ -282,15 +326,19 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
             f"the output folder {str(out_dir)!r} holds the database {db!r}; outputs are swapped in as a "
             "whole folder, so give them a folder of their own (e.g. output = \"protab_output\")"
         )
-    ptable = load_ptable(cfg["ptable"], base)
-    with_sums = [t["name"] for t in tables if t.get("sums")]
+    _check_methods(tables, cfg)
+    ckm = [t for t in tables if t.get("method", "ckm") == "ckm"]
+    ptable = load_ptable(cfg["ptable"], base) if ckm else None
+    with_sums = [t["name"] for t in ckm if t.get("sums")]
     if with_sums and "magnitude" not in cfg:
         raise SpecError(
             f"request: table {with_sums[0]!r} has sums, which are published only perturbed: add a "
             "[magnitude] section (the cell key method for magnitudes), or remove sums"
         )
-    if ("magnitude" in cfg or "rules" in cfg) and not with_sums:
-        raise SpecError("request: [magnitude] and [rules] apply to tables with sums; no table has sums")
+    if "magnitude" in cfg and not with_sums:
+        raise SpecError("request: [magnitude] applies to cell-key tables with sums; no such table")
+    if "rules" in cfg and not any(t.get("sums") for t in tables):
+        raise SpecError("request: [rules] apply to tables with sums; no table has sums")
     magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
     rules = load_rules(cfg["rules"]) if "rules" in cfg else None
     rows, frames = [], {}
@@ -306,13 +354,17 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
                 dims, formula=t.get("formula"), weight=t.get("weight"),
                 drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
                 margins=t.get("margins", True), sums=t.get("sums", ()), null_sums=t.get("null_sums", "error"),
+                freq=t.get("freq"),
             ))
         for k, (t, spec) in enumerate(track(list(zip(tables, specs)), "protecting tables",
                                             total=len(tables), unit="table")):
             _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
-            frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
-                                                  threshold=t.get("threshold"), magnitude=magnitude,
-                                                  rules=rules)
+            if t.get("method", "ckm") == "suppression":
+                frames[t["name"]], row = _suppress_one(s, t, spec, rules)
+            else:
+                frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
+                                                      threshold=t.get("threshold"), magnitude=magnitude,
+                                                      rules=rules)
             rows.append(row)
     _write_all(frames, out_dir, formats)
     print(_summary(rows))
@@ -331,7 +383,7 @@ def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
             )
         cols = s.columns(t["source"])
         wanted = [("dims", d) for d in t["dims"]] + ([("weight", t["weight"])] if "weight" in t else []) + [
-            ("sums", v) for v in t.get("sums", [])]
+            ("sums", v) for v in t.get("sums", [])] + ([("freq", t["freq"])] if "freq" in t else [])
         for key, c in wanted:
             if c not in cols:
                 raise InputError(
