@@ -41,25 +41,35 @@ left to this rule. ``"subSum"`` instead adds, for every published cell with more
 singleton inner cell under it, a virtual primary cell = the sum of those singleton inner cells;
 ``"subSumAny"`` does both (and is what ``"anySum"`` turns into when ``never`` cells exist, as
 in the package, so that the virtual cells flag what the never cells expose).
-The magnitude-table singleton methods of the package (``"sub2Sum"``, the ``NumSingleton``
-codes such as ``"numttHTT"``, the default of its dominance and few-contributors wrappers) and
-``"subSpace"``/``"anySumNOTprimary"``/``"anySum0"`` are not implemented: they raise
-:class:`NotImplementedError`.
+
+Magnitude tables (``singleton`` = inner cells with a single contributor): ``"sub2Sum"`` adds,
+for every non-primary published cell over exactly two primary inner cells of which at least one
+is a singleton, a virtual primary cell = the sum of those two (the single contributor knows its
+own value and would get the other from that sum). This is the package's ``"sub2Sum"``
+(= ``"numFFT"``) with logical singletons. On the package's magnitude vignette tables it gives
+the same cells as its wrappers' default ``"numttHTT"`` in most cases; ``"numttHTT"`` also
+protects, during the elimination, against a single contributor combining its own value with
+published cells (and makes unpublished singletons primary, uses contributor codes, searches
+hierarchies for pairs); that is not implemented, so protab's pattern can then be smaller.
+The other package methods (the ``NumSingleton`` codes such as ``"numttHTT"``, ``"subSpace"``,
+``"subSumSpace"``, ``"anySumNOTprimary"``, ``"anySum0"``) raise :class:`NotImplementedError`.
 
 Exact arithmetic
 ----------------
-``X`` must have integer coefficients. The reduced columns are kept as int64 integer vectors in
-one ``scipy.sparse`` csc matrix; a pivot step updates every column touching the pivot row at
-once, ``c ← (α/g)·c − (c_p/g)·a`` with ``g = gcd(α, c_p)`` (fraction free, so no rounding),
-and columns whose entries grow past 2³⁰ are divided by the gcd of their entries. Before every
+``X`` must have integer coefficients. The reduced columns are kept as int64 integer vectors
+(rows sorted, stored log-structured in flat arrays); a pivot step rewrites every column
+touching the pivot row at once, ``c ← (α/g)·c − (c_p/g)·a`` with ``g = gcd(α, c_p)``
+(fraction free, so no rounding), and columns whose entries grow past 2³⁰ are divided by the
+gcd of their entries. Before every
 step a bound on the new entries is checked; if it would pass 2⁶² the elimination switches to
 float64 with a relative tolerance (as the R package does on integer overflow) and the final
 result is then verified with the exact test :func:`derivable` (unbounded Python integers); a
 failed verification raises instead of returning an unsafe pattern. For 0/±1 hierarchical tables
 the pivots are ±1 and the integers stay small, so the float path is practically never taken.
 
-Each candidate costs a few vectorised operations over the non-zeros of the working matrix
-(the loop over candidates is inherently sequential).
+The loop over candidates is inherently sequential; each step is a few vectorised operations:
+a scan for the pivot row over the stored entries and a rewrite of the columns it touches
+(their cost grows with the fill-in; a 10 000-cell three-way table takes some tens of seconds).
 """
 
 from __future__ import annotations
@@ -199,7 +209,8 @@ def candidates_num(
     The weight of ``candidates_default`` becomes ``|num|/(freq+1)``, so cells are tried in
     decreasing ``|num|`` (large cells published first), with the same tie-breaking and zeros
     first. ``freq`` defaults to the column sums of ``X`` (the inner cells under each cell); the
-    package passes the number of records when it has them.
+    package passes the number of records when it has them. (The package also puts cells made
+    zero only by ``removeCodes`` first; protab has no removeCodes here.)
     """
     Xc = _as_int_csc(X, "candidates_num")
     n = Xc.shape[1]
@@ -310,8 +321,9 @@ def gauss(
         published first. A primary cell they make derivable raises :class:`SpecError`.
     singleton : bool per inner cell (row of X): a single contributor (or, for frequency tables
         with protected zeros, the zero cells).
-    singleton_method : ``"anySum"`` (default), ``"none"``, ``"subSum"`` or ``"subSumAny"``;
-        others of the package raise :class:`NotImplementedError`.
+    singleton_method : ``"anySum"`` (default; frequency tables), ``"none"``, ``"subSum"``,
+        ``"subSumAny"`` or ``"sub2Sum"`` (magnitude tables); see the module docstring. Others of
+        the package raise :class:`NotImplementedError`.
     freq, weight : optional frequencies and non-negative costs for the default candidate order.
     tol : relative tolerance of the float fallback (only used if the integers would overflow).
 
@@ -522,10 +534,11 @@ def gauss(
 def _sub2sum(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray) -> sparse.csc_matrix | None:
     """Virtual primary cells of the magnitude-table rule ``sub2Sum``.
 
-    A published (non-primary) cell with exactly two primary inner cells under it, one of them a
-    singleton, gets a virtual primary cell = the sum of the two: the single contributor knows
-    its own value and would get the other one from that sum. Cells with negative coefficients
-    are left out, as in the package."""
+    A published (non-primary) cell with exactly two primary inner cells under it and a
+    singleton inner cell under it (in the package's test: any singleton, normally one of the
+    two) gets a virtual primary cell = the sum of the two: the single contributor knows its own
+    value and would get the other one from that sum. Cells with negative coefficients are left
+    out, as in the package."""
     if not sing.any():
         return None
     colnnz = np.diff(W0.indptr)
@@ -537,7 +550,7 @@ def _sub2sum(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray) -> sp
     pZ.eliminate_zeros()
     keep = ~protect & (np.asarray((pZ < 0).sum(axis=0)).ravel() == 0)
     keep &= np.asarray(pZ.sum(axis=0)).ravel() == 2
-    pZs = sparse.diags(sing.astype(np.int64), dtype=np.int64) @ pZ
+    pZs = sparse.diags(sing.astype(np.int64), dtype=np.int64) @ W0  # any singleton under the cell
     keep &= np.asarray(pZs.sum(axis=0)).ravel() > 0
     if not keep.any():
         return None
