@@ -164,3 +164,49 @@ def test_protect_request_with_suppression_bad_input(tmp_path, capsys, body, mess
     rc, err = _request(tmp_path, body, capsys)
     assert rc == 2 and message in err, err
     assert not (tmp_path / "protab_output").exists()
+
+
+def test_linked_tables_share_their_common_cells():
+    """Two tables of the same records, region × sex and region × age: the region totals are
+    common cells, suppressed in both or in neither; no primary cell of either table is
+    derivable from the cells both publish together."""
+    rng = np.random.default_rng(11)
+    n = 400
+    frame = pl.DataFrame({"region": rng.choice([f"r{i}" for i in range(6)], n, p=[.3, .3, .2, .1, .07, .03]),
+                          "sex": rng.choice(["F", "M"], n), "age": rng.choice(["0", "1", "2", "3"], n)})
+    a = pt.TableSpec(["region", "sex"])
+    b = pt.TableSpec(["region", "age"])
+    with pt.Session(":memory:") as s:
+        s.register("t", frame)
+        ta, tb = s.suppress("t", [a, b], min_frequency=4)
+        X, _, published = s.model_matrix("t", pt.TableSpec(["region", "sex", "age"], formula="region*sex + region*age"))
+        alone = s.suppress("t", a, min_frequency=4)
+    # each linked table has the cells of the table alone: (6 regions + total) × (codes + total)
+    assert ta.columns == alone.columns and ta.height == alone.height == 7 * 3 and tb.height == 7 * 5
+    # the primary cells of a table do not depend on the tables it is linked with
+    joined = alone.join(ta, on=["region", "sex"], suffix="_linked")
+    assert ((joined["suppressed"] == "primary") == (joined["suppressed_linked"] == "primary")).all()
+    common = ta.filter(pl.col("sex") == "Total").select("region", "suppressed").join(
+        tb.filter(pl.col("age") == "Total").select("region", "suppressed"), on="region")
+    assert ((common["suppressed"] == "no") == (common["suppressed_right"] == "no")).all()
+    both = pl.concat([ta.select("region", pl.col("sex").alias("x"), "suppressed").with_columns(t=pl.lit("a")),
+                      tb.select("region", pl.col("age").alias("x"), "suppressed").with_columns(t=pl.lit("b"))])
+    assert (both["suppressed"] == "primary").sum() > 0 and (both["suppressed"] == "secondary").sum() > 0
+    # the combined table's cells, in the order of X, with the linked decisions
+    lab = published.select("region", "sex", "age").join(
+        pl.concat([ta.with_columns(age=pl.lit("Total")).select("region", "sex", "age", "suppressed"),
+                   tb.with_columns(sex=pl.lit("Total")).select("region", "sex", "age", "suppressed")]).unique(),
+        on=["region", "sex", "age"], how="left", maintain_order="left")["suppressed"]
+    assert lab.null_count() == 0
+    suppressed = (lab != "no").to_numpy()
+    assert not derivable(X, suppressed)[(lab == "primary").to_numpy()].any()
+
+
+def test_linked_tables_must_agree():
+    with pt.Session(":memory:") as s:
+        s.register("t", pl.DataFrame({"g": ["x", "y"], "h": ["a", "b"], "v": [1.0, 2.0]}))
+        with pytest.raises(pt.SpecError, match="agree on sums"):
+            s.suppress("t", [pt.TableSpec(["g"], sums=["v"]), pt.TableSpec(["h"])],
+                       rules=SensitivityRules(p_percent=10))
+        with pytest.raises(pt.SpecError, match="different hierarchies"):
+            s.suppress("t", [pt.TableSpec({"g": ["x", "y"]}), pt.TableSpec({"g": ["x", "y", "z"]})], min_frequency=2)

@@ -854,7 +854,7 @@ class Session:
     def suppress(
         self,
         table: str,
-        spec: TableSpec,
+        spec: TableSpec | Sequence[TableSpec],
         *,
         rules: "SensitivityRules | None" = None,
         min_frequency: int | None = None,
@@ -879,10 +879,23 @@ class Session:
         that must be / must not be suppressed. Returns every published cell with its original
         values, null where suppressed, and ``suppressed``: "primary" (forced cells included),
         "secondary" or "no". For trusted use: publish the nulls, not the labels.
+
+        Linked tables: given a list of TableSpecs over the same microdata, the tables are
+        suppressed together as one table (the union of their dimensions and crossings, as
+        GaussSuppression's global method), so a cell common to several tables is suppressed in
+        all or in none and no table helps to disclose a primary cell of another; the result is
+        a list of frames, one per spec. A dimension shared by the specs must have the same
+        hierarchy (or none) in each; weight, sums, freq, null_code, total and drop_empty must agree.
         """
         from protab.magnitude import SensitivityRules
         from protab.suppression import candidates_default, candidates_num, gauss
 
+        if isinstance(spec, (list, tuple)):
+            combined = _linked_spec(spec)
+            out = self.suppress(table, combined, rules=rules, min_frequency=min_frequency,
+                                protect_zeros=protect_zeros, forced=forced, never=never,
+                                singleton_method=singleton_method)
+            return [_cells_of(out, combined, s) for s in spec]  # type: ignore[return-value]
         if not isinstance(spec, TableSpec):
             raise SpecError(f"suppress: expected a protab.TableSpec, not {type(spec).__name__}")
         if spec.sums:
@@ -1058,6 +1071,51 @@ _FRAMES = _FrameSession()
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _linked_spec(specs: Sequence[TableSpec]) -> TableSpec:
+    """One TableSpec publishing every cell of the linked tables ``specs`` (each cell once)."""
+    if not specs or not all(isinstance(x, TableSpec) for x in specs):
+        raise SpecError("suppress: linked tables are a non-empty list of protab.TableSpec")
+    first = specs[0]
+    for other in specs[1:]:
+        for attr in ("weight", "sums", "freq", "null_code", "total", "drop_empty", "null_sums"):
+            if getattr(other, attr) != getattr(first, attr):
+                raise SpecError(f"suppress: linked tables must agree on {attr} (one table of cells is built)")
+    dims: dict[str, Any] = {}
+    for x in specs:
+        if not x.margins:
+            raise SpecError("suppress: linked tables need margins (margins=False is a table of its own)")
+        for d in x.dimensions:
+            if d.column in dims and dims[d.column] != d.hierarchy:
+                raise SpecError(
+                    f"suppress: dimension {d.column!r} has different hierarchies in the linked tables; a "
+                    "common cell must mean the same in every table"
+                )
+            dims.setdefault(d.column, d.hierarchy)
+    terms = {t for x in specs for t in x.terms}
+    return TableSpec(dims, crossings=[sorted(t, key=list(dims).index) for t in terms], weight=first.weight,
+                     sums=first.sums, freq=first.freq, null_code=first.null_code, total=first.total,
+                     drop_empty=first.drop_empty, null_sums=first.null_sums)
+
+
+def _cells_of(frame: pl.DataFrame, combined: TableSpec, spec: TableSpec) -> pl.DataFrame:
+    """The cells of ``spec`` among the cells of the combined linked table: dimensions outside
+    ``spec`` at their total, the others within one of its crossings."""
+    own = set(spec.columns)
+    keep = pl.lit(True)
+    for d in combined.columns:
+        if d not in own:
+            keep = keep & (pl.col(f"{d}_level") == 0)
+    inside = pl.lit(False)
+    for term in spec.terms:
+        ok = pl.lit(True)
+        for d in spec.columns:
+            if d not in term:
+                ok = ok & (pl.col(f"{d}_level") == 0)
+        inside = inside | ok
+    drop = [c for d in combined.columns if d not in own for c in (d, f"{d}_level")]
+    return frame.filter(keep & inside).drop(drop)
+
+
 def _missing_columns(table: str, cols: dict[str, str], columns: Sequence[str], what: str) -> None:
     """InputError naming the ``columns`` that table ``table`` (columns ``cols``) lacks."""
     missing = [c for c in columns if c not in cols]
