@@ -239,9 +239,12 @@ def test_no_primary_cell_is_derivable(table, data):
     z = X.T @ counts
     n = X.shape[1]
     primary = (z > 0) & (z < 3)
-    method = data.draw(st.sampled_from(["none", "anySum", "subSum", "subSumAny", "sub2Sum"]))
-    # singletons: inner cells with count 1 (anySum assumes they are primary: 1 < 3, they are)
-    singleton = counts == 1 if method != "none" else None
+    method = data.draw(st.sampled_from(["none", "anySum", "subSum", "subSumAny", "sub2Sum", "anySumNOTprimary",
+                                        "zeros"]))
+    # singletons: inner cells with count 1 (anySum assumes they are primary: 1 < 3, they are);
+    # "zeros": the zero cells are singletons but not primary, anySum turns into anySumNOTprimary
+    singleton = None if method == "none" else counts == (0 if method == "zeros" else 1)
+    method = "anySum" if method == "zeros" else method
     rest = np.flatnonzero(~primary)
     forced = np.zeros(n, dtype=bool)
     if rest.size and data.draw(st.booleans()):
@@ -303,6 +306,20 @@ def test_elimination_equals_brute_force_greedy(problem):
         assert np.array_equal(gauss(X, z, primary, candidates=order, singleton_method="none"), got)
     finally:
         g._INT_LIMIT = saved
+
+
+def test_published_singletons_switch_to_any_sum_not_primary():
+    """Zeros as singletons but not protected (published): 'anySum' becomes 'anySumNOTprimary',
+    as in the package; the methods that need primary singletons refuse."""
+    X, z, freq, primary, ref, inner_freq, a = _build("sec_smallcounts_mun_accidents_maxN3_pzF")
+    zeros = inner_freq == 0
+    order = candidates_default(X, z)
+    got = gauss(X, z, primary, candidates=order, singleton=zeros)
+    assert np.array_equal(got, gauss(X, z, primary, candidates=order, singleton=zeros,
+                                     singleton_method="anySumNOTprimary"))
+    _check_valid(X, primary, got)
+    with pytest.raises(SpecError, match="anySumNOTprimary"):
+        gauss(X, z, primary, candidates=order, singleton=zeros, singleton_method="subSum")
 
 
 def test_derivable_simple():

@@ -40,7 +40,11 @@ reduced column lives on singleton rows only would, if published, tell a sum of s
 left to this rule. ``"subSum"`` instead adds, for every published cell with more than one
 singleton inner cell under it, a virtual primary cell = the sum of those singleton inner cells;
 ``"subSumAny"`` does both (and is what ``"anySum"`` turns into when ``never`` cells exist, as
-in the package, so that the virtual cells flag what the never cells expose).
+in the package, so that the virtual cells flag what the never cells expose). All these assume
+that a published singleton inner cell is primary. When it is not (e.g. zeros as singletons but
+not protected), ``"anySum"`` turns into ``"anySumNOTprimary"``, as in the package: a candidate
+that would publish a sum over singleton rows only is published unless that sum covers a
+primary cell, and those rows then count as known (they are removed from every column).
 
 Magnitude tables (``singleton`` = inner cells with a single contributor): ``"sub2Sum"`` adds,
 for every non-primary published cell over exactly two primary inner cells of which at least one
@@ -52,7 +56,7 @@ protects, during the elimination, against a single contributor combining its own
 published cells (and makes unpublished singletons primary, uses contributor codes, searches
 hierarchies for pairs); that is not implemented, so protab's pattern can then be smaller.
 The other package methods (the ``NumSingleton`` codes such as ``"numttHTT"``, ``"subSpace"``,
-``"subSumSpace"``, ``"anySumNOTprimary"``, ``"anySum0"``) raise :class:`NotImplementedError`.
+``"subSumSpace"``, ``"anySum0"``) raise :class:`NotImplementedError`.
 
 Exact arithmetic
 ----------------
@@ -84,8 +88,8 @@ from protab.errors import InputError, ProtabError, SpecError, show_values
 
 __all__ = ["candidates_default", "candidates_num", "derivable", "gauss"]
 
-_IMPLEMENTED = ("none", "anySum", "subSum", "subSumAny", "sub2Sum")
-_KNOWN_NOT_IMPLEMENTED = ("subSpace", "subSumSpace", "anySum0", "anySumNOTprimary")
+_IMPLEMENTED = ("none", "anySum", "anySumNOTprimary", "subSum", "subSumAny", "sub2Sum")
+_KNOWN_NOT_IMPLEMENTED = ("subSpace", "subSumSpace", "anySum0")
 _REDUCE_AT = 2**30  # divide a column by its content when an entry passes this
 _INT_LIMIT = 2**62  # switch to float beyond this bound on new entries
 
@@ -321,9 +325,9 @@ def gauss(
         published first. A primary cell they make derivable raises :class:`SpecError`.
     singleton : bool per inner cell (row of X): a single contributor (or, for frequency tables
         with protected zeros, the zero cells).
-    singleton_method : ``"anySum"`` (default; frequency tables), ``"none"``, ``"subSum"``,
-        ``"subSumAny"`` or ``"sub2Sum"`` (magnitude tables); see the module docstring. Others of
-        the package raise :class:`NotImplementedError`.
+    singleton_method : ``"anySum"`` (default; frequency tables), ``"anySumNOTprimary"``,
+        ``"none"``, ``"subSum"``, ``"subSumAny"`` or ``"sub2Sum"`` (magnitude tables); see the
+        module docstring. Others of the package raise :class:`NotImplementedError`.
     freq, weight : optional frequencies and non-negative costs for the default candidate order.
     tol : relative tolerance of the float fallback (only used if the integers would overflow).
 
@@ -408,19 +412,21 @@ def gauss(
         one = (np.asarray(sub.sum(axis=0)).ravel() == 1) & (np.asarray(abs(sub).sum(axis=0)).ravel() == 1)
         if one.any():
             sing[sub[:, one].indices] = False
-        if method == "anySum":
-            method = "subSumAny"
-    if sing.any() and method in ("anySum", "subSumAny"):
+    if sing.any() and method in ("anySum", "subSum", "subSumAny"):
         single = (np.asarray(W0.sum(axis=0)).ravel() == 1) & (colnnz == 1)
         single_sing = single.copy()
         single_sing[single] = sing[W0.indices[W0.indptr[:-1][single]]]
         if (single_sing & ~protect).any():
-            raise NotImplementedError(
-                "gauss: singleton inner cells are published unsuppressed (cells "
-                f"{show_values(np.flatnonzero(single_sing & ~protect).tolist())}); that needs GaussSuppression's "
-                "'anySumNOTprimary'/'anySum0', which protab does not implement. Make singleton cells primary, "
-                "or use singleton_method='none'"
-            )
+            if method != "anySum":
+                raise SpecError(
+                    f"gauss: singleton inner cells are published unsuppressed (cells "
+                    f"{show_values(np.flatnonzero(single_sing & ~protect).tolist())}); singleton_method "
+                    f"{method!r} assumes they are primary: use 'anySumNOTprimary'"
+                )
+            method = "anySumNOTprimary"  # as the package does
+    if n_never and sing.any() and method == "anySum":
+        method = "subSumAny"  # as the package: the virtual cells show what the never cells expose
+    not_primary = method == "anySumNOTprimary"
     # drop repeated singleton rows (the package does; it matters for the singleton rules)
     if sing.any():
         dup = _duplicate_rows(W0, sing)
@@ -485,14 +491,20 @@ def gauss(
         cols, cp = W.row(p)
         keep = cols > j
         cols, cp = cols[keep], cp[keep]
-        is_sec = False
+        is_sec = known = False
         if j >= n_never:
             if any_sum and p >= n_plain:
                 is_sec = True
                 if (vals > 0).any() and (vals < 0).any() and not sub_used[rows].any():
                     is_sec = False
                     sub_used[rows] = True
-            if not is_sec:
+                if is_sec and not_primary and not _covers_primary(W, rows, is_B):
+                    # a sum of singleton cells published: those cells count as known from now on
+                    _forget_rows(W, rows, j)
+                    is_sec, known = False, True
+            if known:
+                pass
+            elif not is_sec:
                 bsel = is_B[cols]
                 if bsel.any():
                     bcols, bcp = cols[bsel], cp[bsel]
@@ -514,6 +526,8 @@ def gauss(
         if is_sec:
             secondary[j] = True
             continue
+        if known:
+            continue
         # publish column j: clear row p from every affected column
         if cols.size:
             exact = _eliminate(W, rows, vals, cols, cp, exact, tol)
@@ -529,6 +543,31 @@ def gauss(
                 f"{show_values(np.flatnonzero(bad).tolist())} derivable; the table is numerically too hard"
             )
     return suppressed
+
+
+def _covers_primary(W: _Columns, rows: np.ndarray, is_B: np.ndarray) -> bool:
+    """Whether some non-empty primary column lies within ``rows``."""
+    pos = np.flatnonzero(np.isin(W.idx[: W.end], rows) & W.valid[: W.end])
+    owner = W.owner[pos]
+    owner = owner[is_B[owner]]
+    if not owner.size:
+        return False
+    cnt = np.bincount(owner, minlength=is_B.size)
+    hit = np.flatnonzero(cnt)
+    return bool(np.any(cnt[hit] == W.length[hit]))
+
+
+def _forget_rows(W: _Columns, rows: np.ndarray, j: int) -> None:
+    """Remove ``rows`` from every column after j (their values are known)."""
+    pos = np.flatnonzero(np.isin(W.idx[: W.end], rows) & W.valid[: W.end])
+    cols = np.unique(W.owner[pos])
+    cols = cols[cols > j]
+    if not cols.size:
+        return
+    gpos, lens = W.gather(cols)
+    keep = ~np.isin(W.idx[gpos], rows)
+    counts = np.bincount(np.repeat(np.arange(cols.size), lens)[keep], minlength=cols.size)
+    W.replace(cols, gpos, W.idx[gpos][keep], W.val[gpos][keep], counts)
 
 
 def _sub2sum(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray) -> sparse.csc_matrix | None:
