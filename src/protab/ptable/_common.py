@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -50,6 +50,22 @@ def _to_polars(frame: Any) -> pl.DataFrame:
     return as_polars(frame, "p-table", PTableError)
 
 
+def _constructor_input(frame: Any, den: Any, cls: str, layout: str) -> tuple[pl.DataFrame, int]:
+    """The frame and den given to the constructor of class ``cls``: a table with the columns
+    i, v, lb_n, ub_n (``layout`` names it in the message: "frame", "integer frame") and a
+    positive integer den, else PTableError."""
+    df = _to_polars(frame)
+    missing = [c for c in ("i", "v", "lb_n", "ub_n") if c not in df.columns]
+    if missing:
+        raise PTableError(
+            f"p-table frame lacks column(s) {show_values(missing)}; {cls}() takes the "
+            f"{layout} (i, v, lb_n, ub_n) — use {cls}.from_frame for other layouts"
+        )
+    if not _is_integral(den) or int(den) < 1:
+        raise PTableError("den must be a positive integer (the bounds are lb_n/den, ub_n/den)")
+    return df, int(den)
+
+
 def _int_array(frame: pl.DataFrame, col: str, i_col: str = "i") -> np.ndarray:
     """Column ``col`` as int64, refusing nulls, NaN and non-integers (naming the rows' i)."""
     s = frame[col]
@@ -88,21 +104,98 @@ def _int_array(frame: pl.DataFrame, col: str, i_col: str = "i") -> np.ndarray:
     return a.astype(np.int64)
 
 
-def _float_array(frame: pl.DataFrame, col: str, ivals: np.ndarray) -> np.ndarray:
-    """Column ``col`` as float64, refusing nulls and NaN (naming the rows' i)."""
+def _float_column(
+    frame: pl.DataFrame, col: str, where: Callable[[np.ndarray], str]
+) -> np.ndarray:
+    """Column ``col`` as finite float64 (text is stripped and parsed), else PTableError;
+    ``where(mask)`` names the offending rows in the message ("in 2 rows (i = 1, 3)")."""
     s = frame[col]
     if s.dtype == pl.String:
         s = s.str.strip_chars().cast(pl.Float64, strict=False)
-    elif not (s.dtype.is_numeric()):
+    elif not s.dtype.is_numeric():  # Boolean is not numeric
         raise PTableError(f"p-table column '{col}' must hold numbers, not {s.dtype}")
-    a = s.cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    a = s.cast(pl.Float64).fill_null(float("nan")).to_numpy().astype(np.float64)
     bad = ~np.isfinite(a)
     if bad.any():
         raise PTableError(
-            f"p-table column '{col}' has missing, NaN or non-numeric values in "
-            f"{int(bad.sum())} rows ({_name_i(ivals[bad].tolist())}); fill them in"
+            f"p-table column '{col}' has missing, NaN or non-numeric values {where(bad)}; "
+            "fill them in"
         )
     return a
+
+
+def _float_array(frame: pl.DataFrame, col: str, ivals: np.ndarray) -> np.ndarray:
+    """Column ``col`` as float64, refusing nulls and NaN (naming the rows' i)."""
+    return _float_column(
+        frame, col, lambda bad: f"in {int(bad.sum())} rows ({_name_i(ivals[bad].tolist())})"
+    )
+
+
+def _decimal_bounds(
+    i: np.ndarray,
+    lb: np.ndarray | None,
+    ub: np.ndarray,
+    p: np.ndarray | None,
+    digits: int | None,
+    where: Callable[[np.ndarray], str],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Decimal interval bounds as integers over a power of ten: (lb_n, ub_n, den).
+
+    Without ``lb``, an entry's lower bound is the previous upper bound of its i, in the given
+    order (tau-ARGUS' file). den is 10**digits, or, when ``digits`` is None, 10**d for the
+    fewest d >= 8 decimals that hold every bound (more than 12: PTableError). A ``p`` given
+    too must equal ub - lb (1e-7); ``where(mask)`` names the rows where it does not.
+    Shared by PTable.from_frame and NumericPTable.from_frame."""
+    if lb is None:
+        lb = (
+            pl.DataFrame({"i": i, "ub": ub})
+            .select(pl.col("ub").shift(1, fill_value=0.0).over("i"))
+            .to_series()
+            .to_numpy()
+        )
+    if digits is None:
+        d = _decimal_digits(np.concatenate([lb, ub]))
+        if d is None:
+            raise PTableError(
+                f"p-table bounds carry more than {_MAX_DIGITS} decimals; round them "
+                "(R ptable uses 8) or pass digits=8 to round them on input"
+            )
+        digits = max(d, _R_DIGITS)
+    scale = 10 ** int(digits)
+    lb_n = np.rint(lb * scale).astype(np.int64)
+    ub_n = np.rint(ub * scale).astype(np.int64)
+    if p is not None:
+        bad = np.abs((ub_n - lb_n) / scale - p) > _P_TOL
+        if bad.any():
+            raise PTableError(
+                f"p-table column p does not equal ub - lb {where(bad)}; fix p or the bounds "
+                "(or leave p out)"
+            )
+    return lb_n, ub_n, scale
+
+
+def _cumulated_bounds(
+    i: np.ndarray, key: np.ndarray, p: np.ndarray, scale: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals from probabilities, as R ptable: per i, in ascending ``key`` (v or j), the
+    upper bounds are the cumulative sums of p rounded over ``scale``, the last one ``scale``
+    (it absorbs float error), each lower bound the previous upper bound. Returns (pos, lb_n,
+    ub_n) in that sorted order, ``pos`` the entries' positions in the input."""
+    order = pl.DataFrame({"i": i, "key": key, "p": p}).with_row_index("_pos")
+    order = order.sort(["i", "key"], maintain_order=True)
+    cum = order.select(pl.col("p").cum_sum().over("i")).to_series().to_numpy()
+    ub_n = np.rint(cum * scale).astype(np.int64)
+    is_last = (
+        order.select(pl.col("_pos") == pl.col("_pos").last().over("i")).to_series().to_numpy()
+    )
+    ub_n[is_last] = scale
+    lb_n = (
+        pl.DataFrame({"i": order["i"], "ub_n": ub_n})
+        .select(pl.col("ub_n").shift(1, fill_value=0).over("i"))
+        .to_series()
+        .to_numpy()
+    )
+    return order["_pos"].to_numpy(), lb_n, ub_n
 
 
 def _decimal_digits(values: np.ndarray) -> int | None:
@@ -147,6 +240,34 @@ def _per_row(value: Any, ncat: int, name: str) -> list[Any]:
     return vals
 
 
+def _is_number(x: Any) -> bool:
+    """A finite int or float (NumPy's too), not a bool."""
+    return (
+        not isinstance(x, (bool, np.bool_))
+        and isinstance(x, (int, float, np.integer, np.floating))
+        and math.isfinite(float(x))
+    )
+
+
+def _row_params(
+    pstay: Any, mono: Any, optim: Any, ncat: int, per: str
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """R ptable's per-row parameters of a maximum-entropy table, each a scalar or one per
+    row (``per`` names a row in the messages: "row", "class of icat"), checked: pstay
+    None or 0 < pstay < 1, mono a bool, optim 1..4."""
+    pstays = _per_row(pstay, ncat, "pstay")
+    for ps in pstays:
+        if ps is not None and (not _is_number(ps) or not 0.0 < float(ps) < 1.0):
+            raise PTableError("pstay must satisfy 0 < pstay < 1 (or be None)")
+    monos = _per_row(mono, ncat, "mono")
+    if not all(isinstance(mo, (bool, np.bool_)) for mo in monos):
+        raise PTableError(f"mono must be True or False (or one per {per})")
+    optims = _per_row(optim, ncat, "optim")
+    if not all(_is_integral(o) and int(o) in (1, 2, 3, 4) for o in optims):
+        raise PTableError(f"optim must be 1, 2, 3 or 4 (or one per {per})")
+    return pstays, monos, optims
+
+
 def _is_integral(x: Any) -> bool:
     if isinstance(x, bool):
         return False
@@ -186,11 +307,18 @@ def _as_int(x: Any, name: str) -> np.ndarray:
     raise InputError(f"'{name}' must hold integers (no NaN, no fractions)")
 
 
-def _check_modulus(modulus: Any) -> int:
-    """The modulus of integer cell keys, an integer in 1 .. 2**63 - 1 (else PTableError)."""
+def _check_modulus(modulus: Any, error: type[Exception] = PTableError) -> int:
+    """The modulus of integer cell keys, an integer in 1 .. 2**63 - 1 (else ``error``)."""
     if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
-        raise PTableError("modulus must be an integer in 1 .. 2**63 - 1")
+        raise error("modulus must be an integer in 1 .. 2**63 - 1")
     return int(modulus)
+
+
+def _check_keys(keys: np.ndarray, M: int) -> None:
+    """Integer cell keys must lie in [0, M) (else InputError)."""
+    if keys.size and (keys.min() < 0 or keys.max() >= M):
+        outside = int(((keys < 0) | (keys >= M)).sum())
+        raise InputError(f"cell keys must lie in [0, modulus); {outside} do not")
 
 
 def _key_ranges(
@@ -198,8 +326,7 @@ def _key_ranges(
 ) -> tuple[list[int], list[int]]:
     """For integer cell keys k in [0, M) (u = k/M), the inclusive key range klo..khi each
     interval [lb_n/den, ub_n/den) serves (``interval`` "[lb,ub)"; "(lb,ub]" puts k = 0 in
-    the first interval), in exact integer arithmetic. khi < klo: the interval serves no key.
-    Shared by PTable.keyspace and NumericPTable.keyspace."""
+    the first interval), in exact integer arithmetic. khi < klo: the interval serves no key."""
     if interval == "[lb,ub)":  # lb <= k/M < ub
         klo = [-((-a * M) // den) for a in lb_n]
         khi = [-((-b * M) // den) - 1 for b in ub_n]
@@ -207,6 +334,84 @@ def _key_ranges(
         klo = [0 if a == 0 else (a * M) // den + 1 for a in lb_n]
         khi = [min((b * M) // den, M - 1) for b in ub_n]
     return klo, khi
+
+
+def keyspace_frame(
+    frame: pl.DataFrame, den: int, modulus: Any, interval: str, value_type: type[pl.DataType]
+) -> pl.DataFrame:
+    """The keyspace of a p-table frame: for integer cell keys k in [0, modulus), the inclusive
+    range klo..khi of keys each entry serves (:func:`_key_ranges`); entries serving no key are
+    dropped. Columns i, v (``value_type``), klo, khi (Int64), in the frame's order.
+    Shared by PTable.keyspace and NumericPTable.keyspace."""
+    M = _check_modulus(modulus)
+    klo, khi = _key_ranges(frame["lb_n"].to_list(), frame["ub_n"].to_list(), den, M, interval)
+    out = pl.DataFrame(
+        {"i": frame["i"], "v": frame["v"], "klo": klo, "khi": khi},
+        schema={"i": value_type, "v": value_type, "klo": pl.Int64, "khi": pl.Int64},
+    )
+    return out.filter(pl.col("khi") >= pl.col("klo"))
+
+
+def noise_at(
+    ri: np.ndarray, rk: np.ndarray, rv: np.ndarray, r: np.ndarray, k: np.ndarray, nrow: int, M: int
+) -> np.ndarray:
+    """The noise of keyspace entries (row ``ri``, first key ``rk``, noise ``rv``; sorted by
+    row and key) for rows ``r`` (0..nrow-1) and cell keys ``k`` in [0, M): the entry of row r
+    with the largest klo <= k. Shared by PTable.lookup and NumericPTable.lookup."""
+    if nrow * M < 2**62:  # one sorted int64 key (row, klo): one searchsorted
+        return rv[np.searchsorted(ri * M + rk, r * M + k, side="right") - 1]
+    out = np.empty(r.shape, dtype=rv.dtype)  # keys too wide for one int64: row by row
+    for rr in np.unique(r):
+        sel = r == rr
+        ent = np.flatnonzero(ri == rr)
+        out[sel] = rv[ent[np.searchsorted(rk[ent], k[sel], side="right") - 1]]
+    return out
+
+
+def same_entries(
+    a: pl.DataFrame, b: pl.DataFrame, cols: Sequence[str], den_a: int, den_b: int
+) -> bool:
+    """Two p-table frames hold the same entries: equal ``cols`` and the same intervals
+    (lb_n/den_a = lb_n/den_b exactly, likewise ub_n)."""
+    if a.height != b.height:
+        return False
+    if any(a[c].to_list() != b[c].to_list() for c in cols):
+        return False
+    return all(
+        x * den_b == y * den_a
+        for col in ("lb_n", "ub_n")
+        for x, y in zip(a[col].to_list(), b[col].to_list())
+    )
+
+
+class _EntryTable:
+    """What PTable and NumericPTable share as objects: ``frame`` holds the entries with
+    integer bounds lb_n, ub_n over ``den``; len() counts the entries, str() is repr(), and the
+    tables are unhashable (``==`` compares contents). Each class's ``__eq__`` checks its own
+    type and settings, then :meth:`_same_entries`."""
+
+    frame: pl.DataFrame
+    den: int
+    #: The columns ``==`` compares besides the intervals.
+    _EQ_COLUMNS: tuple[str, ...] = ("i", "v")
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def _same_entries(self, other: "_EntryTable") -> bool:
+        """The same entries: equal _EQ_COLUMNS and intervals (compared exactly across
+        denominators)."""
+        return same_entries(self.frame, other.frame, self._EQ_COLUMNS, self.den, other.den)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def entries(frame: pl.DataFrame) -> Iterator[tuple[Any, ...]]:
+    """The entries (i, j, v, lb_n, ub_n) of a p-table frame, one tuple each, for the writers."""
+    return zip(*(frame[c].to_list() for c in ("i", "j", "v", "lb_n", "ub_n")))
 
 
 def row_moments(frame: pl.DataFrame, den: int, reached: dict[Any, bool] | None) -> pl.DataFrame:

@@ -12,20 +12,20 @@ import polars as pl
 from protab._io import write_text
 from protab.errors import PTableError, show_values
 from protab.ptable._common import (
-    _MAX_DIGITS,
     _ONS_IMAX,
     _ONS_PERIOD,
-    _P_TOL,
     _R_DIGITS,
     Interval,
     _check_p,
-    _decimal_digits,
+    _cumulated_bounds,
+    _decimal_bounds,
     _float_array,
     _fmt_units,
     _int_array,
     _is_integral,
     _name_i,
     _to_polars,
+    entries,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,34 +79,10 @@ def from_frame(
 
     if ub_col is not None:
         ub = _float_array(df, ub_col, i)
-        if lb_col is not None:
-            lb = _float_array(df, lb_col, i)
-        else:  # lower bound = previous upper bound of the same i, in the given order
-            lb = (
-                pl.DataFrame({"i": i, "ub": ub})
-                .select(pl.col("ub").shift(1, fill_value=0.0).over("i"))
-                .to_series()
-                .to_numpy()
-            )
-        if digits is None:
-            d = _decimal_digits(np.concatenate([lb, ub]))
-            if d is None:
-                raise PTableError(
-                    f"p-table bounds carry more than {_MAX_DIGITS} decimals; round them "
-                    "(R ptable uses 8) or pass digits=8 to round them on input"
-                )
-            digits = max(d, _R_DIGITS)
-        scale = 10 ** int(digits)
-        lb_n = np.rint(lb * scale).astype(np.int64)
-        ub_n = np.rint(ub * scale).astype(np.int64)
-        if p is not None:
-            width = (ub_n - lb_n) / scale
-            bad = np.abs(width - p) > _P_TOL
-            if bad.any():
-                raise PTableError(
-                    "p-table column p does not equal ub - lb for "
-                    f"{_name_i(i[bad].tolist())}; fix p or the bounds (or leave p out)"
-                )
+        lb = _float_array(df, lb_col, i) if lb_col is not None else None
+        lb_n, ub_n, scale = _decimal_bounds(
+            i, lb, ub, p, digits, lambda bad: f"for {_name_i(i[bad].tolist())}"
+        )
         core = pl.DataFrame({"i": i, "v": v, "lb_n": lb_n, "ub_n": ub_n})
         return cls(core, den=scale, imax=imax, period=period, interval=interval)
 
@@ -117,21 +93,8 @@ def from_frame(
         )
     _check_p(i, p)
     scale = 10 ** int(_R_DIGITS if digits is None else digits)
-    order = pl.DataFrame({"i": i, "v": v, "p": p}).with_row_index("_row")
-    order = order.sort(["i", "v"], maintain_order=True)
-    cum = order.select(pl.col("p").cum_sum().over("i")).to_series().to_numpy()
-    ub_n = np.rint(cum * scale).astype(np.int64)
-    is_last = (
-        order.select(pl.col("_row") == pl.col("_row").last().over("i")).to_series().to_numpy()
-    )
-    ub_n[is_last] = scale  # the last interval absorbs float error (sum checked to 1e-7)
-    lb_n = (
-        pl.DataFrame({"i": order["i"], "ub_n": ub_n})
-        .select(pl.col("ub_n").shift(1, fill_value=0).over("i"))
-        .to_series()
-        .to_numpy()
-    )
-    core = pl.DataFrame({"i": order["i"], "v": order["v"], "lb_n": lb_n, "ub_n": ub_n})
+    pos, lb_n, ub_n = _cumulated_bounds(i, v, p, scale)
+    core = pl.DataFrame({"i": i[pos], "v": v[pos], "lb_n": lb_n, "ub_n": ub_n})
     return cls(core, den=scale, imax=imax, period=period, interval=interval)
 
 
@@ -268,13 +231,7 @@ def write(
         text = pt.to_ons(modulus).write_csv()
     elif format in ("ptable", "tauargus"):
         den = pt.den
-        rows = zip(
-            pt.frame["i"].to_list(),
-            pt.frame["j"].to_list(),
-            pt.frame["v"].to_list(),
-            pt.frame["lb_n"].to_list(),
-            pt.frame["ub_n"].to_list(),
-        )
+        rows = entries(pt.frame)
         if format == "ptable":
             lines = ['"i","j","p","v","p_int_lb","p_int_ub","type"']
             lines += [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,8 +16,9 @@ from protab.ptable._common import (
     _R_EPS,
     _VAR_TOL,
     _is_integral,
+    _is_number,
     _name_i,
-    _per_row,
+    _row_params,
 )
 
 
@@ -314,6 +314,28 @@ def solve_row(
     return p
 
 
+def row_bounds(
+    v: np.ndarray,
+    V: float,
+    lower: np.ndarray,
+    mono: bool,
+    optim: int,
+    scale: int,
+    blocked: bool = False,
+) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """One solved row (:func:`solve_row`) as intervals over ``scale``: (lb_n, ub_n, reached),
+    the upper bounds the cumulative sums of p rounded (the last one ``scale``), each lower
+    bound the previous upper bound, and whether the variance reached V. None: the row has
+    no distribution (or one that does not sum to 1). Shared by the count and the magnitude
+    maximum-entropy tables."""
+    p = solve_row(v, V, lower, mono, optim, blocked)
+    if p is None or abs(float(p.sum()) - 1.0) > 1e-10:
+        return None
+    ub_n = np.rint(np.cumsum(p) * scale).astype(np.int64)
+    ub_n[-1] = scale
+    return np.r_[0, ub_n[:-1]], ub_n, abs(float(p @ (v * v)) - V) < _VAR_TOL
+
+
 #: The largest D :func:`maximum_entropy_rows` accepts (see the error it raises above it).
 MAX_D = 200
 
@@ -339,32 +361,14 @@ def maximum_entropy_rows(
             "more than any usual V. Use a smaller D (noise beyond a few standard deviations "
             "has almost no probability)"
         )
-    if (
-        isinstance(V, bool)
-        or not isinstance(V, (int, float, np.integer, np.floating))
-        or not math.isfinite(float(V))
-        or float(V) <= 0
-    ):
+    if not _is_number(V) or float(V) <= 0:
         raise PTableError("V (the noise variance) must be a positive number")
     if not _is_integral(js) or int(js) < 0:
         raise PTableError("js (the blocked values 1..js) must be an integer >= 0")
     D, js, Vf = int(D), int(js), float(V)
     ncat = D if js == 0 else D + js + 1
 
-    pstays = _per_row(pstay, ncat, "pstay")
-    for ps in pstays:
-        if ps is not None and (
-            isinstance(ps, bool)
-            or not isinstance(ps, (int, float, np.integer, np.floating))
-            or not (0.0 < float(ps) < 1.0)
-        ):
-            raise PTableError("pstay must satisfy 0 < pstay < 1 (or be None)")
-    monos = _per_row(mono, ncat, "mono")
-    if not all(isinstance(mo, (bool, np.bool_)) for mo in monos):
-        raise PTableError("mono must be True or False (or one per row)")
-    optims = _per_row(optim, ncat, "optim")
-    if not all(_is_integral(o) and int(o) in (1, 2, 3, 4) for o in optims):
-        raise PTableError("optim must be 1, 2, 3 or 4 (or one per row)")
+    pstays, monos, optims = _row_params(pstay, mono, optim, ncat, "row")
 
     parts: list[pl.DataFrame] = [
         pl.DataFrame({"i": [0], "v": [0], "lb_n": [0], "ub_n": [10**_R_DIGITS]})
@@ -382,14 +386,11 @@ def maximum_entropy_rows(
         if zero.size and ps is not None:
             lower[zero] = max(float(ps), _R_EPS)
         blocked = 1 <= i <= js
-        p = solve_row(v, Vf, lower, bool(monos[i - 1]), int(optims[i - 1]), blocked)
-        if p is None or abs(float(p.sum()) - 1.0) > 1e-10:
+        row = row_bounds(v, Vf, lower, bool(monos[i - 1]), int(optims[i - 1]), scale, blocked)
+        if row is None:
             infeasible.append(i)
             continue
-        reached[i] = abs(float(p @ (v * v)) - Vf) < _VAR_TOL
-        ub_n = np.rint(np.cumsum(p) * scale).astype(np.int64)
-        ub_n[-1] = scale
-        lb_n = np.r_[0, ub_n[:-1]]
+        lb_n, ub_n, reached[i] = row
         parts.append(
             pl.DataFrame(
                 {"i": np.full(len(v), i), "v": v.astype(np.int64), "lb_n": lb_n, "ub_n": ub_n}

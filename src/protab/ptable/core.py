@@ -18,12 +18,15 @@ from protab.ptable._common import (
     _ONS_PERIOD,
     Interval,
     _as_int,
+    _check_keys,
     _check_modulus,
+    _constructor_input,
+    _EntryTable,
     _int_array,
     _is_integral,
-    _key_ranges,
     _name_i,
-    _to_polars,
+    keyspace_frame,
+    noise_at,
     row_moments,
 )
 from protab.ptable._maxent import maximum_entropy_rows
@@ -31,7 +34,7 @@ from protab.ptable._maxent import maximum_entropy_rows
 __all__ = ["Interval", "PTable"]
 
 
-class PTable:
+class PTable(_EntryTable):
     """A perturbation table: for original value i, move to j = i + v with probability p.
 
     ``frame`` holds the rows (i, j, p, v, lb, ub, lb_n, ub_n): the intervals [lb_n, ub_n) over
@@ -57,15 +60,7 @@ class PTable:
         period: int = 1,
         interval: Interval = "[lb,ub)",
     ) -> None:
-        df = _to_polars(frame)
-        missing = [c for c in ("i", "v", "lb_n", "ub_n") if c not in df.columns]
-        if missing:
-            raise PTableError(
-                f"p-table frame lacks column(s) {show_values(missing)}; PTable() takes the "
-                "integer frame (i, v, lb_n, ub_n) — use PTable.from_frame for other layouts"
-            )
-        if not _is_integral(den) or int(den) < 1:
-            raise PTableError("den must be a positive integer (the bounds are lb_n/den, ub_n/den)")
+        df, den = _constructor_input(frame, den, "PTable", "integer frame")
         i = _int_array(df, "i")
         core = pl.DataFrame(
             {
@@ -78,7 +73,7 @@ class PTable:
         )
         self._var_reached: dict[int, bool] | None = None
         self._target_V: float | None = None
-        self._set(core, int(den), imax, period, interval)
+        self._set(core, den, imax, period, interval)
 
     # ---------------------------------------------------------------- validation and layout
 
@@ -384,15 +379,7 @@ class PTable:
         """For integer cell keys k in [0, modulus) (u = k/modulus), the inclusive range
         klo..khi of keys each row serves, in exact integer arithmetic; rows serving no key are
         dropped. Columns i, v, klo, khi (Int64). The join relation of the SQL lookup."""
-        M = _check_modulus(modulus)
-        klo, khi = _key_ranges(
-            self.frame["lb_n"].to_list(), self.frame["ub_n"].to_list(), self.den, M, self.interval
-        )
-        out = pl.DataFrame(
-            {"i": self.frame["i"], "v": self.frame["v"], "klo": klo, "khi": khi},
-            schema={"i": pl.Int64, "v": pl.Int64, "klo": pl.Int64, "khi": pl.Int64},
-        )
-        return out.filter(pl.col("khi") >= pl.col("klo"))
+        return keyspace_frame(self.frame, self.den, modulus, self.interval, pl.Int64)
 
     def lookup(self, n: Any, cell_key_int: Any, modulus: int) -> np.ndarray:
         """Perturbed counts n + v for integer cell keys (u = k/modulus): a vectorised NumPy
@@ -401,14 +388,10 @@ class PTable:
         counts = _as_int(n, "n")
         keys = _as_int(cell_key_int, "cell_key_int")
         counts, keys = np.broadcast_arrays(counts, keys)
-        if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
-            raise InputError("modulus must be an integer in 1 .. 2**63 - 1")
-        M = int(modulus)
+        M = _check_modulus(modulus, InputError)
         if counts.size and counts.min() < 0:
             raise InputError(f"counts must be >= 0; {int((counts < 0).sum())} are negative")
-        if keys.size and (keys.min() < 0 or keys.max() >= M):
-            outside = int(((keys < 0) | (keys >= M)).sum())
-            raise InputError(f"cell keys must lie in [0, modulus); {outside} do not")
+        _check_keys(keys, M)
         ks = self.keyspace(M).sort(["i", "klo"])
         imin = int(self.frame["i"].min())  # type: ignore[arg-type]
         cls_ = self.row_class(counts)
@@ -418,17 +401,7 @@ class PTable:
         rk = ks["klo"].to_numpy()
         rv = ks["v"].to_numpy()
         c, k = cls_[has] - imin, keys[has]
-        nclass = self.imax - imin + 1
-        if nclass * M < 2**62:  # one sorted int64 key (class, klo): one searchsorted
-            pos = np.searchsorted(ri * M + rk, c * M + k, side="right") - 1
-            noise[has] = rv[pos]
-        else:  # keys too wide for one int64: search class by class (a loop over rows i)
-            sub = np.zeros(c.shape, dtype=np.int64)
-            for cc in np.unique(c):
-                sel = c == cc
-                rows = np.flatnonzero(ri == cc)
-                sub[sel] = rv[rows[np.searchsorted(rk[rows], k[sel], side="right") - 1]]
-            noise[has] = sub
+        noise[has] = noise_at(ri, rk, rv, c, k, self.imax - imin + 1, M)
         return counts + noise
 
     # ------------------------------------------------------------------------ views
@@ -549,33 +522,15 @@ class PTable:
 
     # ------------------------------------------------------------------------ dunder
 
-    def __len__(self) -> int:
-        return self.frame.height
-
     def __repr__(self) -> str:
         return f"PTable({self.frame.height} rows)"
-
-    __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
         """Same rows, intervals (compared exactly across denominators), rule and convention."""
         if not isinstance(other, PTable):
             return NotImplemented
-        if (self.imax, self.period, self.interval, len(self)) != (
+        return (self.imax, self.period, self.interval) == (
             other.imax,
             other.period,
             other.interval,
-            len(other),
-        ):
-            return False
-        a, b = self.frame, other.frame
-        if a["i"].to_list() != b["i"].to_list() or a["v"].to_list() != b["v"].to_list():
-            return False
-        d1, d2 = self.den, other.den
-        return all(
-            x * d2 == y * d1
-            for col in ("lb_n", "ub_n")
-            for x, y in zip(a[col].to_list(), b[col].to_list())
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+        ) and self._same_entries(other)

@@ -26,22 +26,28 @@ import polars as pl
 from protab._io import write_text
 from protab.errors import InputError, PTableError, PTableWarning, show_values
 from protab.ptable._common import (
-    _MAX_DIGITS,
     _P_TOL,
     _R_DIGITS,
     _R_EPS,
-    _VAR_TOL,
     _as_int,
+    _check_keys,
     _check_modulus,
-    _decimal_digits,
+    _constructor_input,
+    _cumulated_bounds,
+    _decimal_bounds,
+    _EntryTable,
+    _float_column,
     _fmt_units,
     _is_integral,
-    _key_ranges,
-    _per_row,
+    _is_number,
+    _row_params,
     _to_polars,
+    entries,
+    keyspace_frame,
+    noise_at,
     row_moments,
 )
-from protab.ptable._maxent import solve_row
+from protab.ptable._maxent import row_bounds
 
 __all__ = ["NumericPTable"]
 
@@ -76,21 +82,13 @@ def _frame_rows(mask: np.ndarray) -> str:
     return "frame rows " + show_values(np.flatnonzero(mask).tolist())
 
 
+def _in_rows(mask: np.ndarray) -> str:
+    return "in " + _frame_rows(mask)
+
+
 def _floats(df: pl.DataFrame, col: str) -> np.ndarray:
     """Column ``col`` as finite float64 (text is stripped and parsed), else PTableError."""
-    s = df[col]
-    if s.dtype == pl.String:
-        s = s.str.strip_chars().cast(pl.Float64, strict=False)
-    elif not s.dtype.is_numeric() or s.dtype == pl.Boolean:
-        raise PTableError(f"p-table column '{col}' must hold numbers, not {s.dtype}")
-    a = s.cast(pl.Float64).fill_null(float("nan")).to_numpy().astype(np.float64)
-    bad = ~np.isfinite(a)
-    if bad.any():
-        raise PTableError(
-            f"p-table column '{col}' has missing, NaN or non-numeric values in "
-            f"{_frame_rows(bad)}; fill them in"
-        )
-    return a
+    return _float_column(df, col, _in_rows)
 
 
 def _clean(x: np.ndarray) -> np.ndarray:
@@ -116,20 +114,12 @@ def _check_type(type: Any) -> str:
     return type
 
 
-def _is_number(x: Any) -> bool:
-    return (
-        not isinstance(x, (bool, np.bool_))
-        and isinstance(x, (int, float, np.integer, np.floating))
-        and math.isfinite(float(x))
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # the class
 # --------------------------------------------------------------------------------------------
 
 
-class NumericPTable:
+class NumericPTable(_EntryTable):
     """A magnitude p-table: for ratio class i, noise v (a multiple of 1/step) with probability p.
 
     ``frame`` holds the entries (i, j, p, v, lb, ub as Float64; lb_n, ub_n as Int64 over
@@ -142,6 +132,8 @@ class NumericPTable:
     docs/methods.md §1.6 for the maximum-entropy rows.
     """
 
+    _EQ_COLUMNS = ("i", "j", "v")
+
     frame: pl.DataFrame
     den: int
     type: str
@@ -149,16 +141,7 @@ class NumericPTable:
     rows: tuple[float, ...]
 
     def __init__(self, frame: Any, *, den: int, type: str = "all") -> None:
-        df = _to_polars(frame)
-        missing = [c for c in ("i", "v", "lb_n", "ub_n") if c not in df.columns]
-        if missing:
-            raise PTableError(
-                f"p-table frame lacks column(s) {show_values(missing)}; NumericPTable() takes "
-                "the frame (i, v, lb_n, ub_n) — use NumericPTable.from_frame for other layouts"
-            )
-        if not _is_integral(den) or int(den) < 1:
-            raise PTableError("den must be a positive integer (the bounds are lb_n/den, ub_n/den)")
-        den = int(den)
+        df, den = _constructor_input(frame, den, "NumericPTable", "frame")
         i = _floats(df, "i")
         v = _floats(df, "v")
         j = _floats(df, "j") if "j" in df.columns else _clean(i + v)
@@ -297,16 +280,7 @@ class NumericPTable:
         if classes[-1] > D:
             raise PTableError("the largest entry of icat can be D")
         ncat = len(classes)
-        pstays = _per_row(pstay, ncat, "pstay")
-        for ps in pstays:
-            if ps is not None and (not _is_number(ps) or not 0.0 < float(ps) < 1.0):
-                raise PTableError("pstay must satisfy 0 < pstay < 1 (or be None)")
-        monos = _per_row(mono, ncat, "mono")
-        if not all(isinstance(mo, (bool, np.bool_)) for mo in monos):
-            raise PTableError("mono must be True or False (or one per class of icat)")
-        optims = _per_row(optim, ncat, "optim")
-        if not all(_is_integral(o) and int(o) in (1, 2, 3, 4) for o in optims):
-            raise PTableError("optim must be 1, 2, 3 or 4 (or one per class of icat)")
+        pstays, monos, optims = _row_params(pstay, mono, optim, ncat, "class of icat")
         if any(ps is not None for ps in pstays):
             warnings.warn(
                 "pstay is ignored for magnitude p-tables (as in R ptable create_num_ptable)",
@@ -331,18 +305,16 @@ class NumericPTable:
                 v = np.round(v, 4)
             j, v = j + 0.0, v + 0.0
             lower = np.full(n, _R_EPS)
-            p = solve_row(v, Vf, lower, bool(monos[r]), int(optims[r]))
-            if p is None or abs(float(p.sum()) - 1.0) > 1e-10:
+            row = row_bounds(v, Vf, lower, bool(monos[r]), int(optims[r]), scale)
+            if row is None:
                 infeasible += 1
                 continue
-            reached[float(i)] = abs(float(p @ (v * v)) - Vf) < _VAR_TOL
-            ub_n = np.rint(np.cumsum(p) * scale).astype(np.int64)
-            ub_n[-1] = scale
+            lb_n, ub_n, reached[float(i)] = row
             parts["i"].append(np.full(n, float(i)))
             parts["j"].append(j)
             parts["v"].append(v)
             ubs.append(ub_n)
-            lbs.append(np.r_[0, ub_n[:-1]])
+            lbs.append(lb_n)
         if infeasible:
             raise PTableError(
                 "the maximum-entropy p-table cannot be computed without violating its "
@@ -440,33 +412,8 @@ class NumericPTable:
         p = _floats(df, "p") if "p" in df.columns else None
         if ub_col is not None:
             ub = _floats(df, ub_col)
-            if lb_col is not None:
-                lb = _floats(df, lb_col)
-            else:  # lower bound = previous upper bound of the same i, in the given order
-                lb = (
-                    pl.DataFrame({"i": i, "ub": ub})
-                    .select(pl.col("ub").shift(1, fill_value=0.0).over("i"))
-                    .to_series()
-                    .to_numpy()
-                )
-            if digits is None:
-                d = _decimal_digits(np.concatenate([lb, ub]))
-                if d is None:
-                    raise PTableError(
-                        f"p-table bounds carry more than {_MAX_DIGITS} decimals; round them "
-                        "(R ptable uses 8) or pass digits=8 to round them on input"
-                    )
-                digits = max(d, _R_DIGITS)
-            scale = 10 ** int(digits)
-            lb_n = np.rint(lb * scale).astype(np.int64)
-            ub_n = np.rint(ub * scale).astype(np.int64)
-            if p is not None:
-                bad = np.abs((ub_n - lb_n) / scale - p) > _P_TOL
-                if bad.any():
-                    raise PTableError(
-                        f"p-table column p does not equal ub - lb in {_frame_rows(bad)}; fix "
-                        "p or the bounds (or leave p out)"
-                    )
+            lb = _floats(df, lb_col) if lb_col is not None else None
+            lb_n, ub_n, scale = _decimal_bounds(i, lb, ub, p, digits, _in_rows)
         elif p is not None:
             bad = (p < -_P_TOL) | (p > 1 + _P_TOL)
             if bad.any():
@@ -480,17 +427,7 @@ class NumericPTable:
                     "p-table probabilities do not sum to 1 for some i; each i needs a complete "
                     "distribution of its outcomes"
                 )
-            pos = order["_pos"].to_numpy()
-            cum = order.select(pl.col("p").cum_sum().over("i")).to_series().to_numpy()
-            ub_sorted = np.rint(cum * scale).astype(np.int64)
-            last = order.select(pl.col("_pos") == pl.col("_pos").last().over("i")).to_series()
-            ub_sorted[last.to_numpy()] = scale
-            lb_sorted = (
-                pl.DataFrame({"i": order["i"], "u": ub_sorted})
-                .select(pl.col("u").shift(1, fill_value=0).over("i"))
-                .to_series()
-                .to_numpy()
-            )
+            pos, lb_sorted, ub_sorted = _cumulated_bounds(i, j, p, scale)
             lb_n, ub_n = np.empty_like(ub_sorted), np.empty_like(ub_sorted)
             lb_n[pos], ub_n[pos] = lb_sorted, ub_sorted
         else:
@@ -586,15 +523,8 @@ class NumericPTable:
         klo..khi of keys each entry serves under lb <= u < ub, in exact integer arithmetic
         (as :meth:`PTable.keyspace`); entries serving no key are dropped. Columns i, v
         (Float64), klo, khi (Int64), sorted by i and klo."""
-        M = _check_modulus(modulus)
-        klo, khi = _key_ranges(
-            self.frame["lb_n"].to_list(), self.frame["ub_n"].to_list(), self.den, M
-        )
-        out = pl.DataFrame(
-            {"i": self.frame["i"], "v": self.frame["v"], "klo": klo, "khi": khi},
-            schema={"i": pl.Float64, "v": pl.Float64, "klo": pl.Int64, "khi": pl.Int64},
-        )
-        return out.filter(pl.col("khi") >= pl.col("klo")).sort(["i", "klo"], maintain_order=True)
+        out = keyspace_frame(self.frame, self.den, modulus, "[lb,ub)", pl.Float64)
+        return out.sort(["i", "klo"], maintain_order=True)
 
     def lookup(self, a: Any, key: Any, modulus: int) -> np.ndarray:
         """The noise v (in units of x_delta) for ratios ``a`` >= 0 and integer cell keys
@@ -610,31 +540,19 @@ class NumericPTable:
             raise InputError("ratios a must be numbers") from None
         keys = _as_int(key, "key")
         ratios, keys = np.broadcast_arrays(ratios, keys)
-        if not _is_integral(modulus) or not 1 <= int(modulus) < 2**63:
-            raise InputError("modulus must be an integer in 1 .. 2**63 - 1")
-        M = int(modulus)
+        M = _check_modulus(modulus, InputError)
         if ratios.size and not (np.all(np.isfinite(ratios)) and ratios.min() >= 0):
             bad = int((~np.isfinite(ratios) | ~(ratios >= 0)).sum())
             raise InputError(f"ratios a must be finite and >= 0; {bad} are not")
-        if keys.size and (keys.min() < 0 or keys.max() >= M):
-            outside = int(((keys < 0) | (keys >= M)).sum())
-            raise InputError(f"cell keys must lie in [0, modulus); {outside} do not")
+        _check_keys(keys, M)
         rows = np.asarray(self.rows)
         ks = self.keyspace(M)
         ri = np.searchsorted(rows, ks["i"].to_numpy())
         rk = ks["klo"].to_numpy()
         rv = ks["v"].to_numpy()
-        nrow = rows.size
 
         def v_at(r: np.ndarray, k: np.ndarray) -> np.ndarray:
-            if nrow * M < 2**62:  # one sorted int64 key (row, klo): one searchsorted
-                return rv[np.searchsorted(ri * M + rk, r * M + k, side="right") - 1]
-            out = np.empty(r.shape, dtype=np.float64)
-            for rr in np.unique(r):
-                sel = r == rr
-                ent = np.flatnonzero(ri == rr)
-                out[sel] = rv[ent[np.searchsorted(rk[ent], k[sel], side="right") - 1]]
-            return out
+            return noise_at(ri, rk, rv, r, k, rows.size, M)
 
         x = np.minimum(ratios.ravel(), self.imax)
         k = keys.ravel()
@@ -683,32 +601,14 @@ class NumericPTable:
 
     # ------------------------------------------------------------------------ dunder
 
-    def __len__(self) -> int:
-        return self.frame.height
-
     def __repr__(self) -> str:
         return f"NumericPTable(type={self.type!r}, {len(self.rows)} classes)"
-
-    __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
         """Same type, entries (i, j, v) and intervals (compared exactly across denominators)."""
         if not isinstance(other, NumericPTable):
             return NotImplemented
-        a, b = self.frame, other.frame
-        if self.type != other.type or a.height != b.height:
-            return False
-        for c in ("i", "j", "v"):
-            if a[c].to_list() != b[c].to_list():
-                return False
-        d1, d2 = self.den, other.den
-        return all(
-            x * d2 == y * d1
-            for col in ("lb_n", "ub_n")
-            for x, y in zip(a[col].to_list(), b[col].to_list())
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+        return self.type == other.type and self._same_entries(other)
 
 
 # --------------------------------------------------------------------------------------------
@@ -770,30 +670,25 @@ def _read_frame(path: str | os.PathLike[str], format: str) -> pl.DataFrame:
 
 
 def _render(tables: Sequence[NumericPTable], format: str) -> str:
-    if format == "r":
-        lines = ["i,j,p,v,p_int_lb,p_int_ub,type"]
-        for t in tables:
-            f, den = t.frame, t.den
-            for i, j, v, lo, u in zip(
-                f["i"].to_list(), f["j"].to_list(), f["v"].to_list(),
-                f["lb_n"].to_list(), f["ub_n"].to_list(),
-            ):
-                lines.append(
-                    f"{_fmt_dec(i)},{_fmt_dec(j)},{_fmt_units(u - lo, den)},{_fmt_dec(v)},"
-                    f"{_fmt_units(lo, den)},{_fmt_units(u, den)},{t.type}"
-                )
-    elif format == "argus":
-        lines = ["i;j;p;v;p_int_ub;type"]
-        for t in tables:
-            f, den = t.frame, t.den
-            for i, j, v, lo, u in zip(
-                f["i"].to_list(), f["j"].to_list(), f["v"].to_list(),
-                f["lb_n"].to_list(), f["ub_n"].to_list(),
-            ):
-                lines.append(
-                    f"{_fmt_sig8(i)};{_fmt_sig8(j)};{_fmt_sig8((u - lo) / den)};{_fmt_sig8(v)};"
-                    f"{_fmt_sig8(u / den)};{t.type}"
-                )
+    if format == "r":  # exact decimals
+        header = "i,j,p,v,p_int_lb,p_int_ub,type"
+
+        def line(i: float, j: float, v: float, lo: int, u: int, den: int, type: str) -> str:
+            return (
+                f"{_fmt_dec(i)},{_fmt_dec(j)},{_fmt_units(u - lo, den)},{_fmt_dec(v)},"
+                f"{_fmt_units(lo, den)},{_fmt_units(u, den)},{type}"
+            )
+    elif format == "argus":  # 8 significant digits, no lower bound
+        header = "i;j;p;v;p_int_ub;type"
+
+        def line(i: float, j: float, v: float, lo: int, u: int, den: int, type: str) -> str:
+            return (
+                f"{_fmt_sig8(i)};{_fmt_sig8(j)};{_fmt_sig8((u - lo) / den)};{_fmt_sig8(v)};"
+                f"{_fmt_sig8(u / den)};{type}"
+            )
     else:
         raise PTableError(f"unknown p-table format {format!r}; use 'r' or 'argus'")
+    lines = [header]
+    for t in tables:
+        lines += [line(*e, t.den, t.type) for e in entries(t.frame)]
     return "\n".join(lines) + "\n"
