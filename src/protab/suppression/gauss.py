@@ -46,17 +46,27 @@ not protected), ``"anySum"`` turns into ``"anySumNOTprimary"``, as in the packag
 that would publish a sum over singleton rows only is published unless that sum covers a
 primary cell, and those rows then count as known (they are removed from every column).
 
-Magnitude tables (``singleton`` = inner cells with a single contributor): ``"sub2Sum"`` adds,
-for every non-primary published cell over exactly two primary inner cells of which at least one
-is a singleton, a virtual primary cell = the sum of those two (the single contributor knows its
-own value and would get the other from that sum). This is the package's ``"sub2Sum"``
-(= ``"numFFT"``) with logical singletons. On the package's magnitude vignette tables it gives
-the same cells as its wrappers' default ``"numttHTT"`` in most cases; ``"numttHTT"`` also
-protects, during the elimination, against a single contributor combining its own value with
-published cells (and makes unpublished singletons primary, uses contributor codes, searches
-hierarchies for pairs); that is not implemented, so protab's pattern can then be smaller.
-The other package methods (the ``NumSingleton`` codes such as ``"numttHTT"``, ``"subSpace"``,
-``"subSumSpace"``, ``"anySum0"``) raise :class:`NotImplementedError`.
+Magnitude tables (``singleton`` = inner cells with a single contributor):
+
+* ``"sub2Sum"`` adds, for every non-primary published cell over exactly two primary inner
+  cells and with a singleton under it, a virtual primary cell = the sum of those two (the single
+  contributor knows its own value and would get the other from that sum); the package's
+  ``"sub2Sum"`` (= ``"numFFT"``).
+* ``"numttHTT"``, the default of the package's dominance and few-contributors wrappers:
+  singleton inner cells that are not published primary cells become primary ("t"); the pair
+  cells of sub2Sum, also found down a hierarchy (a cell whose primary inner cells are those of
+  a primary cell plus one singleton, "H"); and during the elimination ("T") a candidate is
+  suppressed when it would reveal a primary cell to a single contributor, i.e. when it is
+  proportional to the primary cell's reduced column apart from rows of one other singleton,
+  or lives on the rows of at most two singletons (it is then protected like a primary cell
+  too). As in the package the elimination runs twice, the second time with the singleton rows
+  in reverse order, and a candidate is suppressed if either run says so. Each singleton is
+  its own contributor (``singleton`` is boolean): the package's integer contributor codes,
+  which recognise one holding across cells, are not supported, nor are its other
+  ``NumSingleton`` codes. This path needs exact integers (no float fallback).
+
+The other package methods (``"subSpace"``, ``"subSumSpace"``, ``"anySum0"``, the other
+``NumSingleton`` codes) raise :class:`NotImplementedError`.
 
 Exact arithmetic
 ----------------
@@ -88,7 +98,7 @@ from protab.errors import InputError, ProtabError, SpecError, show_values
 
 __all__ = ["candidates_default", "candidates_num", "derivable", "gauss"]
 
-_IMPLEMENTED = ("none", "anySum", "anySumNOTprimary", "subSum", "subSumAny", "sub2Sum")
+_IMPLEMENTED = ("none", "anySum", "anySumNOTprimary", "subSum", "subSumAny", "sub2Sum", "numttHTT")
 _KNOWN_NOT_IMPLEMENTED = ("subSpace", "subSumSpace", "anySum0")
 _REDUCE_AT = 2**30  # divide a column by its content when an entry passes this
 _INT_LIMIT = 2**62  # switch to float beyond this bound on new entries
@@ -326,8 +336,9 @@ def gauss(
     singleton : bool per inner cell (row of X): a single contributor (or, for frequency tables
         with protected zeros, the zero cells).
     singleton_method : ``"anySum"`` (default; frequency tables), ``"anySumNOTprimary"``,
-        ``"none"``, ``"subSum"``, ``"subSumAny"`` or ``"sub2Sum"`` (magnitude tables); see the
-        module docstring. Others of the package raise :class:`NotImplementedError`.
+        ``"none"``, ``"subSum"``, ``"subSumAny"``, or for magnitude tables ``"numttHTT"`` (the
+        package's magnitude default) or ``"sub2Sum"``; see the module docstring. Others of the
+        package raise :class:`NotImplementedError`.
     freq, weight : optional frequencies and non-negative costs for the default candidate order.
     tol : relative tolerance of the float fallback (only used if the integers would overflow).
 
@@ -427,6 +438,8 @@ def gauss(
     if n_never and sing.any() and method == "anySum":
         method = "subSumAny"  # as the package: the virtual cells show what the never cells expose
     not_primary = method == "anySumNOTprimary"
+    if method == "numttHTT":
+        return _gauss_numtthtt(W0, order, n_never, protect, sing, tol)
     # drop repeated singleton rows (the package does; it matters for the singleton rules)
     if sing.any():
         dup = _duplicate_rows(W0, sing)
@@ -714,6 +727,13 @@ class _Columns:
     def nonempty(self) -> np.ndarray:
         return self.length > 0
 
+    def move(self, j: int, k: int) -> None:
+        """Column j becomes column k (an empty slot)."""
+        s = self.start[j]
+        self.owner[s : s + self.length[j]] = k
+        self.start[k], self.length[k] = s, self.length[j]
+        self.length[j] = 0
+
 
 def _eliminate(
     W: _Columns,
@@ -771,3 +791,272 @@ def _eliminate(
         val = val // np.repeat(gg, counts)
     W.replace(cols, pos, key - kcol * m, val, counts)
     return exact
+
+
+# ----------------------------------------------------------------------------- numttHTT
+
+
+def _find_diff_parents(x_child: sparse.csc_matrix, y: sparse.csc_matrix, sing: np.ndarray) -> np.ndarray:
+    """Columns of ``y`` that equal some column of ``x_child`` plus exactly one singleton row.
+
+    (The hierarchy search of numttHTT's "H": a published cell whose primary inner cells are
+    those of a primary cell plus one singleton inner cell.)"""
+    out = np.zeros(y.shape[1], dtype=bool)
+    if not x_child.shape[1] or not y.shape[1]:
+        return out
+    xty = sparse.coo_matrix(x_child.T @ y)
+    cs_x = np.asarray(x_child.sum(axis=0)).ravel()
+    cs_y = np.asarray(y.sum(axis=0)).ravel()
+    ok = (cs_x[xty.row] == xty.data) & (cs_y[xty.col] != xty.data) & (cs_y[xty.col] - xty.data <= 1)
+    for child, parent in zip(xty.row[ok], xty.col[ok]):
+        d = (y[:, parent] - x_child[:, child]).toarray().ravel()
+        if np.any(d[~sing] != 0):
+            continue
+        ds = d[sing]
+        if ds.sum() == 1 and np.abs(ds).sum() == 1:
+            out[parent] = True
+    return out
+
+
+def _numtthtt_extra(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray):
+    """Virtual primary cells of numttHTT ("t" and "H"): returns (unit columns, pair columns)."""
+    m, n = W0.shape
+    colsum = np.asarray(W0.sum(axis=0)).ravel()
+    colabs = np.asarray(abs(W0).sum(axis=0)).ravel()
+    single = (colsum == 1) & (colabs == 1)
+    inner_primary = np.zeros(m, dtype=bool)
+    pc = np.flatnonzero(single & protect)
+    inner_primary[W0.indices[W0.indptr[pc]]] = True
+    # "t": singletons not published as primary cells become primary (unit columns)
+    lonely = np.flatnonzero(sing & ~inner_primary)
+    units = sparse.csc_matrix((np.ones(lonely.size, dtype=np.int64), (lonely, np.arange(lonely.size))),
+                              shape=(m, lonely.size))
+    inner_primary[lonely] = True
+    Xall = sparse.hstack([W0, units], format="csc")
+    prim_all = np.concatenate([protect, np.ones(lonely.size, dtype=bool)])
+    pZ = sparse.csc_matrix(sparse.diags(inner_primary.astype(np.int64), dtype=np.int64) @ Xall)
+    pZ.eliminate_zeros()
+    zero_cols = prim_all | (np.asarray((pZ < 0).sum(axis=0)).ravel() > 0)
+    pZ = sparse.csc_matrix(pZ @ sparse.diags((~zero_cols).astype(np.int64), dtype=np.int64))
+    pZ.eliminate_zeros()
+    cs = np.asarray(pZ.sum(axis=0)).ravel()
+    requirement = cs == 2
+    g2 = np.flatnonzero(cs > 2)
+    if g2.size:
+        pcols = np.flatnonzero(prim_all)
+        pcols = pcols[np.asarray(Xall[:, pcols].sum(axis=0)).ravel() > 1]
+        requirement[g2[_find_diff_parents(Xall[:, pcols], pZ[:, g2], sing)]] = True
+    has_sing = np.asarray((sparse.diags(sing.astype(np.int64), dtype=np.int64) @ Xall).sum(axis=0)).ravel() > 0
+    colz = np.flatnonzero(has_sing & requirement)
+    pairs = _unique_columns(sparse.csc_matrix(pZ[:, colz], dtype=np.int64)) if colz.size else None
+    return units, pairs
+
+
+def _column_groups(W: sparse.csc_matrix) -> np.ndarray:
+    """For every column, the first column with the same content."""
+    rep = np.arange(W.shape[1])
+    first: dict[bytes, int] = {}
+    for c in range(W.shape[1]):
+        s, e = W.indptr[c], W.indptr[c + 1]
+        key = W.indices[s:e].tobytes() + b"|" + W.data[s:e].tobytes()
+        rep[c] = first.setdefault(key, c)
+    return rep
+
+
+def _check_s(s_unique: np.ndarray, own: int) -> int:
+    """numttHTT: a difference on the rows of one singleton (not the primary cell's own) reveals."""
+    if s_unique.size > 1:
+        return 0
+    if s_unique.size == 0:
+        return 2  # plainly proportional
+    s = int(s_unique[0])
+    if s == 0 or s == own:
+        return 0
+    return 1  # revealed to that singleton: the candidate also becomes a primary cell
+
+
+def _reveals(W: _Columns, ids: np.ndarray, r: np.ndarray, x: np.ndarray, is_B: np.ndarray, n_rel_end: int,
+             own: np.ndarray) -> int:
+    """0: publishing (r, x) is safe; 2: it reveals a primary cell; 1: it reveals one to a
+    single contributor (the candidate is then suppressed and protected as a primary cell)."""
+    s_all = np.unique(ids[r])
+    if s_all.size <= 2 and s_all.min() > 0:
+        return 1  # a combination of at most two singletons' cells
+    pos = np.flatnonzero(np.isin(W.idx[: W.end], r) & W.valid[: W.end])
+    owners = np.unique(W.owner[pos])
+    for i in owners[is_B[owners]]:
+        rB, xB = W.column(int(i))
+        relevant = i < n_rel_end
+        if rB.size == r.size and np.array_equal(rB, r):
+            verdict, xh, xbh, rc, s_u = 2, x, xB, r, np.zeros(0, dtype=np.int64)
+        elif relevant:
+            r_in = np.isin(r, rB)
+            rB_in = np.isin(rB, r)
+            s_u = np.unique(ids[np.concatenate((r[~r_in], rB[~rB_in]))])
+            verdict = _check_s(s_u, int(own[i]))
+            xh, xbh, rc = x[r_in], xB[rB_in], r[r_in]
+        else:
+            continue
+        if not verdict:
+            continue
+        if r.size == 1 or np.array_equal(xh, xbh) or np.array_equal(-xh, xbh):
+            return verdict
+        g = np.gcd(xh[0], xbh[0])
+        lhs, rhs = (xbh[0] // g) * xh, (xh[0] // g) * xbh
+        if np.array_equal(lhs, rhs):
+            return verdict
+        if relevant:
+            v = _check_s(np.unique(np.concatenate((s_u, ids[rc[lhs != rhs]]))), int(own[i]))
+            if v:
+                return v
+    return 0
+
+
+def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, protect: np.ndarray,
+                    sing: np.ndarray, tol: float) -> np.ndarray:
+    """numttHTT (logical singletons); returns the suppressed mask over the published cells."""
+    # singleton rows repeated more than twice are not singleton problems: one of them is kept,
+    # unmarked (as the package does); pairs are kept as they are
+    if sing.any():
+        keys = _keys(sparse.csc_matrix(W0.T)[:, np.flatnonzero(sing)])
+        srows = np.flatnonzero(sing)
+        groups: dict[bytes, list[int]] = {}
+        for r, key in zip(srows, keys):
+            groups.setdefault(key, []).append(int(r))
+        big = [g for g in groups.values() if len(g) > 2]
+        if big:
+            sing = sing.copy()
+            drop = np.zeros(W0.shape[0], dtype=bool)
+            for g in big:
+                sing[g] = False
+                drop[g[1:]] = True
+            W0 = sparse.csc_matrix(W0[~drop, :])
+            sing = sing[~drop]
+    m, n = W0.shape
+    rep = _column_groups(W0)
+    reps = np.flatnonzero(rep == np.arange(n))
+    new_id = np.full(n, -1)
+    new_id[reps] = np.arange(reps.size)
+    Wd = W0[:, reps]
+    prot_d = np.zeros(reps.size, dtype=bool)
+    prot_d[new_id[rep[protect]]] = True
+    cand = new_id[rep[order]]
+    _, first = np.unique(cand, return_index=True)
+    cand = cand[np.sort(first)]
+    if n_never:
+        nev_d = np.unique(new_id[rep[order[:n_never]]])
+        if prot_d[nev_d].any():
+            raise SpecError("gauss: a never-suppressed cell equals a primary cell (same inner cells); it cannot be published")
+    cand = cand[~prot_d[cand]]
+    n_nev_d = int(np.isin(cand, new_id[rep[order[:n_never]]]).sum()) if n_never else 0
+    units, pairs = _numtthtt_extra(Wd, sing, prot_d)
+    B_real = np.flatnonzero(prot_d)
+    blocks = [Wd[:, cand], Wd[:, B_real], units]
+    if pairs is not None:
+        # pair cells equal to a primary cell already there are left out
+        before = sparse.hstack([Wd[:, B_real], units], format="csc")
+        have = set(_keys(before))
+        keep = [k for k, key in enumerate(_keys(pairs)) if key not in have]
+        if keep:
+            blocks.append(pairs[:, keep])
+    nA = cand.size
+    n_rel_end = nA + B_real.size + units.shape[1]
+    row_order = np.argsort(sing, kind="stable")
+    ids_orig = np.zeros(m, dtype=np.int64)
+    ids_orig[sing] = np.arange(1, int(sing.sum()) + 1)
+    ids1 = ids_orig[row_order]
+    Wall = sparse.csc_matrix(sparse.hstack(blocks, format="csc")[row_order, :], dtype=np.int64)
+    nB0 = Wall.shape[1] - nA
+    Wall = sparse.hstack([Wall, sparse.csc_matrix((m, nA), dtype=np.int64)], format="csc")  # room for new B
+    Wall = sparse.csc_matrix(Wall, dtype=np.int64)
+    Wall.sort_indices()
+    S1 = _Columns(Wall)
+    ncol = Wall.shape[1]
+    is_B = np.zeros(ncol, dtype=bool)
+    is_B[nA:nA + nB0] = True
+    next_slot = nA + nB0
+    own = np.zeros(ncol, dtype=np.int64)
+    rel = np.arange(nA, n_rel_end)
+    for i in rel:
+        rB, xB = S1.column(int(i))
+        sb = ids1[rB] > 0
+        if rB.size and int(np.sign(xB[sb]).sum()) == 1:
+            own[i] = ids1[rB[0]]
+    start_nonempty = S1.nonempty()[nA:nA + B_real.size]
+    S2: _Columns | None = None
+    ids2 = ids1
+    secondary = np.zeros(nA, dtype=bool)
+
+    def publish(S: _Columns, j: int) -> None:
+        r, x = S.column(j)
+        r, x = r.copy(), x.copy()
+        cols, cp = S.row(int(r[0]))
+        keep = cols != j
+        S.drop(j)
+        if keep.any():
+            if not _eliminate(S, r, x, cols[keep], cp[keep], True, tol):
+                raise NotImplementedError("gauss: numttHTT needs exact integer elimination; integers overflowed")
+
+    for j in range(nA):
+        if j == n_nev_d and n_nev_d:
+            lost = start_nonempty & ~S1.nonempty()[nA:nA + B_real.size]
+            if lost.any():
+                raise SpecError("gauss: primary cells cannot be protected: they are derivable from the cells marked "
+                                "never-suppress alone")
+        r1, x1 = S1.column(j)
+        if not r1.size:
+            continue
+        r1, x1 = r1.copy(), x1.copy()
+        if S2 is None and ids1[r1[0]] > 0:
+            S2, ids2 = _reversed_copy(S1, ids1, ncol)
+        verdict = 0
+        if j >= n_nev_d:
+            verdict = _reveals(S1, ids1, r1, x1, is_B, n_rel_end, own)
+            if not verdict and S2 is not None:
+                r2, x2 = S2.column(j)
+                r2, x2 = r2.copy(), x2.copy()
+                verdict = _reveals(S2, ids2, r2, x2, is_B, n_rel_end, own)
+                if not verdict and ids1[r2[0]] and r2.size > 1:
+                    verdict = _reveals(S2, ids2, np.roll(r2, -1), np.roll(x2, -1), is_B, n_rel_end, own)
+        if verdict:
+            secondary[j] = True
+            if verdict == 1:
+                for S in (S1, S2):
+                    if S is not None:
+                        S.move(j, next_slot)
+                is_B[next_slot] = True
+                next_slot += 1
+            else:
+                S1.drop(j)
+                if S2 is not None:
+                    S2.drop(j)
+            continue
+        publish(S1, j)
+        if S2 is not None:
+            publish(S2, j)
+    sec_d = np.zeros(reps.size, dtype=bool)
+    sec_d[cand[secondary]] = True
+    sec_d |= prot_d
+    suppressed = np.ones(n, dtype=bool)
+    suppressed[order] = sec_d[new_id[rep[order]]]
+    return suppressed
+
+
+def _keys(M: sparse.csc_matrix) -> list[bytes]:
+    M = sparse.csc_matrix(M, dtype=np.int64)
+    M.sort_indices()
+    return [M.indices[M.indptr[k]:M.indptr[k + 1]].tobytes() + b"|" + M.data[M.indptr[k]:M.indptr[k + 1]].tobytes()
+            for k in range(M.shape[1])]
+
+
+def _reversed_copy(S: _Columns, ids: np.ndarray, ncol: int) -> tuple[_Columns, np.ndarray]:
+    """The second elimination of numttHTT: the same reduced columns with the singleton rows in
+    reverse order (pivots then differ)."""
+    m = S.shape[0]
+    perm = np.arange(m)
+    srows = np.flatnonzero(ids > 0)
+    perm[srows] = srows[::-1]
+    live = np.flatnonzero(S.valid[: S.end])
+    M = sparse.csc_matrix((S.val[live], (perm[S.idx[live]], S.owner[live])), shape=(m, ncol), dtype=np.int64)
+    M.sort_indices()
+    return _Columns(M), ids[perm]
