@@ -176,6 +176,7 @@ MAGNITUDE = _magnitude_cases()
 
 def test_magnitude_cases_found():
     assert len(MAGNITUDE) >= 25 and SUB2SUM_DIFFERS <= set(MAGNITUDE)
+    assert len(HOLDING_CASES) >= 20
     assert "sec_vignette_dom_hier_n12k80_99" in MAGNITUDE  # vignette Table 4
 
 
@@ -198,6 +199,30 @@ def test_magnitude_tables_match_gauss_suppression(case_id):
         assert (np.abs(z) * sub).sum() < (np.abs(z) * ref).sum()
     else:
         assert np.array_equal(sub, ref)
+
+
+HOLDING_CASES = [
+    cid for cid, c in CASES.items()
+    if c["dataset"] == "magnitude1" and tuple(c["args"].get("dimVar", ())) in HIER
+    and c["args"].get("contributorVar") == "company"
+    and not set(c["args"]) - {"numVar", "dimVar", "contributorVar", "n", "k", "maxN", "pPercent", "allDominance"}
+]
+
+
+@pytest.mark.parametrize("case_id", HOLDING_CASES)
+def test_magnitude_tables_with_holdings_match_gauss_suppression(case_id):
+    """contributorVar = company: a singleton is an inner cell with one company. The package
+    codes singletons by company (one company seen across cells); protab's boolean singletons
+    give the same cells on all these cases."""
+    X, z, freq, primary, ref, inner_freq, a = _build(case_id)
+    data = pl.read_csv(DATA / CASES[case_id]["input_file"])
+    keys = list(HIER[tuple(a["dimVar"])])
+    holdings = data.group_by(keys, maintain_order=True).agg(pl.col("company").n_unique())["company"].to_numpy()
+    assert holdings.size == X.shape[0]
+    got = gauss(X, z, primary, candidates=candidates_num(X, z, freq), singleton=holdings == 1,
+                singleton_method="numttHTT")
+    assert np.array_equal(got, ref), np.flatnonzero(got != ref)
+    _check_valid(X, primary, got)
 
 
 def test_hierarchical_vignette_needs_the_singleton_rule():
