@@ -878,13 +878,28 @@ def _check_s(s_unique: np.ndarray, own: int) -> int:
 def _reveals(W: _Columns, ids: np.ndarray, r: np.ndarray, x: np.ndarray, is_B: np.ndarray, n_rel_end: int,
              own: np.ndarray) -> int:
     """0: publishing (r, x) is safe; 2: it reveals a primary cell; 1: it reveals one to a
-    single contributor (the candidate is then suppressed and protected as a primary cell)."""
+    single contributor (the candidate is then suppressed and protected as a primary cell).
+
+    ``ids``: the singleton of each row (0 for other rows), one per row (boolean singletons)."""
     s_all = np.unique(ids[r])
     if s_all.size <= 2 and s_all.min() > 0:
         return 1  # a combination of at most two singletons' cells
-    pos = np.flatnonzero(np.isin(W.idx[: W.end], r) & W.valid[: W.end])
-    owners = np.unique(W.owner[pos])
-    for i in owners[is_B[owners]]:
+    # primary columns sharing rows with the candidate; with one contributor per singleton row
+    # only those differing from it in at most one row (identical ones, for the columns without
+    # the singleton check) can pass the tests below
+    mask = np.zeros(W.shape[0], dtype=bool)
+    mask[r] = True
+    pos = np.flatnonzero(mask[W.idx[: W.end]] & W.valid[: W.end])
+    owners = W.owner[pos]
+    owners = owners[is_B[owners]]
+    if not owners.size:
+        return 0
+    cnt = np.bincount(owners)
+    cand = np.flatnonzero(cnt)
+    common = cnt[cand]
+    differ = (r.size - common) + (W.length[cand] - common)
+    cand = cand[(differ == 0) | ((differ == 1) & (cand < n_rel_end))]
+    for i in cand:
         rB, xB = W.column(int(i))
         relevant = i < n_rel_end
         if rB.size == r.size and np.array_equal(rB, r):
