@@ -223,8 +223,11 @@ def candidates_num(
     The weight of ``candidates_default`` becomes ``|num|/(freq+1)``, so cells are tried in
     decreasing ``|num|`` (large cells published first), with the same tie-breaking and zeros
     first. ``freq`` defaults to the column sums of ``X`` (the inner cells under each cell); the
-    package passes the number of records when it has them. (The package also puts cells made
-    zero only by ``removeCodes`` first; protab has no removeCodes here.)
+    package passes the number of records when it has them. The package computes the order on
+    the rows of its data before aggregation to inner cells (records, or inner cell × holding);
+    its tie-breaking term counts those rows, so pass ``X`` with one row per such data row
+    (``X[inner_of_row]``) to reproduce it exactly. (The package also puts cells made zero only
+    by ``removeCodes`` first; protab has no removeCodes here.)
     """
     Xc = _as_int_csc(X, "candidates_num")
     n = Xc.shape[1]
