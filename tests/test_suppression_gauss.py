@@ -496,7 +496,17 @@ def test_bad_inputs():
     with pytest.raises(InputError):
         gauss(X, z, p, weight=np.array([1.0, np.nan]))
     with pytest.raises(InputError):
+        gauss(X, np.array([np.inf, 1.0]), p)
+    with pytest.raises(InputError):
         gauss(X, z, np.array([True]))
+    with pytest.raises(InputError):
+        gauss(X, z, p, candidates=[0, 5])
+    with pytest.raises(InputError):
+        gauss(X, z, p, singleton=np.array([True]))
+    with pytest.raises(InputError):
+        gauss(X, z, p, freq=np.array([1.0, np.nan]))
+    # no candidates at all: every cell stays suppressed (hidden)
+    assert gauss(X, z, p, candidates=[], singleton_method="none").all()
     with pytest.raises(InputError):
         gauss(sparse.csc_matrix(np.array([[0.5, 1.0]])), np.array([1.0, 1.0]), np.array([True, False]))
     with pytest.raises(SpecError, match="both forced"):

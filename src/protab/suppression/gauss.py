@@ -163,8 +163,11 @@ def _float_vector(v: Any, n: int, name: str) -> np.ndarray:
     a = np.asarray(v, dtype=float)
     if a.ndim != 1 or a.shape[0] != n:
         raise InputError(f"gauss: {name} must be a vector of length {n} (one per published cell), got shape {a.shape}")
-    if np.isnan(a).any():
-        raise InputError(f"gauss: {name} has NaN at published cells {show_values(np.flatnonzero(np.isnan(a)).tolist())}")
+    if not np.isfinite(a).all():
+        raise InputError(
+            f"gauss: {name} has NaN or infinite values at published cells "
+            f"{show_values(np.flatnonzero(~np.isfinite(a)).tolist())}"
+        )
     return a
 
 
@@ -397,6 +400,7 @@ def gauss(
             raise InputError("gauss: candidates must be a sequence of 0-based published-cell indices")
         if order.size and (order.min() < 0 or order.max() >= n):
             raise InputError(f"gauss: candidates must lie in 0..{n - 1}")
+        order = order.astype(np.int64)
         _, first = np.unique(order, return_index=True)
         order = order[np.sort(first)]
     order = np.concatenate([np.flatnonzero(nev), order[~protect[order] & ~nev[order]]]).astype(np.int64)
