@@ -60,10 +60,11 @@ Magnitude tables (``singleton`` = inner cells with a single contributor):
   proportional to the primary cell's reduced column apart from rows of one other singleton,
   or lives on the rows of at most two singletons (it is then protected like a primary cell
   too). As in the package the elimination runs twice, the second time with the singleton rows
-  in reverse order, and a candidate is suppressed if either run says so. Each singleton is
-  its own contributor (``singleton`` is boolean): the package's integer contributor codes,
-  which recognise one holding across cells, are not supported, nor are its other
-  ``NumSingleton`` codes. This path needs exact integers (no float fallback).
+  in reverse order, and a candidate is suppressed if either run says so. ``singleton`` may be
+  boolean (each singleton inner cell its own contributor) or, as in the package, integer
+  contributor codes (0 = not a singleton), so that one holding that is the single contributor
+  of several cells is recognised across them. The package's other ``NumSingleton`` codes are
+  not implemented. This path needs exact integers (no float fallback).
 
 The other package methods (``"subSpace"``, ``"subSumSpace"``, ``"anySum0"``, the other
 ``NumSingleton`` codes) raise :class:`NotImplementedError`.
@@ -340,7 +341,8 @@ def gauss(
     never : cells that must not be suppressed (GaussSuppression's *forced*); they are
         published first. A primary cell they make derivable raises :class:`SpecError`.
     singleton : bool per inner cell (row of X): a single contributor (or, for frequency tables
-        with protected zeros, the zero cells).
+        with protected zeros, the zero cells). With ``"numttHTT"`` also integer contributor
+        codes (0 = not a singleton; equal codes = the same contributor).
     singleton_method : ``"anySum"`` (default; frequency tables), ``"anySumNOTprimary"``,
         ``"none"``, ``"subSum"``, ``"subSumAny"``, or for magnitude tables ``"numttHTT"`` (the
         package's magnitude default) or ``"sub2Sum"``; see the module docstring. Others of the
@@ -377,9 +379,23 @@ def gauss(
             f"gauss: primary cells marked never-suppress: {show_values(np.flatnonzero(prim & nev).tolist())}; "
             "a primary cell must be suppressed"
         )
-    sing = _bool_vector(singleton, m, "singleton")
-    if singleton is not None and np.asarray(singleton).dtype.kind != "b":
-        raise InputError("gauss: singleton must be a boolean mask over the inner cells (rows of X)")
+    codes = None
+    sarr = None if singleton is None else np.asarray(singleton)
+    if sarr is not None and sarr.dtype.kind in "iu" and singleton_method == "numttHTT":
+        if sarr.shape != (m,) or (sarr < 0).any():
+            raise InputError(
+                f"gauss: singleton as contributor codes must be {m} non-negative integers (one per inner cell, "
+                "0 = not a singleton)"
+            )
+        codes = sarr.astype(np.int64)
+        sing = codes > 0
+    else:
+        if sarr is not None and sarr.dtype.kind != "b":
+            raise InputError(
+                "gauss: singleton must be a boolean mask over the inner cells (rows of X); integer contributor "
+                "codes only with singleton_method='numttHTT'"
+            )
+        sing = _bool_vector(singleton, m, "singleton")
     if freq is not None:
         freq = _float_vector(freq, n, "freq")
     if weight is not None:
@@ -446,7 +462,7 @@ def gauss(
         method = "subSumAny"  # as the package: the virtual cells show what the never cells expose
     not_primary = method == "anySumNOTprimary"
     if method == "numttHTT":
-        return _gauss_numtthtt(W0, order, n_never, protect, sing, tol)
+        return _gauss_numtthtt(W0, order, n_never, protect, sing, codes, tol)
     # drop repeated singleton rows (the package does; it matters for the singleton rules)
     if sing.any():
         dup = _duplicate_rows(W0, sing)
@@ -803,31 +819,36 @@ def _eliminate(
 # ----------------------------------------------------------------------------- numttHTT
 
 
-def _find_diff_parents(x_child: sparse.csc_matrix, y: sparse.csc_matrix, sing: np.ndarray) -> np.ndarray:
-    """Columns of ``y`` that equal some column of ``x_child`` plus exactly one singleton row.
+def _find_diff_parents(x_child: sparse.csc_matrix, y: sparse.csc_matrix, ids: np.ndarray,
+                       max_diff: int, integer: bool) -> np.ndarray:
+    """Columns of ``y`` that equal some column of ``x_child`` plus the rows of one singleton.
 
     (The hierarchy search of numttHTT's "H": a published cell whose primary inner cells are
-    those of a primary cell plus one singleton inner cell.)"""
+    those of a primary cell plus one singleton inner cell, or with contributor codes, plus
+    cells of one contributor.)"""
+    sing = ids > 0
     out = np.zeros(y.shape[1], dtype=bool)
     if not x_child.shape[1] or not y.shape[1]:
         return out
     xty = sparse.coo_matrix(x_child.T @ y)
     cs_x = np.asarray(x_child.sum(axis=0)).ravel()
     cs_y = np.asarray(y.sum(axis=0)).ravel()
-    ok = (cs_x[xty.row] == xty.data) & (cs_y[xty.col] != xty.data) & (cs_y[xty.col] - xty.data <= 1)
+    ok = (cs_x[xty.row] == xty.data) & (cs_y[xty.col] != xty.data) & (cs_y[xty.col] - xty.data <= max_diff)
     for child, parent in zip(xty.row[ok], xty.col[ok]):
         d = (y[:, parent] - x_child[:, child]).toarray().ravel()
         if np.any(d[~sing] != 0):
             continue
-        ds = d[sing]
-        if ds.sum() == 1 and np.abs(ds).sum() == 1:
+        if (d.sum() == 1 and np.abs(d).sum() == 1) or (integer and np.unique(ids[d != 0]).size == 1):
             out[parent] = True
     return out
 
 
-def _numtthtt_extra(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray):
-    """Virtual primary cells of numttHTT ("t" and "H"): returns (unit columns, pair columns)."""
+def _numtthtt_extra(W0: sparse.csc_matrix, ids: np.ndarray, protect: np.ndarray, integer: bool):
+    """Virtual primary cells of numttHTT ("t" and "H"): returns (unit columns, pair columns).
+
+    ``ids``: the contributor of each singleton row (0 for other rows)."""
     m, n = W0.shape
+    sing = ids > 0
     colsum = np.asarray(W0.sum(axis=0)).ravel()
     colabs = np.asarray(abs(W0).sum(axis=0)).ravel()
     single = (colsum == 1) & (colabs == 1)
@@ -847,12 +868,23 @@ def _numtthtt_extra(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray
     pZ = sparse.csc_matrix(pZ @ sparse.diags((~zero_cols).astype(np.int64), dtype=np.int64))
     pZ.eliminate_zeros()
     cs = np.asarray(pZ.sum(axis=0)).ravel()
-    requirement = cs == 2
-    g2 = np.flatnonzero(cs > 2)
+    if integer:
+        # contributors under the cell's primary inner cells (one singleton contributor counted once)
+        who = np.where(sing, ids, -np.arange(1, m + 1))
+        pZ.sort_indices()
+        n_who = np.array([np.unique(who[pZ.indices[pZ.indptr[c]:pZ.indptr[c + 1]]]).size for c in range(pZ.shape[1])])
+        more = n_who > 2
+        requirement = ~more & (cs > 1)
+        g2 = np.flatnonzero(more & (cs > 1))
+        max_diff = int(np.bincount(ids[sing]).max()) if sing.any() else 1
+    else:
+        requirement = cs == 2
+        g2 = np.flatnonzero(cs > 2)
+        max_diff = 1
     if g2.size:
         pcols = np.flatnonzero(prim_all)
         pcols = pcols[np.asarray(Xall[:, pcols].sum(axis=0)).ravel() > 1]
-        requirement[g2[_find_diff_parents(Xall[:, pcols], pZ[:, g2], sing)]] = True
+        requirement[g2[_find_diff_parents(Xall[:, pcols], pZ[:, g2], ids, max_diff, integer)]] = True
     has_sing = np.asarray((sparse.diags(sing.astype(np.int64), dtype=np.int64) @ Xall).sum(axis=0)).ravel() > 0
     colz = np.flatnonzero(has_sing & requirement)
     pairs = _unique_columns(sparse.csc_matrix(pZ[:, colz], dtype=np.int64)) if colz.size else None
@@ -883,11 +915,12 @@ def _check_s(s_unique: np.ndarray, own: int) -> int:
 
 
 def _reveals(W: _Columns, ids: np.ndarray, r: np.ndarray, x: np.ndarray, is_B: np.ndarray, n_rel_end: int,
-             own: np.ndarray) -> int:
+             own: np.ndarray, integer: bool = False) -> int:
     """0: publishing (r, x) is safe; 2: it reveals a primary cell; 1: it reveals one to a
     single contributor (the candidate is then suppressed and protected as a primary cell).
 
-    ``ids``: the singleton of each row (0 for other rows), one per row (boolean singletons)."""
+    ``ids``: the contributor of each singleton row (0 for other rows); unless ``integer``, one
+    per row."""
     s_all = np.unique(ids[r])
     if s_all.size <= 2 and s_all.min() > 0:
         return 1  # a combination of at most two singletons' cells
@@ -905,7 +938,10 @@ def _reveals(W: _Columns, ids: np.ndarray, r: np.ndarray, x: np.ndarray, is_B: n
     cand = np.flatnonzero(cnt)
     common = cnt[cand]
     differ = (r.size - common) + (W.length[cand] - common)
-    cand = cand[(differ == 0) | ((differ == 1) & (cand < n_rel_end))]
+    if integer:
+        cand = cand[(differ == 0) | (cand < n_rel_end)]
+    else:
+        cand = cand[(differ == 0) | ((differ == 1) & (cand < n_rel_end))]
     for i in cand:
         rB, xB = W.column(int(i))
         relevant = i < n_rel_end
@@ -935,26 +971,40 @@ def _reveals(W: _Columns, ids: np.ndarray, r: np.ndarray, x: np.ndarray, is_B: n
 
 
 def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, protect: np.ndarray,
-                    sing: np.ndarray, tol: float) -> np.ndarray:
-    """numttHTT (logical singletons); returns the suppressed mask over the published cells."""
-    # singleton rows repeated more than twice are not singleton problems: one of them is kept,
-    # unmarked (as the package does); pairs are kept as they are
+                    sing: np.ndarray, codes: np.ndarray | None, tol: float) -> np.ndarray:
+    """numttHTT; returns the suppressed mask over the published cells. ``codes``: contributor
+    codes of the singleton rows (None: every singleton row is its own contributor)."""
+    integer = codes is not None
+    codes = np.where(sing, codes, 0) if integer else sing.astype(np.int64)
     if sing.any():
-        keys = _keys(sparse.csc_matrix(W0.T)[:, np.flatnonzero(sing)])
-        srows = np.flatnonzero(sing)
+        srows = np.flatnonzero(codes > 0)
+        keys = _keys(sparse.csc_matrix(W0.T)[:, srows])
+        drop = np.zeros(W0.shape[0], dtype=bool)
+        if integer:  # the same contributor in identical rows: one row is enough
+            seen: set[tuple[bytes, int]] = set()
+            for r, key in zip(srows, keys):
+                if (key, int(codes[r])) in seen:
+                    drop[r] = True
+                seen.add((key, int(codes[r])))
+        # singleton rows repeated more than twice are not singleton problems: one of them is
+        # kept, unmarked (as the package does); pairs are kept as they are
         groups: dict[bytes, list[int]] = {}
         for r, key in zip(srows, keys):
-            groups.setdefault(key, []).append(int(r))
-        big = [g for g in groups.values() if len(g) > 2]
-        if big:
-            sing = sing.copy()
-            drop = np.zeros(W0.shape[0], dtype=bool)
-            for g in big:
-                sing[g] = False
+            if not drop[r]:
+                groups.setdefault(key, []).append(int(r))
+        codes = codes.copy()
+        for g in groups.values():
+            if len(g) > 2:
+                codes[g] = 0
                 drop[g[1:]] = True
+        if drop.any():
             W0 = sparse.csc_matrix(W0[~drop, :])
-            sing = sing[~drop]
+            codes = codes[~drop]
+    sing = codes > 0
     m, n = W0.shape
+    if not integer:
+        codes = np.zeros(m, dtype=np.int64)
+        codes[sing] = np.arange(1, int(sing.sum()) + 1)
     rep = _column_groups(W0)
     reps = np.flatnonzero(rep == np.arange(n))
     new_id = np.full(n, -1)
@@ -971,7 +1021,7 @@ def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, prot
             raise SpecError("gauss: a never-suppressed cell equals a primary cell (same inner cells); it cannot be published")
     cand = cand[~prot_d[cand]]
     n_nev_d = int(np.isin(cand, new_id[rep[order[:n_never]]]).sum()) if n_never else 0
-    units, pairs = _numtthtt_extra(Wd, sing, prot_d)
+    units, pairs = _numtthtt_extra(Wd, codes, prot_d, integer)
     B_real = np.flatnonzero(prot_d)
     blocks = [Wd[:, cand], Wd[:, B_real], units]
     if pairs is not None:
@@ -983,10 +1033,10 @@ def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, prot
             blocks.append(pairs[:, keep])
     nA = cand.size
     n_rel_end = nA + B_real.size + units.shape[1]
-    row_order = np.argsort(sing, kind="stable")
-    ids_orig = np.zeros(m, dtype=np.int64)
-    ids_orig[sing] = np.arange(1, int(sing.sum()) + 1)
-    ids1 = ids_orig[row_order]
+    # rows: the others first, then singletons by how many rows their contributor has, then code
+    freq_code = np.bincount(codes)[codes] * sing
+    row_order = np.lexsort((np.arange(m), codes, freq_code))
+    ids1 = codes[row_order]
     Wall = sparse.csc_matrix(sparse.hstack(blocks, format="csc")[row_order, :], dtype=np.int64)
     nB0 = Wall.shape[1] - nA
     Wall = sparse.hstack([Wall, sparse.csc_matrix((m, nA), dtype=np.int64)], format="csc")  # room for new B
@@ -1002,8 +1052,12 @@ def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, prot
     for i in rel:
         rB, xB = S1.column(int(i))
         sb = ids1[rB] > 0
-        if rB.size and int(np.sign(xB[sb]).sum()) == 1:
-            own[i] = ids1[rB[0]]
+        if rB.size and sb.any():
+            u, inv = np.unique(ids1[rB][sb], return_inverse=True)
+            per = np.zeros(u.size, dtype=np.int64)
+            np.add.at(per, inv, xB[sb])
+            if int(np.sign(per).sum()) == 1:
+                own[i] = ids1[rB[0]]
     start_nonempty = S1.nonempty()[nA:nA + B_real.size]
     S2: _Columns | None = None
     ids2 = ids1
@@ -1033,13 +1087,13 @@ def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, prot
             S2, ids2 = _reversed_copy(S1, ids1, ncol)
         verdict = 0
         if j >= n_nev_d:
-            verdict = _reveals(S1, ids1, r1, x1, is_B, n_rel_end, own)
+            verdict = _reveals(S1, ids1, r1, x1, is_B, n_rel_end, own, integer)
             if not verdict and S2 is not None:
                 r2, x2 = S2.column(j)
                 r2, x2 = r2.copy(), x2.copy()
-                verdict = _reveals(S2, ids2, r2, x2, is_B, n_rel_end, own)
+                verdict = _reveals(S2, ids2, r2, x2, is_B, n_rel_end, own, integer)
                 if not verdict and ids1[r2[0]] and r2.size > 1:
-                    verdict = _reveals(S2, ids2, np.roll(r2, -1), np.roll(x2, -1), is_B, n_rel_end, own)
+                    verdict = _reveals(S2, ids2, np.roll(r2, -1), np.roll(x2, -1), is_B, n_rel_end, own, integer)
         if verdict:
             secondary[j] = True
             if verdict == 1:
