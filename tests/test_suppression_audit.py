@@ -90,6 +90,19 @@ def test_blocks_are_joined_by_published_cells():
     np.testing.assert_allclose([lo[0], up[0], lo[1], up[1]], [2, 5, 5, 8])
 
 
+def test_independent_tables_are_separate_blocks():
+    """Two tables side by side (no common margin): two blocks, same intervals as each alone."""
+    y2 = np.array([[1.0, 4.0], [6.0, 2.0]])
+    X = sparse.block_diag([X22, table2d(y2)], format="csc")
+    z = X.T @ np.r_[Y22.ravel(), y2.ravel()]
+    lo, up = intervals(X, z, [0, 1, 2, 3, 9, 10, 11, 12])
+    np.testing.assert_allclose(lo[:4], [0, 1, 0, 2], atol=1e-9)
+    np.testing.assert_allclose(up[:4], [7, 8, 7, 9], atol=1e-9)
+    # rows 5, 8, columns 7, 6: a11 = t, a12 = 5 − t, a21 = 7 − t, a22 = 1 + t, t ∈ [0, 5]
+    np.testing.assert_allclose(lo[9:13], [0, 0, 2, 1], atol=1e-9)
+    np.testing.assert_allclose(up[9:13], [5, 5, 7, 6], atol=1e-9)
+
+
 def test_unbounded_and_zero_cells():
     lo, up = intervals(X22, Z22, [0, 1, 2, 3], lower=None)
     assert np.isneginf(lo[:4]).all() and np.isposinf(up[:4]).all()
@@ -124,7 +137,7 @@ def test_errors():
     with pytest.raises(InputError, match="inconsistent"):  # the published cells need a negative cell
         y = np.array([[5.0, 3.0], [2.0, 7.0]])
         z = table2d(y).T @ y.ravel()
-        z[4] = 20.0  # row 1 = 20 with a11 + a12 published … shown inconsistent by propagation
+        z[4] = 20.0  # row 1 = 20, a11 = 25 published: a12 = −5 (propagation finds it)
         z[0] = 25.0
         intervals(X22, z, [1, 2, 3, 6, 8])
     with pytest.raises(InputError, match="lower > upper"):

@@ -30,9 +30,21 @@ How the LPs are kept small (scipy cannot warm-start HiGHS, so every LP is solved
    a, b suppressed, a and b share no suppressed cell but a + b = T − c − d couples them
    (a ∈ [0, a+b]). Suppressed cells need not join blocks (their objective splits). A margin
    over the whole table (a grand total) still joins everything it covers.
-3. Suppressed cells with the same unknown part (e.g. a margin with one non-empty child, or a
-   suppressed cell that covers only known cells) share one solution; a cell with no unknown
-   inner cell is disclosed without an LP.
+3. *Settling cells without their own LP* (exact). A cell with no unknown inner cell is
+   disclosed without an LP. Within a block, every LP solved gives a feasible y (its value
+   x_cᵀy bounds every cell's min from above and max from below) and row duals w (for any w,
+   r·w + Σ_i min/max over [lower_i, upper_i] of (x_c − Mᵀw)_i·y_i bounds min x_cᵀy from below
+   and max from above: Lagrangian duality; w = 0 gives the bounds alone). A cell end whose
+   seen value meets its bound (to 1e-9 relative) is settled. One first LP minimising the sum
+   of all the block's suppressed cells settles every cell that can be 0 at once (most lower
+   ends), a cell's own LP settles cells with the same unknown part or the same optimal
+   certificate, and every other end gets its own LP.
+
+Cost: two LPs per unsettled cell end over its block. With a grand total the block is the
+whole unknown part of the table: a 3-way table of 6 000 inner and 7 854 published cells with
+30 % of the cells suppressed at random (a stress test: 1 672 unknown inner cells in one block)
+takes about 4 minutes (1 150 published × 1 672 unknown LPs at ~0.1 s); the reference tables
+take milliseconds.
 
 The feasibility of every block is checked once with a zero objective: an infeasible block
 means the published values are inconsistent with X and the bounds (InputError). After that an
@@ -56,12 +68,12 @@ from scipy.sparse.csgraph import connected_components
 
 from protab.errors import InputError, ProtabError, SpecError, show_values
 
-__all__ = ["audit", "intervals", "protect"]
+__all__ = ["audit", "intervals", "p_percent_protection", "protect"]
 
 # Relative tolerance (times max(1, max |z|)) for data consistency and the presolve's equalities.
 _REL_TOL = 1e-9
-# Relative tolerance for "the interval collapsed" (HiGHS' feasibility tolerance is 1e-7).
-_EXACT_TOL = 1e-7
+# Relative tolerance (times max(1, max |z|)) for "the interval collapsed" and "protected".
+_EXACT_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,8 +204,6 @@ class _System:
         self.fixed, self.val = fixed, val
         free = np.flatnonzero(~fixed)
         self.free = free
-        self.pos = np.full(n, -1, dtype=np.int64)
-        self.pos[free] = np.arange(free.size)
         res = b - At @ np.where(fixed, val, 0.0)
         Af = sparse.csr_array(At[:, free]) if free.size else sparse.csr_array((At.shape[0], 0))
         nfree = np.diff(Af.indptr)
@@ -283,13 +293,11 @@ class _System:
         rorder = np.argsort(row_comp, kind="stable")
         rstarts = np.searchsorted(row_comp[rorder], np.arange(ncomp + 1))
         self.blocks: dict[int, _Block] = {}
-        self.local = np.zeros(nF, dtype=np.int64)
         bnd = np.column_stack([self.lower[self.free], self.upper[self.free]])
         for k in range(ncomp):
             cols = order[starts[k]:starts[k + 1]]
             if cols.size == 0:
                 continue
-            self.local[cols] = np.arange(cols.size)
             rows = rorder[rstarts[k]:rstarts[k + 1]]
             if rows.size:
                 A = sparse.csr_array(self.M[rows][:, cols])
@@ -407,7 +415,7 @@ class _System:
                     ub[j] = seen_max[j] = -val
                 done[j] = True
                 absorb(y, sense * w)
-        return np.minimum(seen_min, np.maximum(lb, seen_min)), np.maximum(seen_max, np.minimum(ub, seen_max))
+        return seen_min, seen_max
 
 
 def _lagrange(C: sparse.csc_array, lo: np.ndarray, up: np.ndarray, v: np.ndarray,
@@ -475,7 +483,7 @@ def intervals(X: Any, z: ArrayLike, suppressed: Any, *, lower: Any = 0.0,
     per inner cell; None = unbounded; default y ≥ 0). Published cells get lo = up = z;
     suppressed cells min and max of x_cᵀy over all y ≥ lower, ≤ upper that reproduce the
     published cells (±inf when unbounded). A suppressed cell with lo == up is exactly
-    disclosed (its interval is set to one value when its ends agree to 1e-7 relative).
+    disclosed (its interval is set to one value when its ends agree to 1e-9 of the largest |z|).
 
     Raises InputError for wrong shapes, NaN, or published values that no inner values within
     the bounds reproduce (inconsistent data).
@@ -756,5 +764,5 @@ def _push(A: sparse.csc_array, z: np.ndarray, supp: np.ndarray, lo: np.ndarray, 
     d = res.x[:n]
     change = np.abs(P @ d)
     add = np.zeros(m, dtype=bool)
-    add[pub[change > tol * 1e-3]] = True
+    add[pub[change > tol * 1e-2]] = True
     return add
