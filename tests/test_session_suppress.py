@@ -18,8 +18,7 @@ DATA = Path(__file__).parent / "data" / "gauss_rules"
 
 def _compare(ref: pl.DataFrame, out: pl.DataFrame, keys: list[str], extra: int = 0) -> None:
     """Primary cells equal; suppressed cells equal, except ``extra`` cells the package
-    suppresses more (its 'numttHTT' singleton handling, not in protab: see
-    tests/test_suppression_gauss.py, D1_EXTRA); protab never suppresses a cell it publishes."""
+    suppresses more (none in the cases below); protab never suppresses a cell it publishes."""
     j = ref.with_columns(pl.col(k).cast(pl.String) for k in keys).join(out, on=keys, how="left", suffix="_protab")
     assert j["suppressed_protab"].null_count() == 0, "a cell of the reference is missing"
     assert (j["primary"] == (j["suppressed_protab"] == "primary")).all(), "primary cells differ"
@@ -51,8 +50,8 @@ def _magnitude1(s: pt.Session, hierarchical: bool) -> pt.TableSpec:
 
 @pytest.mark.parametrize("case, hierarchical, rules, extra", [
     ("sec_vignette_dom_hier_n12k80_99", True, SensitivityRules(dominance=[(1, 80), (2, 99)]), 0),
-    ("sec_vignette_dom_d1_n1k80", False, SensitivityRules(dominance=[(1, 80)]), 2),
-    ("sec_vignette_fewcontr_d1_maxN1", False, SensitivityRules(min_frequency=2), 1),
+    ("sec_vignette_dom_d1_n1k80", False, SensitivityRules(dominance=[(1, 80)]), 0),
+    ("sec_vignette_fewcontr_d1_maxN1", False, SensitivityRules(min_frequency=2), 0),
 ])
 def test_magnitude_tables_match_gauss_suppression(case, hierarchical, rules, extra):
     with pt.Session(":memory:") as s:

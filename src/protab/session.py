@@ -873,8 +873,8 @@ class Session:
         empty ones with ``protect_zeros`` (as the package). Magnitude tables (sums): a cell is
         primary where ``rules`` mark any sums variable sensitive; candidates are tried in
         decreasing |value| of the first sums variable (CandidatesNum); inner cells of one record
-        are singletons, handled by "sub2Sum" by default (the package's own default, "numttHTT",
-        is not implemented).
+        are singletons, handled by "numttHTT" by default (the package's default for magnitude
+        tables).
         ``forced`` / ``never``: frames of cells (the dimension columns, codes as published)
         that must be / must not be suppressed. Returns every published cell with its original
         values, null where suppressed, and ``suppressed``: "primary" (forced cells included),
@@ -922,7 +922,7 @@ class Session:
             value = published[spec.sums[0]].fill_null(0).to_numpy()
             order = candidates_num(X, value, freq=n)
             singleton = inner["n"].to_numpy() == 1
-            singleton_method = singleton_method or "sub2Sum"
+            singleton_method = singleton_method or "numttHTT"
         else:
             primary = (n > 0) & (n < int(min_frequency))  # type: ignore[arg-type]
             if protect_zeros:
