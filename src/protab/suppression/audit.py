@@ -176,6 +176,17 @@ def _bounds(lower: Any, upper: Any, n: int, X_shape: tuple[int, int]) -> tuple[n
     return lo, up
 
 
+def _linprog(c: np.ndarray, **kw: Any) -> Any:
+    """HiGHS (its choice of simplex or IPM); on numerical trouble (status 4) once more with the
+    dual simplex, then the interior point method with crossover."""
+    res = linprog(c, method="highs", **kw)
+    for method in ("highs-ds", "highs-ipm"):
+        if res.status != 4:
+            break
+        res = linprog(c, method=method, **kw)
+    return res
+
+
 # --------------------------------------------------------------------------------------------
 # The attacker's system
 
@@ -310,7 +321,7 @@ class _System:
     def _check_feasible(self, k: int, blk: _Block) -> None:
         if blk.A is None:
             return
-        res = linprog(np.zeros(blk.cols.size), A_eq=blk.A, b_eq=blk.b, bounds=blk.bounds, method="highs")
+        res = _linprog(np.zeros(blk.cols.size), A_eq=blk.A, b_eq=blk.b, bounds=blk.bounds)
         if res.status == 2:
             cells = self.rows[np.unique(self.M[:, blk.cols].tocsr().nonzero()[0])]
             raise InputError(
@@ -324,7 +335,7 @@ class _System:
     def _lp(self, k: int, c: np.ndarray) -> tuple[int, float, np.ndarray | None, np.ndarray | None]:
         """min cᵀy over block k: (status 0 optimal / 3 unbounded, value, y, duals of the rows)."""
         blk = self.blocks[k]
-        res = linprog(c, A_eq=blk.A, b_eq=blk.b, bounds=blk.bounds, method="highs")
+        res = _linprog(c, A_eq=blk.A, b_eq=blk.b, bounds=blk.bounds)
         if res.status == 0:
             return 0, float(res.fun), res.x, np.asarray(res.eqlin.marginals, dtype=np.float64)
         if res.status in (2, 3):  # the block is feasible (checked), so this is unbounded
@@ -727,7 +738,7 @@ def _inner_solution(A: sparse.csc_array, z: np.ndarray, supp: np.ndarray, lo: np
                     up: np.ndarray) -> np.ndarray:
     """Some inner values reproducing every cell (the attacker's system with nothing suppressed)."""
     n = A.shape[0]
-    res = linprog(np.zeros(n), A_eq=sparse.csr_array(A.T), b_eq=z, bounds=np.column_stack([lo, up]), method="highs")
+    res = _linprog(np.zeros(n), A_eq=sparse.csr_array(A.T), b_eq=z, bounds=np.column_stack([lo, up]))
     if res.status != 0:
         raise InputError(
             "protect: no inner values within the bounds reproduce the published values (inconsistent data); "
@@ -755,7 +766,7 @@ def _push(A: sparse.csc_array, z: np.ndarray, supp: np.ndarray, lo: np.ndarray, 
     b_ub = np.r_[np.zeros(2 * k), -sense * (goal - z[c])]
     bounds = np.r_[np.column_stack([lo - y0, up - y0]), np.column_stack([np.zeros(k), np.full(k, np.inf)])]
     obj = np.r_[np.zeros(n), w[pub]]
-    res = linprog(obj, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    res = _linprog(obj, A_ub=A_ub, b_ub=b_ub, bounds=bounds)
     if res.status != 0:
         raise InputError(
             f"protect: the requirement of primary cell {c} cannot be met even by suppressing every other cell "
