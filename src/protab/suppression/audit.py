@@ -676,8 +676,9 @@ def protect(X: Any, z: ArrayLike, suppressed: Any, primary: Any, *, protection_l
     on the simplest table: in a 2×2 table with margins and one primary cell, no single extra
     suppression widens its interval (each extra cell is still derivable from its other margin);
     three are needed at once. So each step solves, for one under-protected primary cell and one
-    direction, the attacker's problem from the other side (the LP relaxation of Fischetti and
-    Salazar-González's model, as tau-ARGUS' optimal method does per cell): find a change d of
+    direction, the attacker's problem from the other side (in the spirit of Fischetti and
+    Salazar-González's model behind tau-ARGUS' optimal method, with the cost of suppressing a
+    cell relaxed to the weighted size of its change, so it is one LP): find a change d of
     the inner values, within the bounds, that moves the primary cell by the missing amount and
     minimises Σ cost_p·|x_pᵀd| over the published cells p. The published cells that d changes
     are suppressed; y + d then reproduces every cell still published, so the interval reaches
