@@ -209,3 +209,34 @@ def test_linked_tables_must_agree():
                        rules=SensitivityRules(p_percent=10))
         with pytest.raises(pt.SpecError, match="different hierarchies"):
             s.suppress("t", [pt.TableSpec({"g": ["x", "y"]}), pt.TableSpec({"g": ["x", "y", "z"]})], min_frequency=2)
+
+
+def test_audit_reproduces_gauss_suppression_intervals():
+    """p% = 30 on magnitude1 (geo × sector2/sector4): the same pattern and the attacker's
+    intervals of GaussSuppression's lpSolve run, to 1e-6; every primary cell protected."""
+    ref = pl.read_csv(DATA / "secondary" / "sec_intervals_pp30_lpSolve.csv")
+    with pt.Session(":memory:") as s:
+        s.register("m", pl.read_csv(DATA / "inputs" / "magnitude1.csv"))
+        spec = pt.TableSpec({"geo": None, "sector4": s.hierarchy_from_columns("m", ["sector2", "sector4"])},
+                            sums=["value"])
+        out = s.suppress("m", spec, rules=SensitivityRules(p_percent=30), audit=True)
+    _compare(ref, out, ["geo", "sector4"])
+    j = ref.filter(pl.col("lo").is_not_null()).join(out, on=["geo", "sector4"], suffix="_protab")
+    assert j.height == 14
+    assert np.allclose(j["lo"], j["lo_protab"], atol=1e-6) and np.allclose(j["up"], j["up_protab"], atol=1e-6)
+    assert out["protected"].all()
+
+
+def test_interval_protection_adds_suppressions_until_protected():
+    rng = np.random.default_rng(3)
+    n = 120
+    frame = pl.DataFrame({"a": rng.choice(["x", "y", "z"], n), "b": rng.choice(["p", "q", "r", "s"], n)})
+    with pt.Session(":memory:") as s:
+        s.register("t", frame)
+        spec = pt.TableSpec(["a", "b"])
+        plain = s.suppress("t", spec, min_frequency=9, audit=True, protection_range=25)
+        fixed = s.suppress("t", spec, min_frequency=9, protection_range=25, interval_protection=True)
+    assert not plain["protected"].all(), "the test needs a pattern that the range requirement breaks"
+    assert fixed["protected"].all()
+    assert (fixed["suppressed"] != "no").sum() > (plain["suppressed"] != "no").sum()
+    assert ((plain["suppressed"] == "primary") == (fixed["suppressed"] == "primary")).all()

@@ -862,6 +862,9 @@ class Session:
         forced: Any = None,
         never: Any = None,
         singleton_method: str | None = None,
+        audit: bool = False,
+        protection_range: float | None = None,
+        interval_protection: bool = False,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -879,6 +882,16 @@ class Session:
         that must be / must not be suppressed. Returns every published cell with its original
         values, null where suppressed, and ``suppressed``: "primary" (forced cells included),
         "secondary" or "no". For trusted use: publish the nulls, not the labels.
+
+        ``audit=True`` adds, per suppressed cell, the interval an attacker derives from the
+        published cells and non-negative inner cells (``lo``, ``up``: two LPs per cell with
+        HiGHS, :func:`protab.suppression.audit`) and ``protected``: a primary cell needs
+        ``up - lo >= protection_range`` (if given) and, when the rules hold a p% rule, the
+        p% protection levels of tau-ARGUS both ways (from its two largest contributions); no
+        suppressed cell may be exactly disclosed. ``interval_protection=True`` then adds
+        suppressions (labelled "secondary") until every primary cell is protected
+        (:func:`protab.suppression.protect`). The LPs grow with the table: meant for tables of
+        up to some thousands of cells.
 
         Linked tables: given a list of TableSpecs over the same microdata, the tables are
         suppressed together as one table (the union of their dimensions and crossings, as
@@ -935,13 +948,52 @@ class Session:
         suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
                            forced=forced_mask, never=never_mask, singleton=singleton,
                            singleton_method=singleton_method)
+        audit_cols: list[pl.Series] = []
+        if audit or interval_protection:
+            suppressed, audit_cols = self._audit_suppression(
+                table, spec, rules, X, published, suppressed, primary | forced_mask, protection_range,
+                interval_protection,
+            )
         label = np.where(primary | forced_mask, "primary", np.where(suppressed, "secondary", "no"))
         values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
         hide = pl.Series(suppressed)
         return published.with_columns(
             [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in published.columns]
-            + [pl.Series("suppressed", label)]
+            + [pl.Series("suppressed", label)] + audit_cols
         )
+
+    def _audit_suppression(
+        self, table: str, spec: TableSpec, rules: Any, X: Any, published: pl.DataFrame, suppressed: np.ndarray,
+        primary: np.ndarray, protection_range: float | None, protect: bool,
+    ) -> tuple[np.ndarray, list[pl.Series]]:
+        """Attacker intervals of the suppressed cells (and, with ``protect``, more suppressions
+        until every primary cell meets its requirement): (suppressed, [lo, up, protected])."""
+        from protab.suppression import audit
+        from protab.suppression import protect as add_suppressions
+
+        value_col = spec.sums[0] if spec.sums else "n"
+        z = published[value_col].fill_null(0).to_numpy().astype(float)
+        req: dict[str, Any] = {}
+        if protection_range is not None:
+            if isinstance(protection_range, bool) or not isinstance(protection_range, numbers.Real) \
+                    or not math.isfinite(protection_range) or protection_range < 0:
+                raise SpecError("suppress: protection_range must be a finite number of 0 or more")
+            req["protection_range"] = float(protection_range)
+        if spec.sums and rules is not None and rules.p_percent is not None and rules.holding is None:
+            top = self.tabulate(table, spec, top_k=2).select(*spec.columns, f"{value_col}_top")
+            top = published.select(spec.columns).join(top, on=list(spec.columns), how="left", maintain_order="left")
+            lists = top[f"{value_col}_top"]
+            req.update(p_percent=rules.p_percent, x1=lists.list.get(0, null_on_oob=True).fill_null(0).to_numpy(),
+                       x2=lists.list.get(1, null_on_oob=True).fill_null(0).to_numpy())
+        if protect:
+            suppressed = add_suppressions(X, z, suppressed, primary, **req)
+        frame = audit(X, z, suppressed, primary=primary, **req)
+        cells = frame["cell"].to_numpy()
+        lo = np.full(published.height, np.nan)
+        up = np.full(published.height, np.nan)
+        ok = np.ones(published.height, dtype=bool)
+        lo[cells], up[cells], ok[cells] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
+        return suppressed, [pl.Series("lo", lo), pl.Series("up", up), pl.Series("protected", ok)]
 
     @staticmethod
     def _cell_mask(published: pl.DataFrame, dims: list[str], cells: Any, what: str) -> np.ndarray:
