@@ -240,3 +240,26 @@ def test_interval_protection_adds_suppressions_until_protected():
     assert fixed["protected"].all()
     assert (fixed["suppressed"] != "no").sum() > (plain["suppressed"] != "no").sum()
     assert ((plain["suppressed"] == "primary") == (fixed["suppressed"] == "primary")).all()
+
+
+def test_cost_orders_the_candidates():
+    acc = pl.read_csv(DATA / "inputs" / "mun_accidents.csv")
+    with pt.Session(":memory:") as s:
+        s.register("a", acc)
+        spec = pt.TableSpec(["mun", "inj"], freq="freq")
+        base = s.suppress("a", spec, min_frequency=4)
+        assert base.equals(s.suppress("a", spec, min_frequency=4, cost="frequency"))
+        # make the former secondary cells the dearest to suppress: they are kept published
+        # where another pattern protects the primary cells, and the new pattern is still safe
+        was_secondary = (base["suppressed"] == "secondary").to_numpy()
+        cheap = np.ones(base.height)
+        cheap[was_secondary] = 1000.0
+        moved = s.suppress("a", spec, min_frequency=4, cost=cheap)
+        assert (moved["suppressed"].to_numpy()[was_secondary] == "no").any()
+        X, _, _ = s.model_matrix("a", spec)
+        label = moved["suppressed"].to_numpy()
+        assert not derivable(X, label != "no")[label == "primary"].any()
+        for bad, message in ((np.full(base.height, np.nan), "finite"), (-cheap, "0 or more"), (cheap[:3], "one number"),
+                             ("cheap", "cost must be"), ("value", "needs sums")):
+            with pytest.raises(pt.SpecError, match=message):
+                s.suppress("a", spec, min_frequency=4, cost=bad)

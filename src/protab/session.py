@@ -862,6 +862,7 @@ class Session:
         forced: Any = None,
         never: Any = None,
         singleton_method: str | None = None,
+        cost: Any = None,
         audit: bool = False,
         protection_range: float | None = None,
         interval_protection: bool = False,
@@ -882,6 +883,12 @@ class Session:
         that must be / must not be suppressed. Returns every published cell with its original
         values, null where suppressed, and ``suppressed``: "primary" (forced cells included),
         "secondary" or "no". For trusted use: publish the nulls, not the labels.
+
+        ``cost``: the order in which candidate cells are kept published — "frequency" (the
+        default of frequency tables: larger counts first, GaussSuppression's CandidatesDefault),
+        "value" (the default with sums: larger |value| first, CandidatesNum), or one number of
+        0 or more per published cell (publication order of ``model_matrix``; larger = dearer to
+        suppress, weighting the frequency order).
 
         ``audit=True`` adds, per suppressed cell, the interval an attacker derives from the
         published cells and non-negative inner cells (``lo``, ``up``: two LPs per cell with
@@ -943,6 +950,22 @@ class Session:
             order = candidates_default(X, n)
             singleton = inner["n"].to_numpy() == (0 if protect_zeros else 1)
             singleton_method = singleton_method or "anySum"
+        if cost is not None:
+            if isinstance(cost, str):
+                if cost not in ("frequency", "value"):
+                    raise SpecError(f"suppress: cost must be 'frequency', 'value' or one number per cell, not {cost!r}")
+                if cost == "value" and not spec.sums:
+                    raise SpecError("suppress: cost='value' needs sums; a frequency table orders by frequency")
+                order = candidates_default(X, n) if cost == "frequency" else order
+            else:
+                weights = np.asarray(cost, dtype=float)
+                if weights.shape != (published.height,):
+                    raise SpecError(f"suppress: cost needs one number per published cell ({published.height}), "
+                                    f"got shape {weights.shape}")
+                if not np.isfinite(weights).all() or (weights < 0).any():
+                    bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
+                    raise SpecError(f"suppress: cost must be finite and 0 or more; not at cells {show_values(bad.tolist())}")
+                order = candidates_default(X, n, weights)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
         suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
