@@ -4,7 +4,7 @@
     python benchmarks/suppression_scale.py --large         # adds about 6.5e5 published cells
 
 Synthetic microdata (generated in SQL): municipality (R regions → M municipalities, skewed
-sizes), 18 age groups under 3 broad groups, and sex; about 12 records per inner cell, so that
+sizes), 18 age groups under 3 broad groups, and sex; about 5 records per inner cell, so that
 5–20 % of the published cells are small counts. The timed protab run is `Session.suppress`
 with min_frequency 4 (primary: counts 1–3; extend0, singletons, Gaussian elimination) after
 the model matrix is built (its time is printed apart). The baseline, in the same process on
@@ -50,7 +50,7 @@ def hierarchies(munis: int, regions: int) -> dict[str, pt.Hierarchy]:
 
 
 def run(munis: int, regions: int, check: bool) -> dict[str, float]:
-    records = munis * 18 * 2 * 12
+    records = munis * 18 * 2 * 5
     with pt.Session(":memory:", progress=False) as s:
         s.con.execute(GEN, [regions, munis, records])
         spec = pt.TableSpec(hierarchies(munis, regions))
