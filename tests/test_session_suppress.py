@@ -201,6 +201,22 @@ def test_linked_tables_share_their_common_cells():
     assert not derivable(X, suppressed)[(lab == "primary").to_numpy()].any()
 
 
+def test_linked_tables_take_the_audit():
+    rng = np.random.default_rng(2)
+    frame = pl.DataFrame({"region": rng.choice(["r1", "r2", "r3"], 90), "sex": rng.choice(["F", "M"], 90),
+                          "age": rng.choice(["0", "1", "2"], 90)})
+    with pt.Session(":memory:") as s:
+        s.register("t", frame)
+        ta, tb = s.suppress("t", [pt.TableSpec(["region", "sex"]), pt.TableSpec(["region", "age"])],
+                            min_frequency=12, audit=True, protection_range=5, interval_protection=True)
+        with pytest.raises(pt.SpecError, match="linked tables take cost"):
+            s.suppress("t", [pt.TableSpec(["region", "sex"]), pt.TableSpec(["region", "age"])],
+                       min_frequency=12, cost=np.ones(3))
+    for t in (ta, tb):
+        assert {"lo", "up", "protected"} <= set(t.columns) and t["protected"].all()
+        assert (t["suppressed"] == "primary").any()
+
+
 def test_linked_tables_must_agree():
     with pt.Session(":memory:") as s:
         s.register("t", pl.DataFrame({"g": ["x", "y"], "h": ["a", "b"], "v": [1.0, 2.0]}))

@@ -912,9 +912,12 @@ class Session:
 
         if isinstance(spec, (list, tuple)):
             combined = _linked_spec(spec)
+            if cost is not None and not isinstance(cost, str):
+                raise SpecError("suppress: linked tables take cost='frequency' or 'value', not one number per cell")
             out = self.suppress(table, combined, rules=rules, min_frequency=min_frequency,
                                 protect_zeros=protect_zeros, forced=forced, never=never,
-                                singleton_method=singleton_method)
+                                singleton_method=singleton_method, cost=cost, audit=audit,
+                                protection_range=protection_range, interval_protection=interval_protection)
             return [_cells_of(out, combined, s) for s in spec]  # type: ignore[return-value]
         if not isinstance(spec, TableSpec):
             raise SpecError(f"suppress: expected a protab.TableSpec, not {type(spec).__name__}")
