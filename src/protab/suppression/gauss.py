@@ -697,6 +697,25 @@ class _Columns:
         self.length = lens
         self.end = n  # used part of the arrays
         self.live = n
+        self._index_rows()
+
+    def _index_rows(self) -> None:
+        """The row index of :meth:`row`: sorted runs of (row, position), log-structured — every
+        block of appended entries is one run, and the last two runs merge while the older is
+        not more than twice the newer, so there are O(log n) runs and each entry is re-sorted
+        O(log n) times. Within a row, positions ascend (older runs hold smaller positions)."""
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._add_run(np.arange(self.end, dtype=np.int64))
+
+    def _add_run(self, pos: np.ndarray) -> None:
+        rows = self.idx[pos]
+        order = np.argsort(rows, kind="stable")
+        self._runs.append((rows[order], pos[order]))
+        while len(self._runs) > 1 and self._runs[-2][0].size <= 2 * self._runs[-1][0].size:
+            (r1, p1), (r2, p2) = self._runs[-2], self._runs[-1]
+            rows, pos = np.concatenate((r1, r2)), np.concatenate((p1, p2))
+            order = np.argsort(rows, kind="stable")
+            self._runs[-2:] = [(rows[order], pos[order])]
 
     def column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         s = self.start[c]
@@ -704,8 +723,14 @@ class _Columns:
         return self.idx[s:e], self.val[s:e]
 
     def row(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Columns with a non-zero in row p, and the entries."""
-        pos = np.flatnonzero((self.idx[: self.end] == p) & self.valid[: self.end])
+        """Columns with a non-zero in row p, and the entries (in the order of their positions)."""
+        parts = []
+        for rows, positions in self._runs:
+            lo, hi = np.searchsorted(rows, (p, p + 1))
+            if hi > lo:
+                parts.append(positions[lo:hi])
+        pos = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else np.zeros(0, dtype=np.int64))
+        pos = np.sort(pos[self.valid[pos]])
         return self.owner[pos], self.val[pos]
 
     def gather(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -736,6 +761,7 @@ class _Columns:
         self.val[e : e + k] = vals
         self.owner[e : e + k] = np.repeat(cols, counts)
         self.valid[e : e + k] = True
+        self._add_run(np.arange(e, e + k, dtype=np.int64))
         self.start[cols] = e + np.concatenate(([0], np.cumsum(counts)[:-1]))
         self.length[cols] = counts
         self.end = e + k
@@ -757,6 +783,7 @@ class _Columns:
         self.valid = np.zeros(cap, dtype=bool)
         self.valid[:n] = True
         self.end = n
+        self._index_rows()
 
     def nonempty(self) -> np.ndarray:
         return self.length > 0
