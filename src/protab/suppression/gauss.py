@@ -705,7 +705,18 @@ class _Columns:
         not more than twice the newer, so there are O(log n) runs and each entry is re-sorted
         O(log n) times. Within a row, positions ascend (older runs hold smaller positions)."""
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending: list[np.ndarray] = []  # recent blocks, scanned until they fill a run
+        self._pending_n = 0
         self._add_run(np.arange(self.end, dtype=np.int64))
+
+    _PENDING = 8192  # appended entries held unsorted before they become a run
+
+    def _append(self, pos: np.ndarray) -> None:
+        self._pending.append(pos)
+        self._pending_n += pos.size
+        if self._pending_n > self._PENDING:
+            self._add_run(np.concatenate(self._pending))
+            self._pending, self._pending_n = [], 0
 
     def _add_run(self, pos: np.ndarray) -> None:
         rows = self.idx[pos]
@@ -729,6 +740,11 @@ class _Columns:
             lo, hi = np.searchsorted(rows, (p, p + 1))
             if hi > lo:
                 parts.append(positions[lo:hi])
+        if self._pending:
+            if len(self._pending) > 1:
+                self._pending = [np.concatenate(self._pending)]
+            recent = self._pending[0]
+            parts.append(recent[self.idx[recent] == p])
         pos = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else np.zeros(0, dtype=np.int64))
         pos = np.sort(pos[self.valid[pos]])
         return self.owner[pos], self.val[pos]
@@ -761,7 +777,7 @@ class _Columns:
         self.val[e : e + k] = vals
         self.owner[e : e + k] = np.repeat(cols, counts)
         self.valid[e : e + k] = True
-        self._add_run(np.arange(e, e + k, dtype=np.int64))
+        self._append(np.arange(e, e + k, dtype=np.int64))
         self.start[cols] = e + np.concatenate(([0], np.cumsum(counts)[:-1]))
         self.length[cols] = counts
         self.end = e + k
