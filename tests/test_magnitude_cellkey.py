@@ -64,9 +64,19 @@ def _magnitude(p: dict, top_k: int) -> MagnitudeCKM:
     eps = mp["epsilon"] if isinstance(mp["epsilon"], list) else [mp["epsilon"]]
     kw = dict(variant=p["type"], top_k=top_k, epsilon=eps[:top_k], mu_c=p["mu_c"], same_key=p["same_key"],
               zero_keys=p["use_zero_rkeys"], small_cells=small)
+    unsafe_range = p["type"] == "range" and small is None
+    if unsafe_range:
+        # protab refuses 'range' without small_cells (a range of 0 gets no noise: the sum of a
+        # one-contributor cell would be published exactly); R allows it, so to reproduce R the
+        # parameters are built with the small-cells table and it is taken away afterwards
+        kw["small_cells"] = _table("small_cells", "small_cells")
     if p["mult_params_class"] == "params_m_flex":
-        return MagnitudeCKM(ptable, fp=mp["fp"], p=(mp["p_small"], mp["p_large"]), q=mp["q"], **kw)
-    return MagnitudeCKM(ptable, p=mp["p"], **kw)
+        m = MagnitudeCKM(ptable, fp=mp["fp"], p=(mp["p_small"], mp["p_large"]), q=mp["q"], **kw)
+    else:
+        m = MagnitudeCKM(ptable, p=mp["p"], **kw)
+    if unsafe_range:
+        m.small_cells, m.zs = None, 0.0
+    return m
 
 
 CASES = [(c, p) for c in META["cases"] if "params" in c for p in c["params"]]

@@ -49,7 +49,7 @@ PARAMS = [
     MagnitudeCKM(ALL, fp=50, small_cells=SMALL, epsilon=[1, 0.6]),
     MagnitudeCKM(ALL, p=0.1),
     MagnitudeCKM(ALL, fp=100, variant="mean"),
-    MagnitudeCKM(ALL, fp=100, variant="range"),
+    MagnitudeCKM(ALL, fp=100, variant="range", small_cells=SMALL),
     MagnitudeCKM(ALL, fp=100, variant="sum", same_key=False, zero_keys=True),
     MagnitudeCKM({"even": ALL.as_type("even"), "odd": ALL.as_type("odd")}, fp=100),
 ]
@@ -184,6 +184,8 @@ def test_count_and_numeric_p_tables_are_not_confused():
         ({"p": (0.25, 0.05)}, "simple scaling"),
         ({"fp": 100, "mu_c": -1}, "mu_c"),
         ({"fp": 100, "same_key": "yes"}, "same_key"),
+        ({"fp": 100, "variant": "range"}, "needs small_cells"),
+        ({}, "give fp="),
     ],
 )
 def test_bad_magnitude_parameters(kwargs, message):

@@ -279,3 +279,48 @@ def test_cost_orders_the_candidates():
                              ("cheap", "cost must be"), ("value", "needs sums")):
             with pytest.raises(pt.SpecError, match=message):
                 s.suppress("a", spec, min_frequency=4, cost=bad)
+
+
+def test_audit_with_negative_values_has_no_lower_bound():
+    """A variable with negative values: the attacker has no bound at 0, so the intervals
+    hold the true values (they were cut at 0 before)."""
+    df = pl.DataFrame({"a": ["a0", "a0", "a0", "a1", "a1", "a1", "a1", "a2", "a2", "a2"],
+                       "b": ["b0", "b1", "b1", "b0", "b0", "b1", "b1", "b0", "b0", "b1"],
+                       "v": [500.0, 40, 50, -60, 10, 35, 45, 60, 70, 300]})
+    with pt.Session(":memory:") as s:
+        s.register("t", df)
+        spec = pt.TableSpec(["a", "b"], sums=["v"])
+        truth = s.tabulate("t", spec)
+        out = s.suppress("t", spec, rules=SensitivityRules(min_frequency=2), audit=True)
+    j = out.join(truth.select("a", "b", pl.col("v").alias("true")), on=["a", "b"])
+    hidden = j.filter(pl.col("suppressed") != "no")
+    assert hidden.height > 0
+    assert ((hidden["lo"] <= hidden["true"] + 1e-9) & (hidden["true"] <= hidden["up"] + 1e-9)).all()
+
+
+def test_suppress_with_zero_rule_protects_empty_cells():
+    frame = pl.DataFrame({"a": ["x", "x", "y", "y", "z"], "b": ["p", "q", "p", "q", "p"],
+                          "v": [5.0, 6.0, 7.0, 8.0, 9.0]})
+    with pt.Session(":memory:") as s:
+        s.register("t", frame)
+        out = s.suppress("t", pt.TableSpec(["a", "b"], sums=["v"]), rules=SensitivityRules(zero=True))
+    assert out.filter((pl.col("a") == "z") & (pl.col("b") == "q"))["suppressed"].item() == "primary"
+
+
+def test_suppress_refuses_unclear_options():
+    acc = pl.read_csv(DATA / "inputs" / "mun_accidents.csv")
+    with pt.Session(":memory:") as s:
+        s.register("a", acc)
+        spec = pt.TableSpec(["mun", "inj"], freq="freq")
+        for kwargs, message in (({"cost": ["a"] * 35}, "cost must be"), ({"audit": "yes"}, "audit must be"),
+                                ({"interval_protection": 1}, "interval_protection must be"),
+                                ({"protection_range": 5}, "requirement of the audit")):
+            with pytest.raises(pt.SpecError, match=message):
+                s.suppress("a", spec, min_frequency=4, **kwargs)
+        s.register("m", pl.read_csv(DATA / "inputs" / "magnitude1.csv"))
+        with pytest.raises(NotImplementedError, match="holdings"):
+            s.suppress("m", pt.TableSpec(["sector4", "geo"], sums=["value"]),
+                       rules=SensitivityRules(p_percent=10, holding="company"), audit=True)
+        with pytest.raises(pt.SpecError, match="no weight"):
+            s.suppress("m", pt.TableSpec(["sector4", "geo"], sums=["value"]),
+                       rules=SensitivityRules(p_percent=10, weights="default"))

@@ -303,7 +303,10 @@ class MagnitudeCKM:
         self.epsilon = eps
         if fp is None:  # simple scaling
             if isinstance(p, Sequence):
-                raise SpecError(f"{owner}: without fp (simple scaling) p must be one number in (0, 1]")
+                raise SpecError(
+                    f"{owner}: give fp= for the flexible scaling (with p=(p_small, p_large)), or p= one "
+                    "number in (0, 1] for the simple scaling"
+                )
             self.flex = False
             self.p_small = self.p_large = _number(p, "p", low=0, high=1, low_open=True, owner=owner)
             self.fp, self.q = 0.0, 1.0
@@ -324,6 +327,11 @@ class MagnitudeCKM:
         self.same_key, self.zero_keys = same_key, zero_keys
         self.tables = tables
         self.small_cells = small_cells
+        if variant == "range" and small_cells is None:
+            raise SpecError(
+                f"{owner}: variant 'range' needs small_cells: a cell whose values are all equal (one "
+                "contributor, say) has range 0, and without the small-cells table it would get no noise"
+            )
         if small_cells is not None:
             E = sum(e * e for e in eps)
             self.zs = math.sqrt(small_cells.variance()) / (math.sqrt(E) * self.p_small)

@@ -711,6 +711,8 @@ class Session:
 
             if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or not 1 <= top_k <= MAX_TOP_K:
                 raise SpecError(f"tabulate: top_k must be a whole number from 1 to {MAX_TOP_K}")
+            if not spec.sums:
+                raise SpecError("tabulate: top_k lists the largest contributions of sums; give the TableSpec sums=[...]")
         with self._out_of_memory(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
             return run.published()
 
@@ -932,9 +934,18 @@ class Session:
             if isinstance(min_frequency, bool) or not isinstance(min_frequency, numbers.Integral) \
                     or min_frequency < 1:
                 raise SpecError("suppress: a frequency table needs min_frequency, a whole number of 1 or more")
-        if not isinstance(protect_zeros, bool):
-            raise SpecError("suppress: protect_zeros must be True or False")
-        X, inner, published = self.model_matrix(table, spec, extend0=not spec.sums)
+        for flag, value in (("protect_zeros", protect_zeros), ("audit", audit),
+                            ("interval_protection", interval_protection)):
+            if not isinstance(value, bool):
+                raise SpecError(f"suppress: {flag} must be True or False")
+        if protection_range is not None and not (audit or interval_protection):
+            raise SpecError("suppress: protection_range is a requirement of the audit; pass audit=True "
+                            "or interval_protection=True")
+        if spec.sums and rules is not None and rules.weights is not None and spec.weight is None:
+            raise SpecError("suppress: the rules weigh contributions (weights=...) but the TableSpec has no weight")
+        # empty cells are protected only where zero cells are a rule: then they need inner cells
+        zero_rule = bool(spec.sums) and rules is not None and rules.zero
+        X, inner, published = self.model_matrix(table, spec, extend0=not spec.sums or zero_rule)
         dims = list(spec.columns)
         n = published["n"].to_numpy()
         if spec.sums:
@@ -961,7 +972,10 @@ class Session:
                     raise SpecError("suppress: cost='value' needs sums; a frequency table orders by frequency")
                 order = candidates_default(X, n) if cost == "frequency" else order
             else:
-                weights = np.asarray(cost, dtype=float)
+                try:
+                    weights = np.asarray(cost, dtype=float)
+                except (TypeError, ValueError):
+                    raise SpecError("suppress: cost must be 'frequency', 'value' or one number per cell") from None
                 if weights.shape != (published.height,):
                     raise SpecError(f"suppress: cost needs one number per published cell ({published.height}), "
                                     f"got shape {weights.shape}")
@@ -999,13 +1013,27 @@ class Session:
 
         value_col = spec.sums[0] if spec.sums else "n"
         z = published[value_col].fill_null(0).to_numpy().astype(float)
-        req: dict[str, Any] = {}
+        # the attacker's a priori bounds of the inner cells: 0 or more for counts and for
+        # non-negative variables; none where the variable has negative values
+        lower = 0.0
+        if spec.sums:
+            low = self.con.execute(
+                f"SELECT min({quote_ident(value_col)}) FROM {quote_ident(table)}").fetchall()[0][0]
+            if low is not None and low < 0:
+                lower = None
+        req: dict[str, Any] = {"lower": lower}
         if protection_range is not None:
             if isinstance(protection_range, bool) or not isinstance(protection_range, numbers.Real) \
                     or not math.isfinite(protection_range) or protection_range < 0:
                 raise SpecError("suppress: protection_range must be a finite number of 0 or more")
             req["protection_range"] = float(protection_range)
-        if spec.sums and rules is not None and rules.p_percent is not None and rules.holding is None:
+        if spec.sums and rules is not None and rules.p_percent is not None and rules.holding is not None:
+            raise NotImplementedError(
+                "suppress: the audit of the p% rule over holdings is not implemented (its protection "
+                "levels need the holdings' two largest contributions); audit with protection_range, "
+                "or without holding"
+            )
+        if spec.sums and rules is not None and rules.p_percent is not None:
             top = self.tabulate(table, spec, top_k=2).select(*spec.columns, f"{value_col}_top")
             top = published.select(spec.columns).join(top, on=list(spec.columns), how="left", maintain_order="left")
             lists = top[f"{value_col}_top"]
