@@ -324,3 +324,49 @@ def test_suppress_refuses_unclear_options():
         with pytest.raises(pt.SpecError, match="no weight"):
             s.suppress("m", pt.TableSpec(["sector4", "geo"], sums=["value"]),
                        rules=SensitivityRules(p_percent=10, weights="default"))
+
+
+def test_protect_request_links_the_suppressed_tables_of_a_source(tmp_path, capsys):
+    """Three tables of one source (a×b, a×c, b×c): suppressed together, so a cell common to
+    two files is empty in both or in neither, and no primary cell follows from the files
+    together (the reviewer's reproducer disclosed a1/Total = 2 when each was suppressed alone)."""
+    from protab import cli
+
+    rng = np.random.default_rng(69)
+    frame = pl.DataFrame({"a": rng.choice([f"a{i}" for i in range(6)], 36), "b": rng.choice([f"b{i}" for i in range(4)], 36),
+                          "c": rng.choice(["x", "y", "z"], 36)})
+    db = tmp_path / "s.duckdb"
+    with pt.Session(str(db)) as s:
+        s.register("t", frame)
+    body = "".join(f'[[tables]]\nname = "{n}"\nsource = "t"\ndims = {d}\nmethod = "suppression"\nmin_frequency = 4\n'
+                   for n, d in (("ab", '["a", "b"]'), ("ac", '["a", "c"]'), ("bc", '["b", "c"]')))
+    (tmp_path / "req.toml").write_text(f'database = "{db.as_posix()}"\n' + body)
+    capsys.readouterr()
+    assert cli.main(["protect", str(tmp_path / "req.toml")]) == 0, capsys.readouterr().err
+    files = {n: pl.read_csv(tmp_path / "protab_output" / f"{n}.csv", schema_overrides={"n": pl.Int64})
+             for n in ("ab", "ac", "bc")}
+    a_ab = files["ab"].filter(pl.col("b") == "Total").select("a", "n")
+    a_ac = files["ac"].filter(pl.col("c") == "Total").select("a", "n")
+    j = a_ab.join(a_ac, on="a")
+    assert (j["n"].is_null() == j["n_right"].is_null()).all()
+    # the same cells as Session.suppress of the linked tables
+    with pt.Session(str(db)) as s:
+        linked = s.suppress("t", [pt.TableSpec(["a", "b"]), pt.TableSpec(["a", "c"]), pt.TableSpec(["b", "c"])],
+                            min_frequency=4)
+        X, _, published = s.model_matrix("t", pt.TableSpec(["a", "b", "c"], formula="a*b + a*c + b*c"))
+    assert (files["ab"]["n"].is_null().to_numpy() == (linked[0]["suppressed"] != "no").to_numpy()).all()
+    lab = published.select("a", "b", "c").join(
+        pl.concat([linked[0].with_columns(c=pl.lit("Total")).select("a", "b", "c", "suppressed"),
+                   linked[1].with_columns(b=pl.lit("Total")).select("a", "b", "c", "suppressed"),
+                   linked[2].with_columns(a=pl.lit("Total")).select("a", "b", "c", "suppressed")]).unique(),
+        on=["a", "b", "c"], how="left", maintain_order="left")["suppressed"]
+    assert not derivable(X, (lab != "no").to_numpy())[(lab == "primary").to_numpy()].any()
+
+
+def test_protect_request_refuses_mixed_methods_on_one_source(tmp_path, capsys):
+    rc, err = _request(tmp_path, FREQ_TABLE + "[ptable]\nmaximum_entropy = { D = 3, V = 1 }\n"
+                       '[[tables]]\nname = "acc2"\nsource = "acc"\ndims = ["mun"]\n', capsys)
+    assert rc == 2 and "same method" in err
+    rc, err = _request(tmp_path, FREQ_TABLE + FREQ_TABLE.replace('name = "acc"', 'name = "acc2"')
+                       .replace("min_frequency = 4", "min_frequency = 3"), capsys)
+    assert rc == 2 and "agree on min_frequency" in err

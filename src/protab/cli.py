@@ -159,21 +159,53 @@ def _check_methods(tables: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
             for key in ("min_frequency", "protect_zeros", "freq"):
                 if key in t:
                     raise SpecError(f"request: table {name!r}: {key} belongs to method = \"suppression\"")
+    by_source: dict[str, set[str]] = {}
+    for t in tables:
+        by_source.setdefault(t["source"], set()).add(t.get("method", "ckm"))
+    mixed = sorted(src for src, methods in by_source.items() if len(methods) > 1)
+    if mixed:
+        raise SpecError(
+            f"request: source {mixed[0]!r} has tables protected by the cell key method and tables "
+            "suppressed: the suppressed ones publish exact values of cells the others perturb, which "
+            "gives their noise away; protect all tables of one source by the same method"
+        )
+    for src in by_source:
+        group = [t for t in tables if t["source"] == src and t.get("method", "ckm") == "suppression"]
+        for key in ("min_frequency", "protect_zeros", "freq", "sums", "weight", "null_sums"):
+            values = {repr(t.get(key)) for t in group}
+            if len(values) > 1:
+                raise SpecError(
+                    f"request: the suppressed tables of source {src!r} are suppressed together (linked: a "
+                    f"common cell gets one decision), so they must agree on {key}"
+                )
     if "ptable" not in cfg and any(t.get("method", "ckm") == "ckm" for t in tables):
         raise SpecError("request: needs a [ptable] section for the cell key method (tables without "
                         "method = \"suppression\")")
 
 
-def _suppress_one(s: Session, t: dict[str, Any], spec: TableSpec, rules: Any) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Suppress one table: its original values, null where suppressed (no labels: they would
-    tell which cells are sensitive), and its summary row."""
-    out = s.suppress(t["source"], spec, rules=rules if spec.sums else None,
-                     min_frequency=None if spec.sums else t["min_frequency"],
-                     protect_zeros=t.get("protect_zeros", False))
-    label = out["suppressed"]
-    row = {"table": t["name"], "cells": out.height, "changed": float((label != "no").mean()),
-           "hellinger_utility": float("nan")}
-    return out.drop("suppressed"), row
+def _suppress_all(
+    s: Session, tables: list[dict[str, Any]], specs: list[TableSpec], rules: Any
+) -> dict[str, tuple[pl.DataFrame, dict[str, Any]]]:
+    """Suppress the tables of each source together, as linked tables (a cell common to two
+    tables gets one decision, so that no table helps to disclose another's primary cell):
+    per table its original values, null where suppressed (no labels: they would tell which
+    cells are sensitive), and its summary row."""
+    out: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = {}
+    for src in dict.fromkeys(t["source"] for t in tables):
+        group = [(t, spec) for t, spec in zip(tables, specs) if t["source"] == src]
+        t0, spec0 = group[0]
+        frames = s.suppress(src, [spec for _, spec in group] if len(group) > 1 else spec0,
+                            rules=rules if spec0.sums else None,
+                            min_frequency=None if spec0.sums else t0["min_frequency"],
+                            protect_zeros=t0.get("protect_zeros", False))
+        if len(group) == 1:
+            frames = [frames]
+        for (t, _), frame in zip(group, frames):
+            label = frame["suppressed"]
+            row = {"table": t["name"], "cells": frame.height, "changed": float((label != "no").mean()),
+                   "hellinger_utility": float("nan")}
+            out[t["name"]] = (frame.drop("suppressed"), row)
+    return out
 
 
 def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
@@ -342,6 +374,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
     rules = load_rules(cfg["rules"]) if "rules" in cfg else None
     rows, frames = [], {}
+    suppressed: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = {}
     with Session(db, read_only=True) as s:  # protect only reads: the database is left as it was
         _check_sources(s, tables, db)
         specs = []
@@ -360,7 +393,10 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
                                             total=len(tables), unit="table")):
             _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
             if t.get("method", "ckm") == "suppression":
-                frames[t["name"]], row = _suppress_one(s, t, spec, rules)
+                if t["name"] not in suppressed:
+                    chosen = [(u, x) for u, x in zip(tables, specs) if u.get("method", "ckm") == "suppression"]
+                    suppressed.update(_suppress_all(s, [u for u, _ in chosen], [x for _, x in chosen], rules))
+                frames[t["name"]], row = suppressed[t["name"]]
             else:
                 frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
                                                       threshold=t.get("threshold"), magnitude=magnitude,
