@@ -370,3 +370,26 @@ def test_protect_request_refuses_mixed_methods_on_one_source(tmp_path, capsys):
     rc, err = _request(tmp_path, FREQ_TABLE + FREQ_TABLE.replace('name = "acc"', 'name = "acc2"')
                        .replace("min_frequency = 4", "min_frequency = 3"), capsys)
     assert rc == 2 and "agree on min_frequency" in err
+
+
+def test_fill_suppressed_gives_decimals_for_a_suppressed_table():
+    acc = pl.read_csv(DATA / "inputs" / "mun_accidents.csv")
+    with pt.Session(":memory:") as s:
+        s.register("a", acc)
+        spec = pt.TableSpec(["mun", "inj"], freq="freq")
+        out = s.suppress("a", spec, min_frequency=4)
+    filled = pt.postprocess.fill_suppressed(out, spec)
+    hidden = out["n"].is_null().to_numpy()
+    assert hidden.any() and filled["filled"].null_count() == 0
+    j = out.select("mun", "inj", "n").join(filled.select("mun", "inj", "filled"), on=["mun", "inj"])
+    kept = j.filter(pl.col("n").is_not_null())
+    assert np.allclose(kept["n"], kept["filled"])  # published cells keep their values
+
+
+def test_a_table_of_one_inner_cell_cannot_protect_its_primary_cell():
+    with pt.Session(":memory:") as s:
+        s.register("t", pl.DataFrame({"g": ["x", "x"]}))
+        out = s.suppress("t", pt.TableSpec(["g"]), min_frequency=4)
+    # x = Total, both with 2 records: both primary and suppressed — nothing is published
+    assert out["suppressed"].to_list() == ["primary", "primary"]
+    assert out["n"].null_count() == 2
