@@ -84,15 +84,20 @@ def run(n: int, repeat: int, threads: int | None, occupations: int) -> dict[str,
 
         t_base, t_protab = best_pair(baseline, protab_run, repeat)
         out: pl.DataFrame = cells["out"]
-        return {
-            "records": n,
-            "inner_cells": cells["inner"].num_rows,
-            "published_cells": out.height,
-            "baseline_s": t_base,
-            "protab_s": t_protab,
-            "ratio": t_protab / t_base,
-            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        }
+        return result(n, cells["inner"].num_rows, out.height, t_base, t_protab)
+
+
+def result(records: int, inner: int, published: int, t_base: float, t_protab: float) -> dict[str, float]:
+    """One measured size: the row that :func:`line` prints."""
+    return {
+        "records": records,
+        "inner_cells": inner,
+        "published_cells": published,
+        "baseline_s": t_base,
+        "protab_s": t_protab,
+        "ratio": t_protab / t_base,
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+    }
 
 
 def main() -> None:

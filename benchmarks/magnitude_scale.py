@@ -18,9 +18,8 @@ as Arrow — the inner cells with the same sums, no margins. Best of `--repeat` 
 from __future__ import annotations
 
 import argparse
-import resource
 
-from ckm_scale import GEN, HEADER, best_pair, hierarchies, line
+from ckm_scale import GEN, HEADER, best_pair, hierarchies, line, result
 
 import protab as pt
 
@@ -58,15 +57,7 @@ def run(n: int, repeat: int, threads: int | None) -> dict[str, float]:
             ).to_arrow_table()
 
         t_base, t_protab = best_pair(baseline, protab_run, repeat)
-        return {
-            "records": n,
-            "inner_cells": cells["inner"].num_rows,
-            "published_cells": cells["out"].height,
-            "baseline_s": t_base,
-            "protab_s": t_protab,
-            "ratio": t_protab / t_base,
-            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-        }
+        return result(n, cells["inner"].num_rows, cells["out"].height, t_base, t_protab)
 
 
 def main() -> None:

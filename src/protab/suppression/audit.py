@@ -67,6 +67,7 @@ from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components
 
 from protab.errors import InputError, ProtabError, SpecError, show_values
+from protab.fit._common import _as_csc as _fit_csc
 
 __all__ = ["audit", "intervals", "p_percent_protection", "protect"]
 
@@ -81,21 +82,8 @@ _EXACT_TOL = 1e-9
 
 
 def _as_csc(X: Any) -> sparse.csc_array:
-    if sparse.issparse(X):
-        A = sparse.csc_array(X, dtype=np.float64)
-    elif isinstance(X, np.ndarray) and X.ndim == 2:
-        A = sparse.csc_array(np.asarray(X, dtype=np.float64))
-    else:
-        raise InputError(
-            "X must be a scipy.sparse matrix (or 2-D numpy array) of shape (inner cells × "
-            f"published cells), z = X.T @ y; got {type(X).__name__}"
-        )
-    A.sum_duplicates()
-    A.eliminate_zeros()
-    bad = ~np.isfinite(A.data)
-    if bad.any():
-        raise InputError(f"X has {int(bad.sum())} NaN or infinite entries")
-    return A
+    """X as a float64 CSC array, checked (the validation of the fit package)."""
+    return _fit_csc(X)
 
 
 def _vector(v: Any, m: int, name: str, X_shape: tuple[int, int], kind: str = "published") -> np.ndarray:
