@@ -710,6 +710,7 @@ class _Columns:
         self._add_run(np.arange(self.end, dtype=np.int64))
 
     _PENDING = 8192  # appended entries held unsorted before they become a run
+    _MERGE = 2  # the last two runs merge while the older is at most this many times the newer
 
     def _append(self, pos: np.ndarray) -> None:
         self._pending.append(pos)
@@ -722,7 +723,7 @@ class _Columns:
         rows = self.idx[pos]
         order = np.argsort(rows, kind="stable")
         self._runs.append((rows[order], pos[order]))
-        while len(self._runs) > 1 and self._runs[-2][0].size <= 2 * self._runs[-1][0].size:
+        while len(self._runs) > 1 and self._runs[-2][0].size <= self._MERGE * self._runs[-1][0].size:
             (r1, p1), (r2, p2) = self._runs[-2], self._runs[-1]
             rows, pos = np.concatenate((r1, r2)), np.concatenate((p1, p2))
             order = np.argsort(rows, kind="stable")
