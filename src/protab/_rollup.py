@@ -222,7 +222,6 @@ class TableRun:
         self._cells: str | None = None
         self._ids: str | None = None
         self._checks: list[str] = []
-        self._mag_checks: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> "TableRun":
@@ -323,10 +322,10 @@ class TableRun:
                 aggs.append(f"count(*) - count({quote_ident(col)}) AS _chk_null{k}")
                 checks.append(f"_chk_null{k}")
         if self.top_k is not None:
-            more, more_params = self._magnitude_aggregates()
+            more, more_params, more_checks = self._magnitude_aggregates()
             aggs += more
             params += more_params
-            checks += self._mag_checks
+            checks += more_checks
         self._checks = checks
         outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
         try:
@@ -345,17 +344,19 @@ class TableRun:
                 "huge values in the frequency, weight and sums columns of the request"
             ) from None
 
-    def _magnitude_aggregates(self) -> tuple[list[str], list[Any]]:
-        """Aggregates of the scan per sums column for magnitude tables: weighted sum, non-zero
-        contributors, the top-k list, max and min, and the non-zero key sum.
+    def _magnitude_aggregates(self) -> tuple[list[str], list[Any], list[str]]:
+        """Aggregates of the scan per sums column for magnitude tables (aggregates, their
+        parameters, the check columns): weighted sum, non-zero contributors, the top lists,
+        and the non-zero key sum.
 
         A contribution is the record's value (NULL → 0 with ``null_sums='zero'``; with
-        'omit' a NULL record is no contributor). The list holds structs (a = |x|, w, x)
-        sorted descending: by |x|, then weight (R cellKey's order), then x, so that ties
-        resolve to the same values on every run. Weighted products are rounded to
-        DECIMAL(38, 8) per record, then summed exactly. The list holds values only (no record
-        keys: nothing downstream needs them, and three fields compare faster than four)."""
-        spec, aggs, params = self.spec, [], []
+        'omit' a NULL record is no contributor). Weighted tables keep structs (a = |x|, w, x)
+        sorted descending — by |x|, then weight (R cellKey's order), then x, so that ties
+        resolve to the same values on every run — and max and min; unweighted tables keep
+        the k largest and the k smallest values (see :func:`top_list`). No record keys: nothing
+        downstream needs them. Weighted products are rounded to DECIMAL(38, 8) per record, then
+        summed exactly."""
+        spec, aggs, params, checks = self.spec, [], [], []
         w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
         r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"  # non-zero key sum
         for k, col in enumerate(spec.sums):
@@ -366,7 +367,7 @@ class TableRun:
                 prod = f"TRY_CAST({x} * {w} AS DECIMAL(38, 8))"
                 aggs += [f"sum({prod}) AS _sw{k}",
                          f"count(*) FILTER (WHERE {x} IS NOT NULL AND {prod} IS NULL) AS _chk_sw{k}"]
-                self._mag_checks.append(f"_chk_sw{k}")
+                checks.append(f"_chk_sw{k}")
             aggs.append(f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}")
             n = int(self.top_k or 1)
             if spec.weight is not None:
@@ -378,7 +379,7 @@ class TableRun:
             if self.key is not None:
                 aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
                 params.append(self.modulus)
-        return aggs, params
+        return aggs, params, checks
 
     def _too_large(self) -> None:
         """InputError for the first weight/sums column whose |values| add up to SUM_LIMIT or
@@ -997,7 +998,6 @@ class TableRun:
             hold = self._holdings(weights=rules.weights if rules is not None else None)
             using = ", ".join(f"_o{j}" for j in range(self.nd))
             prev = self._create("hcells", f"SELECT * FROM {base} LEFT JOIN {hold} USING ({using})")
-        sens_cols: list[str] = []
         # each variable's top-k list as structs, built once for the rules and the perturbation
         n = int(self.top_k or 1)
         tops = ", ".join(f"{top_list(k, n, weighted)} AS _tl{k}" for k in range(len(spec.sums)))
@@ -1009,7 +1009,6 @@ class TableRun:
                 sens, names, ps = rules.sql(k, weighted=weighted, holdings=self.holding is not None, top=f"_tl{k}")
                 items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"]
                 params += ps
-                sens_cols += [f"_sens{k}", f"_rule{k}"]
             ctes.append(f"_rules AS (SELECT *, {', '.join(items)} FROM {prev})")
             prev = "_rules"
         if magnitude is not None:

@@ -945,14 +945,25 @@ class Session:
             raise SpecError("suppress: the rules weigh contributions (weights=...) but the TableSpec has no weight")
         # empty cells are protected only where zero cells are a rule: then they need inner cells
         zero_rule = bool(spec.sums) and rules is not None and rules.zero
-        X, inner, published = self.model_matrix(table, spec, extend0=not spec.sums or zero_rule)
         dims = list(spec.columns)
-        n = published["n"].to_numpy()
+        facts = None  # magnitude tables: the rules' columns of every published cell
         if spec.sums:
-            verdict = self.sensitivity(table, spec, rules)
-            flags = verdict.select(*dims, pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]).alias("_p"))
-            primary = published.select(dims).join(flags, on=dims, how="left", maintain_order="left")["_p"]
-            primary = primary.fill_null(False).to_numpy()
+            # one scan: X, the inner cells and the rules' verdicts (with the top lists and the
+            # smallest values the audit needs) from the same run
+            with self._out_of_memory(table), self._run(
+                table, spec, extend0=zero_rule, top_k=rules.top_k, holding=rules.holding
+            ) as run:
+                inner = run.inner_frame()
+                X = run.matrix()
+                facts = run.sensitivity(rules)
+            values = [*dims, *(f"{d}_level" for d in dims), "n", *(["w"] if spec.weight else []), *spec.sums]
+            published = facts.select(values)
+        else:
+            X, inner, published = self.model_matrix(table, spec, extend0=True)
+        n = published["n"].to_numpy()
+        if facts is not None:
+            primary = facts.select(pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]))
+            primary = primary.to_series().fill_null(False).to_numpy()
             value = published[spec.sums[0]].fill_null(0).to_numpy()
             order = candidates_num(X, value, freq=n)
             singleton = inner["n"].to_numpy() == 1
@@ -991,7 +1002,7 @@ class Session:
         audit_cols: list[pl.Series] = []
         if audit or interval_protection:
             suppressed, audit_cols = self._audit_suppression(
-                table, spec, rules, X, published, suppressed, primary | forced_mask, protection_range,
+                spec, rules, X, published, facts, suppressed, primary | forced_mask, protection_range,
                 interval_protection,
             )
         label = np.where(primary | forced_mask, "primary", np.where(suppressed, "secondary", "no"))
@@ -1002,12 +1013,14 @@ class Session:
             + [pl.Series("suppressed", label)] + audit_cols
         )
 
+    @staticmethod
     def _audit_suppression(
-        self, table: str, spec: TableSpec, rules: Any, X: Any, published: pl.DataFrame, suppressed: np.ndarray,
-        primary: np.ndarray, protection_range: float | None, protect: bool,
+        spec: TableSpec, rules: Any, X: Any, published: pl.DataFrame, facts: pl.DataFrame | None,
+        suppressed: np.ndarray, primary: np.ndarray, protection_range: float | None, protect: bool,
     ) -> tuple[np.ndarray, list[pl.Series]]:
         """Attacker intervals of the suppressed cells (and, with ``protect``, more suppressions
-        until every primary cell meets its requirement): (suppressed, [lo, up, protected])."""
+        until every primary cell meets its requirement): (suppressed, [lo, up, protected]).
+        ``facts``: the rules' columns of a magnitude table (top lists, smallest values)."""
         from protab.suppression import audit
         from protab.suppression import protect as add_suppressions
 
@@ -1016,10 +1029,9 @@ class Session:
         # the attacker's a priori bounds of the inner cells: 0 or more for counts and for
         # non-negative variables; none where the variable has negative values
         lower = 0.0
-        if spec.sums:
-            low = self.con.execute(
-                f"SELECT min({quote_ident(value_col)}) FROM {quote_ident(table)}").fetchall()[0][0]
-            if low is not None and low < 0:
+        if facts is not None:
+            low = facts[f"{value_col}_min"].min()
+            if low is not None and low < 0:  # type: ignore[operator]
                 lower = None
         req: dict[str, Any] = {"lower": lower}
         if protection_range is not None:
@@ -1033,10 +1045,8 @@ class Session:
                 "levels need the holdings' two largest contributions); audit with protection_range, "
                 "or without holding"
             )
-        if spec.sums and rules is not None and rules.p_percent is not None:
-            top = self.tabulate(table, spec, top_k=2).select(*spec.columns, f"{value_col}_top")
-            top = published.select(spec.columns).join(top, on=list(spec.columns), how="left", maintain_order="left")
-            lists = top[f"{value_col}_top"]
+        if facts is not None and rules is not None and rules.p_percent is not None:
+            lists = facts[f"{value_col}_top"]  # the rules' top lists hold two values at least
             req.update(p_percent=rules.p_percent, x1=lists.list.get(0, null_on_oob=True).fill_null(0).to_numpy(),
                        x2=lists.list.get(1, null_on_oob=True).fill_null(0).to_numpy())
         if protect:
