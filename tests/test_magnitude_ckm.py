@@ -296,3 +296,28 @@ def test_protect_request_bad_magnitude_is_named(tmp_path, capsys):
     rc, err = _protect(tmp_path, MAGNITUDE.replace("epsilon = [1, 0.5]", "epsilon = [1, 0.5, 0.9]"), capsys)
     assert rc == 2 and "[magnitude]" in err and "epsilon" in err
     assert not (tmp_path / "protab_output").exists()
+
+
+def test_top_k_needs_sums():
+    with pt.Session(":memory:") as s:
+        s.register("t", _frame(n=5))
+        with pytest.raises(pt.SpecError, match="top_k lists the largest contributions of sums"):
+            s.tabulate("t", pt.TableSpec({"a": None}), top_k=3)
+
+
+@pytest.mark.parametrize("modulus, key, rotated", [
+    (10**8, 12345678, 23456781),   # 0.12345678 → 0.23456781
+    (10**8, 12345670, 23456710),   # R writes 0.1234567: the first digit moves behind the 7
+    (10**8, 1234567, 12345670),    # 0.01234567 → 0.12345670
+    (10**8, 0, 0),
+    (2**32, 0x12345678, 0x23456781),  # binary keys: 4 bits (a hexadecimal digit) to the end
+    (2**32, 0xF0000000, 0x0000000F),
+])
+def test_key_rotation(modulus, key, rotated):
+    import duckdb
+
+    from protab.magnitude import rotate_sql
+
+    got = duckdb.connect().execute(f"SELECT {rotate_sql('k', modulus)} FROM (SELECT CAST(? AS BIGINT) AS k)",
+                                   [key]).fetchall()[0][0]
+    assert got == rotated

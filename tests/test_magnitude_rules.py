@@ -194,3 +194,23 @@ def test_rules_agree_with_a_brute_force_scan(frame, by_holding):
         expect = (0 < nz < 3) or (X > 0 and (x1 / X >= 0.6 or x12 / X >= 0.85)) or (
             X > 0 and abs(1 - x12 / X) < abs(0.15 * x1 / X))
         assert flag == expect, (row, contrib)
+
+
+def test_rule_macros_for_duckdb_users_agree_with_the_rules():
+    """protab_top, protab_dominance_ratio and protab_p_rule in plain SQL give the verdicts of
+    SensitivityRules (records, non-negative values)."""
+    rng = np.random.default_rng(4)
+    frame = pl.DataFrame({"g": rng.choice(list("abcdefgh"), 200, p=[.3, .3, .2, .1, .05, .03, .01, .01]),
+                          "x": rng.pareto(1.3, 200).round(2) * 100})
+    with pt.Session(":memory:") as s:
+        s.register("t", frame)
+        sql = s.sql(
+            "SELECT g, protab_top(x, 2) AS top, protab_p_rule(protab_top(x, 2), sum(x), 15) "
+            "OR protab_dominance_ratio(protab_top(x, 2), sum(x), 1) >= 0.6 AS sensitive FROM t GROUP BY g ORDER BY g"
+        )
+        rules = s.sensitivity("t", pt.TableSpec({"g": None}, sums=["x"]),
+                              SensitivityRules(p_percent=15, dominance=[(1, 60)]))
+    rules = rules.filter(pl.col("g") != "Total").sort("g")
+    assert sql["sensitive"].to_list() == rules["x_sensitive"].to_list()
+    assert sql["top"].to_list() == rules["x_top"].to_list()
+    assert sql["sensitive"].any() and not sql["sensitive"].all()
