@@ -219,13 +219,39 @@ class TableRun:
             )
         self.values = [c for c, _ in value_columns(spec, keys=key is not None, top_k=top_k)]
         self._temps: list[str] = []
+        self._views: list[str] = []
         self._cells: str | None = None
         self._ids: str | None = None
         self._checks: list[str] = []
+        self.source = quote_ident(table)  # what the scans read: the table, or its where-filtered view
+
+    def _filter(self) -> None:
+        """``spec.where`` as a temporary view of the table. The condition is built with DuckDB's
+        expression API, which writes the values as escaped constants: protab pastes no value
+        of the user's into SQL."""
+        if not self.spec.where:
+            return
+        cond = None
+        for column, op, values in self.spec.where:
+            hit = duckdb.FunctionExpression(
+                "list_contains",
+                duckdb.ConstantExpression(list(values)),
+                duckdb.ColumnExpression(column).cast(duckdb.sqltypes.VARCHAR),
+            )
+            c = hit if op == "in" else ~hit
+            c = duckdb.CoalesceOperator(c, duckdb.ConstantExpression(False))
+            cond = c if cond is None else (cond & c)
+        name = _tmp("where")
+        # the relation's SQL, written by DuckDB with the values as escaped constants
+        query = self.con.table(quote_ident(self.table)).filter(cond).sql_query()
+        self.con.execute(f"CREATE TEMP VIEW {name} AS {query}")
+        self._views.append(name)
+        self.source = name
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> "TableRun":
         try:
+            self._filter()
             self.inner = self._scan()
             self._check_inner()
             if self.extend0:
@@ -257,6 +283,9 @@ class TableRun:
         for t in reversed(self._temps):
             self.con.execute(f"DROP TABLE IF EXISTS {t}")
         self._temps.clear()
+        for v in self._views:
+            self.con.execute(f"DROP VIEW IF EXISTS {v}")
+        self._views.clear()
 
     def _create(self, kind: str, select: str, params: Sequence[Any] | None = None) -> str:
         name = _tmp(kind)
@@ -332,7 +361,7 @@ class TableRun:
             return self._create(
                 "inner",
                 f"SELECT {', '.join(outer + self.values + checks)} FROM ("
-                f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {quote_ident(self.table)} GROUP BY ALL)",
+                f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {self.source} GROUP BY ALL)",
                 params,
             )
         except (duckdb.OutOfRangeException, duckdb.ConversionException) as exc:
@@ -393,7 +422,7 @@ class TableRun:
             f"FILTER (WHERE isfinite(CAST({quote_ident(c)} AS DOUBLE))), 0)"
             for _, c, _ in sources
         ]
-        row = self.con.execute(f"SELECT {', '.join(items)} FROM {quote_ident(self.table)}").fetchall()[0]
+        row = self.con.execute(f"SELECT {', '.join(items)} FROM {self.source}").fetchall()[0]
         for (_, col, what), total in zip(sources, row):
             if float(total) >= self.SUM_LIMIT:
                 raise InputError(
@@ -408,7 +437,7 @@ class TableRun:
         values (error path only)."""
         q = quote_ident(column)
         cond = where.format(q=q)
-        t = quote_ident(self.table)
+        t = self.source
         n = self.con.execute(f"SELECT count(*) FROM {t} WHERE {cond}").fetchall()[0][0]
         rows = self.con.execute(f"SELECT DISTINCT {q} FROM {t} WHERE {cond} ORDER BY 1 LIMIT 5").fetchall()
         return int(n), show_values([r[0] for r in rows])
@@ -485,9 +514,8 @@ class TableRun:
         self._check_sums()
         n_codes: list[int] = []
         if not self._n_inner:
-            raise InputError(
-                f"table {self.table!r} has no records, so there is no table to publish"
-            )
+            cond = " that pass the where conditions" if self.spec.where else ""
+            raise InputError(f"table {self.table!r} has no records{cond}, so there is no table to publish")
         for d, (n_distinct, nulls, null_cells, codes) in zip(self.spec.dimensions, per_dim):
             if null_cells:  # only without null_code
                 nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""
@@ -1064,7 +1092,7 @@ class TableRun:
         sum|), ``_ht`` (the top-k list of holding sums) and with weights ``_hswa``
         (Σ|holding weighted sum|)."""
         spec, h = self.spec, quote_ident(self.holding or "")
-        t = quote_ident(self.table)
+        t = self.source
         nulls = self.con.execute(f"SELECT count(*) FROM {t} WHERE {h} IS NULL").fetchall()[0][0]
         if nulls:
             raise InputError(
@@ -1119,7 +1147,7 @@ class TableRun:
             low = self.con.execute(f"SELECT min({smallest}) FROM {base}").fetchall()[0][0]
             if low is not None and low < 0:
                 n = self.con.execute(
-                    f"SELECT count(*) FROM {quote_ident(self.table)} WHERE {quote_ident(col)} < 0"
+                    f"SELECT count(*) FROM {self.source} WHERE {quote_ident(col)} < 0"
                 ).fetchall()[0][0]
                 raise InputError(
                     f"sums column {col!r} of table {self.table!r} has negative values in {n} record(s); "

@@ -663,7 +663,9 @@ class Session:
             )
         if holding is not None:
             _missing_columns(table, cols, [holding], "holding column")
+        _missing_columns(table, cols, [c for c, _, _ in spec.where], "where column")
         used = [*spec.columns, *values] + ([spec.freq] if spec.freq else []) + ([holding] if holding else [])
+        used += [c for c, _, _ in spec.where]
         try:
             secret = self.record_key(table)[0]
         except InputError:

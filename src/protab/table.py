@@ -91,6 +91,13 @@ class TableSpec:
         False publishes the crossing of all dimensions alone, without any margin (the flat
         crosstab of the ONS cell key package); only for flat dimensions (a hierarchy is there
         for its margins), and without formula or crossings. True (default) publishes margins.
+    where:
+        Records to tabulate, as conditions on columns that must all hold: a sequence of
+        ``(column, "in" | "not in", values)``, e.g. ``[("region", "in", ["N", "S"]),
+        ("age", "not in", ["0-4"])]``. Values are compared with the column's codes as text
+        (the text the table shows); a record whose column is NULL passes neither ``in`` nor
+        ``not in``. A cell's key is the sum of its records' keys, so a cell of a filtered
+        table that equals a cell of another table (the same records) gets the same noise.
     """
 
     dims: Mapping[str, object]
@@ -104,6 +111,7 @@ class TableSpec:
     total: str = "Total"
     freq: str | None = None
     margins: bool = True
+    where: Sequence[tuple[str, str, Sequence[object]]] = ()
     dimensions: tuple[Dimension, ...] = field(init=False, repr=False)
     terms: tuple[frozenset[str], ...] = field(init=False, repr=False)
 
@@ -198,6 +206,7 @@ class TableSpec:
                 f"dimension values are published as), not {self.null_code!r} "
                 f"({type(self.null_code).__name__})"
             )
+        object.__setattr__(self, "where", _where(self.where))
         if not isinstance(self.total, str) or not self.total.strip():
             raise SpecError(
                 f"TableSpec: total must be a non-empty string (the margin code of flat "
@@ -292,6 +301,31 @@ class TableSpec:
             if d.column == column:
                 return d
         raise SpecError(f"TableSpec: no dimension named {column!r}")
+
+
+def _where(where: object) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """``TableSpec.where`` checked and normalised: (column, op, sorted distinct text values)."""
+    form = "a list of (column, 'in' | 'not in', values), e.g. [('region', 'in', ['N', 'S'])]"
+    if isinstance(where, (str, Mapping)) or not isinstance(where, Sequence):
+        raise SpecError(f"TableSpec: where must be {form}; not {type(where).__name__}")
+    out = []
+    for item in where:
+        if isinstance(item, (str, Mapping)) or not isinstance(item, Sequence) or len(item) != 3:
+            raise SpecError(f"TableSpec: where must be {form}; got the item {item!r}")
+        column, op, values = item
+        _column_name("where", column)
+        if op not in ("in", "not in"):
+            raise SpecError(f"TableSpec: where on {column!r}: the operator must be 'in' or 'not in', not {op!r}")
+        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence) or not values:
+            raise SpecError(f"TableSpec: where on {column!r}: give a non-empty list of values, not {values!r}")
+        bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (str, int))]
+        if bad:
+            raise SpecError(
+                f"TableSpec: where on {column!r}: values must be codes (strings or whole numbers); "
+                f"got {show_values(bad)}"
+            )
+        out.append((column, op, tuple(sorted({str(v) for v in values}))))
+    return tuple(out)
 
 
 def _column_name(arg: str, value: object, *, optional: bool = False) -> None:
