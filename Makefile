@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test lint java clean
+.PHONY: demo test lint java chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,16 @@ java:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	  else echo "note: no Java runtime; the Spark tests will be skipped (install openjdk-17-jre-headless)"; fi; }
 
-test: $(VENV)/.dev java
+# The table-builder browser test (tests/test_serve_browser.py) drives Debian's chromium through
+# chromium-driver: installed when missing and we are root
+chromium:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium and chromium-driver for the table-builder browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "note: no chromium/chromedriver; the browser test will be skipped (install chromium chromium-driver)"; fi; }
+
+test: $(VENV)/.dev java chromium
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.dev
