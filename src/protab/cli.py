@@ -326,20 +326,77 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     The whole request is checked first (schema, file names, output folder, database, p-table,
     hierarchies); tables are written only after every one was protected, all at once.
     """
-    from protab._progress import track
-    from protab.session import Session
-    from protab.table import TableSpec
+    path = Path(request)
+    cfg = _request(path, _schema.PROTECT)
+    out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
+    formats = cfg.get("formats", list(FORMATS))
+    names = [t["name"] for t in cfg["tables"]]
+    _check_names(names)
+    check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
+    frames, rows = _protect_request(path, cfg, database, out_dir)
+    _write_all(frames, out_dir, formats)
+    print(_summary(rows))
+    print(f"protected tables written to {out_dir}/")
+    return rows
+
+
+def publish(request: str, to: str, database: str | None = None, *, replace: bool = False) -> list[dict[str, Any]]:
+    """Protect the tables of a request (as ``protect``) into a new DuckDB database ``to``.
+
+    The database holds the protected tables only (one table each, named as in the request, and
+    a view ``protab_catalog`` of table names, cells and methods): no records, record keys,
+    p-table, original values or seeds. It is written beside ``to`` and renamed onto it when
+    complete (atomic); an existing file is replaced only with ``replace=True``.
+    """
+    from protab._io import atomic_path
 
     path = Path(request)
     cfg = _request(path, _schema.PROTECT)
-    base = path.parent
-    db = database or cfg.get("database", DEFAULT_DATABASE)
-    if not os.path.isabs(db) and db != ":memory:" and database is None:
-        db = str(base / db)
-    out_dir = Path(out) if out else base / cfg.get("output", DEFAULT_OUTPUT)
-    formats = cfg.get("formats", list(FORMATS))
-    tables = cfg["tables"]
-    names = [t["name"] for t in tables]
+    _check_names([t["name"] for t in cfg["tables"]])
+    target = Path(to)
+    if target.exists() and not replace:
+        raise InputError(f"publish: {str(target)!r} exists; pass --replace to replace it")
+    if target.is_dir():
+        raise InputError(f"publish: {str(target)!r} is a folder; give a database file name")
+    frames, rows = _protect_request(path, cfg, database, None)
+    if database is not None or "database" in cfg:
+        db = database or str(path.parent / cfg["database"])
+        if os.path.abspath(db) == os.path.abspath(target):
+            raise InputError(f"publish: {str(target)!r} is the microdata database; publish to a new file")
+    methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
+    with atomic_path(target) as tmp:
+        os.unlink(tmp)  # DuckDB creates the file itself
+        _write_database(str(tmp), frames, methods)
+    print(_summary(rows))
+    print(f"protected tables published to {target} (open it with duckdb; it holds protected tables only)")
+    return rows
+
+
+def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[str, str]) -> None:
+    """The protected frames as tables of a new DuckDB file (a storage format DuckDB 1.2+ reads)."""
+    import duckdb
+
+    from protab._rollup import quote_ident
+
+    con = duckdb.connect(path, config={"storage_compatibility_version": "v1.2.0"})
+    try:
+        con.execute("BEGIN")
+        for name, frame in frames.items():
+            reg = f"_protab_publish_{len(name)}"
+            con.register(reg, frame.to_arrow())
+            con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {reg}")
+            con.unregister(reg)
+        con.execute("CREATE TABLE protab_published (table_name VARCHAR, cells BIGINT, method VARCHAR)")
+        con.executemany("INSERT INTO protab_published VALUES (?, ?, ?)",
+                        [[n, f.height, methods[n]] for n, f in frames.items()])
+        con.execute("CREATE VIEW protab_catalog AS SELECT * FROM protab_published ORDER BY table_name")
+        con.execute("COMMIT")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def _check_names(names: list[str]) -> None:
     for n in names:
         if "/" in n or "\\" in n or n.startswith("."):
             raise SpecError(f"request: table name {n!r} is used as the output file name; use a plain name "
@@ -347,13 +404,28 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SpecError(f"request: the table names {dup} appear more than once (they name the output files)")
-    check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
+
+
+def _protect_request(
+    path: Path, cfg: dict[str, Any], database: str | None, out_dir: Path | None
+) -> tuple[dict[str, pl.DataFrame], list[dict[str, Any]]]:
+    """Every table of a checked request protected, in memory (nothing written)."""
+    from protab._progress import track
+    from protab.session import Session
+    from protab.table import TableSpec
+
+    base = path.parent
+    db = database or cfg.get("database", DEFAULT_DATABASE)
+    if not os.path.isabs(db) and db != ":memory:" and database is None:
+        db = str(base / db)
+    tables = cfg["tables"]
     unused = sorted(set(cfg.get("hierarchies", {})) - {d for t in tables for d in t["dims"]})
     if unused:
         raise SpecError(f"request: [hierarchies.{unused[0]}] is not a dimension of any table (dims of the "
                         "[[tables]] entries); remove it or fix the name")
     _require_database(db, "paths in a request file are relative to the file; ")
-    if db != ":memory:" and Path(os.path.abspath(db)).is_relative_to(Path(os.path.abspath(out_dir))):
+    if out_dir is not None and db != ":memory:" and Path(os.path.abspath(db)).is_relative_to(
+            Path(os.path.abspath(out_dir))):
         raise SpecError(
             f"the output folder {str(out_dir)!r} holds the database {db!r}; outputs are swapped in as a "
             "whole folder, so give them a folder of their own (e.g. output = \"protab_output\")"
@@ -402,10 +474,7 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
                                                       threshold=t.get("threshold"), magnitude=magnitude,
                                                       rules=rules)
             rows.append(row)
-    _write_all(frames, out_dir, formats)
-    print(_summary(rows))
-    print(f"protected tables written to {out_dir}/")
-    return rows
+    return frames, rows
 
 
 def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
@@ -727,6 +796,17 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
 
+    pb = sub.add_parser("publish", help="protect a request's tables into a DuckDB file of protected tables only",
+                        formatter_class=fmt,
+                        description="Protect every table of a request (as `protab protect`) and write them into a "
+                                    "new DuckDB database for analysts: protected tables and a view protab_catalog, "
+                                    "no records, keys, p-table, originals or seeds. Written atomically.",
+                        epilog="The request format: `protab protect --help`.")
+    pb.add_argument("request", help="the TOML request file")
+    pb.add_argument("--to", required=True, help="the DuckDB file to write (e.g. protected.duckdb)")
+    pb.add_argument("--db", help="DuckDB file of the microdata (overrides the request's database)")
+    pb.add_argument("--replace", action="store_true", help="replace the file if it exists")
+
     rp = sub.add_parser("report", help="risk-utility report of protected tables (TOML request file)",
                         formatter_class=fmt,
                         description="Compare protected tables with the originals (trusted use): measures, "
@@ -776,6 +856,8 @@ def _run(args: argparse.Namespace) -> None:
         _run_ptable(args)
     elif args.cmd == "protect":
         protect(args.request, args.db, args.out)
+    elif args.cmd == "publish":
+        publish(args.request, args.to, args.db, replace=args.replace)
     elif args.cmd == "report":
         from protab.report import run_request
 
