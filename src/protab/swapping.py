@@ -1,0 +1,689 @@
+"""Targeted record swapping (TRS) of households as set work in DuckDB SQL.
+
+Follows the census handbook's targeted record swapping (Eurostat recommendation for the 2021
+round; docs/methods.md §6) with the semantics of sdcMicro's ``recordSwap`` (docs/swapping.md):
+a household's risk at geography level h is 1/count of the records that share its risk
+variables inside its level-h area (maximum over its members); a household is *risky* at the
+first (coarsest) level where that risk exceeds 1/k (a count below k); risky households are
+swapped, level by level from the coarsest, with a donor household outside their level-h area
+that agrees on a similarity profile (fallback profiles in order), donors drawn with probability
+proportional to their risk; at the finest level random households (weighted by their risk) top
+the swaps up to the global swap rate. A swap exchanges the geography (and the carry-along
+variables) of two whole households. Every random choice is a keyed hash (SHA-256) of the seed
+and the household id, so the result depends on nothing but the data and the seed.
+
+The matching of recipients with donors runs in rounds of proposals (each recipient proposes to
+one donor; a proposal is kept where it is the best one touching both of its households, which
+makes the kept proposals a matching); a loop over geography levels, profiles and a bounded
+number of rounds is the only Python loop.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from protab._rollup import quote_ident as q
+from protab.errors import InputError, SpecError, show_values
+
+__all__ = ["SwapSpec", "swap"]
+
+_PROPOSAL_ROUNDS = 6  # rounds of proposals to the best-ranked donors (risk-weighted order)
+_RESCUE_ROUNDS = 64  # rounds of proposals over every donor outside the area, until none is left
+_TOPUP_ROUNDS = 8  # draws of further households until the swap rate is reached
+_CANDIDATES = 3  # the best `_CANDIDATES * m + 8` donors of a class serve its m recipients first
+_HEX = 13  # hexadecimal digits (52 bits) of SHA-256 per uniform number
+_SCALE = float(1 << (4 * _HEX))
+_TAG = "protab-swap"
+
+
+def _names(value: Any, what: str, *, allow_empty: bool = True) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise SpecError(f"SwapSpec: {what} must be a list of column names, not {value!r}")
+    names = tuple(value)
+    bad = [v for v in names if not isinstance(v, str) or not v]
+    if bad:
+        raise SpecError(f"SwapSpec: {what} must hold non-empty column names; got {show_values(bad)}")
+    dup = sorted({v for v in names if names.count(v) > 1})
+    if dup:
+        raise SpecError(f"SwapSpec: {what} names {show_values(dup)} more than once")
+    if not names and not allow_empty:
+        raise SpecError(f"SwapSpec: {what} must name at least one column")
+    return names
+
+
+def _real(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise SpecError(f"SwapSpec: {what} must be a finite number, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SwapSpec:
+    """What to swap and how (sdcMicro ``recordSwap``'s interface, column names instead of indices).
+
+    ``household``: household id column. ``geography``: area columns, coarsest first (e.g.
+    region, municipality, 1 km square). ``risk_variables``: columns whose k-anonymity counts
+    inside each area give the risk. ``similar``: similarity profiles, the first preferred; a
+    donor agrees with its recipient on every column of the profile used (a flat list of names is
+    one profile; an empty profile matches any household). ``swap_rate``: share of households
+    swapped, in (0, 1). ``k_anonymity``: a household is risky at a level where some member's
+    count is below k (0: none is risky). ``risk``: optional columns of risk per record, one per
+    geography level, used instead of the counts (as sdcMicro's ``risk``), with
+    ``risk_threshold`` (0: 1/k as sdcMicro). ``carry_along``: household columns moved with the
+    geography. ``return_swapped_id``: add ``<household>_swapped``, the id of the household whose
+    geography a household now has (its own when not swapped).
+    """
+
+    household: str
+    geography: Sequence[str]
+    risk_variables: Sequence[str]
+    similar: Sequence[Sequence[str]]
+    swap_rate: float = 0.05
+    k_anonymity: int = 3
+    risk_threshold: float = 0.0
+    carry_along: Sequence[str] = ()
+    risk: Sequence[str] = ()
+    return_swapped_id: bool = False
+    _profiles: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.household, str) or not self.household:
+            raise SpecError(f"SwapSpec: household must be a column name, not {self.household!r}")
+        geography = _names(self.geography, "geography", allow_empty=False)
+        risk_variables = _names(self.risk_variables, "risk_variables")
+        risk = _names(self.risk, "risk")
+        carry = _names(self.carry_along, "carry_along")
+        similar = self.similar
+        if isinstance(similar, str) or not isinstance(similar, Sequence) or not similar:
+            raise SpecError(f"SwapSpec: similar must be a list of profiles (lists of column names), not {similar!r}")
+        if all(isinstance(s, str) for s in similar):
+            similar = (tuple(similar),)  # one profile given as a flat list, as sdcMicro allows
+        profiles = tuple(_names(p, f"similar profile {i + 1}") for i, p in enumerate(similar))
+        rate = _real(self.swap_rate, "swap_rate")
+        if not 0.0 < rate < 1.0:
+            raise SpecError(f"SwapSpec: swap_rate must lie strictly between 0 and 1, not {self.swap_rate!r}")
+        k = self.k_anonymity
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise SpecError(f"SwapSpec: k_anonymity must be a whole number >= 0, not {k!r}")
+        threshold = _real(self.risk_threshold, "risk_threshold")
+        if threshold < 0:
+            raise SpecError(f"SwapSpec: risk_threshold must be >= 0, not {self.risk_threshold!r}")
+        if not isinstance(self.return_swapped_id, bool):
+            raise SpecError(f"SwapSpec: return_swapped_id must be True or False, not {self.return_swapped_id!r}")
+        if risk:
+            if len(risk) != len(geography):
+                raise SpecError(
+                    f"SwapSpec: risk must name one column per geography level ({len(geography)}), not {len(risk)}"
+                )
+        else:
+            if not risk_variables:
+                raise SpecError("SwapSpec: risk_variables must name at least one column (or give risk columns)")
+            if threshold > 0:
+                raise SpecError(
+                    "SwapSpec: risk_threshold applies to given risk columns; with risk_variables the "
+                    "threshold is 1/k_anonymity (set k_anonymity instead)"
+                )
+        ids = {self.household}
+        for what, cols in (("geography", geography), ("risk_variables", risk_variables), ("risk", risk)):
+            if ids & set(cols):
+                raise SpecError(f"SwapSpec: the household column {self.household!r} cannot be in {what}")
+        both = sorted(set(geography) & set(risk_variables))
+        if both:
+            raise SpecError(f"SwapSpec: {show_values(both)} cannot be both geography and risk variables")
+        for i, p in enumerate(profiles):
+            bad = sorted((set(p) & set(geography)) | (set(p) & ids))
+            if bad:
+                raise SpecError(
+                    f"SwapSpec: similar profile {i + 1} names {show_values(bad)}, the household id or geography "
+                    "(which the swap moves)"
+                )
+        if self.household in carry:
+            raise SpecError(
+                f"SwapSpec: the household column {self.household!r} cannot be carried along "
+                "(return_swapped_id=True shows the partner's id)"
+            )
+        carry = tuple(c for c in carry if c not in geography)  # geography moves anyway (as sdcMicro)
+        object.__setattr__(self, "geography", geography)
+        object.__setattr__(self, "risk_variables", risk_variables)
+        object.__setattr__(self, "risk", risk)
+        object.__setattr__(self, "carry_along", carry)
+        object.__setattr__(self, "similar", profiles)
+        object.__setattr__(self, "_profiles", profiles)
+        object.__setattr__(self, "swap_rate", rate)
+        object.__setattr__(self, "k_anonymity", int(k))
+        object.__setattr__(self, "risk_threshold", threshold)
+
+    @property
+    def threshold(self) -> float:
+        """The risk above which a household must be swapped (sdcMicro: 1/k; 2 when k = 0)."""
+        if self.risk and self.risk_threshold > 0:
+            return self.risk_threshold
+        return 2.0 if self.k_anonymity == 0 else 1.0 / self.k_anonymity
+
+    def similar_columns(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c for p in self._profiles for c in p))
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+class _Run:
+    """One swap: temporary work tables on the caller's connection, dropped at the end."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str, spec: SwapSpec, seed: str) -> None:
+        self.con, self.table, self.spec, self.seed = con, table, spec, seed
+        self.prefix = f"_protab_swap_{uuid.uuid4().hex}"
+        self.tmp: list[str] = []
+        self.rounds = 0
+        self.round_limit_hit = False
+
+    def t(self, name: str) -> str:
+        full = f"{self.prefix}_{name}"
+        if full not in self.tmp:
+            self.tmp.append(full)
+        return q(full)
+
+    def x(self, sql: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        return self.con.execute(sql, list(params) if params is not None else None)
+
+    def one(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        return self.x(sql, params).fetchall()[0][0]
+
+    def close(self) -> None:
+        for name in reversed(self.tmp):
+            try:
+                self.con.execute(f"DROP TABLE IF EXISTS {q(name)}")
+            except duckdb.Error:  # pragma: no cover - the connection is gone
+                pass
+
+    # -- households -------------------------------------------------------------------------
+    def build_households(self) -> None:
+        """One row per household: size, geography, similar and carry-along values, risk and
+        swap level per geography level, and its random keys."""
+        s, src = self.spec, q(self.table)
+        geo, rv = list(s.geography), list(s.risk_variables)
+        L = len(geo)
+        hid = q(s.household)
+        sims = list(s.similar_columns())
+        carry = list(s.carry_along)
+        const = list(dict.fromkeys(sims + carry))
+        if s.risk:
+            risk_cols = [f"max(CAST(t.{q(c)} AS DOUBLE)) AS r{h}" for h, c in enumerate(s.risk)]
+            join = ""
+        else:
+            keys = rv + geo
+            cells = self.t("cells")
+            parts = [
+                f"sum(n) OVER (PARTITION BY {', '.join(q(c) for c in rv + geo[: h + 1])}) AS c{h}" for h in range(L)
+            ]
+            self.x(
+                f"CREATE TEMP TABLE {cells} AS SELECT {', '.join(q(c) for c in keys)}, {', '.join(parts)} "
+                f"FROM (SELECT {', '.join(q(c) for c in keys)}, count(*) AS n FROM {src} GROUP BY ALL)"
+            )
+            cond = " AND ".join(f"t.{q(c)} IS NOT DISTINCT FROM k.{q(c)}" for c in keys)
+            join = f"JOIN {cells} k ON {cond}"
+            risk_cols = [f"1.0 / min(k.c{h}) AS r{h}" for h in range(L)]
+        geo_bad = " OR ".join(f"min(t.{q(g)}) <> max(t.{q(g)})" for g in geo)
+        const_cols = []
+        for i, c in enumerate(const):
+            const_cols.append(f"min(t.{q(c)}) AS v{i}")
+            const_cols.append(
+                f"(min(t.{q(c)}) IS DISTINCT FROM max(t.{q(c)}) OR count(t.{q(c)}) NOT IN (0, count(*))) AS bad{i}"
+            )
+        self.const = const
+        hh = self.t("hh")
+        self.x(
+            f"CREATE TEMP TABLE {hh} AS SELECT t.{hid} AS hid, count(*) AS size, "
+            + ", ".join(f"min(t.{q(g)}) AS g{h}" for h, g in enumerate(geo))
+            + f", ({geo_bad}) AS geo_bad, "
+            + ", ".join(risk_cols + const_cols)
+            + f" FROM {src} t {join} GROUP BY t.{hid}"
+        )
+        self.check_households()
+        # work table: area ids per level, class ids per profile, swap level, random keys
+        area = [f"dense_rank() OVER (ORDER BY {', '.join(f'g{j}' for j in range(h + 1))}) AS a{h}" for h in range(L)]
+        cls = []
+        for p, prof in enumerate(s._profiles):
+            cols = ", ".join(f"v{const.index(c)}" for c in prof)
+            cls.append(f"dense_rank() OVER (ORDER BY {cols}) AS k{p}" if prof else f"1 AS k{p}")
+        thr = s.threshold
+        level = "CASE " + " ".join(f"WHEN r{h} > {thr!r} THEN {h}" for h in range(L)) + f" ELSE {L} END"
+        n_uniform = L + 1  # a donor key per level and a draw key for the top-up
+        digests = [
+            f"sha256(CAST(? AS VARCHAR) || chr(31) || '{_TAG}' || chr(31) || '{d}' || chr(31) || CAST(hid AS VARCHAR))"
+            f" AS d{d}"
+            for d in range((n_uniform + 3) // 4)
+        ]
+
+        def uniform(j: int) -> str:
+            return f"((CAST('0x' || substr(d{j // 4}, {1 + _HEX * (j % 4)}, {_HEX}) AS UBIGINT) + 0.5) / {_SCALE!r})"
+
+        dkeys = [f"r{h} / -ln({uniform(h)}) AS dkey{h}" for h in range(L)]
+        skey = f"r{L - 1} / -ln({uniform(L)}) AS skey"
+        w = self.t("w")
+        self.x(
+            f"CREATE TEMP TABLE {w} AS SELECT hid, size, {', '.join(area + cls)}, "
+            + ", ".join(f"r{h}" for h in range(L))
+            + f", {level} AS level, {', '.join(dkeys)}, {skey} FROM (SELECT *, {', '.join(digests)} FROM {hh})",
+            [self.seed] * len(digests),
+        )
+        self.x(f"CREATE TEMP TABLE {self.t('done')} (hid {self.hid_type})")
+        self.x(
+            f"CREATE TEMP TABLE {self.t('pairs')} (rid {self.hid_type}, did {self.hid_type}, level INTEGER, "
+            "profile INTEGER, reason VARCHAR)"
+        )
+        self.x(f"CREATE TEMP TABLE {self.t('failed')} (hid {self.hid_type}, level INTEGER, reason VARCHAR)")
+
+    def check_households(self) -> None:
+        s, hh = self.spec, self.t("hh")
+        n_bad = self.one(f"SELECT count(*) FROM {hh} WHERE geo_bad")
+        if n_bad:
+            geo = ", ".join(q(g) for g in s.geography)
+            rows = self.x(
+                f"SELECT {q(s.household)}, count(*), count(DISTINCT ({geo})) FROM {q(self.table)} "
+                f"WHERE {q(s.household)} IN (SELECT hid FROM {hh} WHERE geo_bad ORDER BY hid LIMIT 5) "
+                f"GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+            shown = "; ".join(f"household {r[0]!r}: {r[1]} members in {r[2]} areas" for r in rows)
+            raise InputError(
+                f"table {self.table!r}: the members of {n_bad} household(s) (column {s.household!r}) disagree on "
+                f"the geography {list(s.geography)} ({shown}{'; …' if n_bad > len(rows) else ''}); every member "
+                "of a household must have the same geography"
+            )
+        for i, c in enumerate(self.const):
+            n_bad = self.one(f"SELECT count(*) FROM {hh} WHERE bad{i}")
+            if n_bad:
+                ids = [r[0] for r in self.x(f"SELECT hid FROM {hh} WHERE bad{i} ORDER BY hid LIMIT 5").fetchall()]
+                what = "a similarity" if c in self.spec.similar_columns() else "a carry-along"
+                raise InputError(
+                    f"table {self.table!r}: column {c!r} ({what} variable) differs between the members of "
+                    f"{n_bad} household(s) (households {show_values(ids)}); it must be a household-level "
+                    "variable (one value per household)"
+                )
+
+    # -- matching ---------------------------------------------------------------------------
+    def rec_order(self, context: str) -> str:
+        """Per-round random order of recipients: a keyed hash of (seed, round, household)."""
+        return (
+            f"sha256(CAST(? AS VARCHAR) || chr(31) || '{_TAG}-round' || chr(31) || '{context}' || chr(31) "
+            "|| CAST(r.hid AS VARCHAR)), r.hid"
+        )
+
+    def keep(self, props: str, level: int, profile: int, reason: str) -> int:
+        """Keep the proposals (rid, did, i) that are the best (smallest i) of every proposal
+        touching either household: they form a matching. Returns how many pairs were kept."""
+        kept = self.t("kept")
+        self.x(
+            f"CREATE OR REPLACE TEMP TABLE {kept} AS WITH p AS ({props}), "
+            "e AS (SELECT rid AS x, i FROM p UNION ALL SELECT did AS x, i FROM p), "
+            "b AS (SELECT x, min(i) AS m FROM e GROUP BY x) "
+            "SELECT p.rid, p.did FROM p JOIN b b1 ON b1.x = p.rid AND b1.m = p.i "
+            "JOIN b b2 ON b2.x = p.did AND b2.m = p.i",
+            self.props_params,
+        )
+        n = int(self.one(f"SELECT count(*) FROM {kept}"))
+        if n:
+            self.x(
+                f"INSERT INTO {self.t('pairs')} SELECT rid, did, ?, ?, ? FROM {kept}",
+                [level, profile, reason],
+            )
+            self.x(f"INSERT INTO {self.t('done')} SELECT rid FROM {kept} UNION ALL SELECT did FROM {kept}")
+        self.rounds += 1
+        return n
+
+    def match(self, rec: str, level: int, reason: str) -> None:
+        """Find donors for the households in table ``rec`` (hid) across level ``level``: per
+        similarity profile, rounds of proposals to the best donors by risk-weighted key, then
+        rounds over every donor outside the area until no recipient has one; recipients left
+        are logged as without donor."""
+        w, done = self.t("w"), self.t("done")
+        area, dkey = f"a{level}", f"dkey{level}"
+        avail = f"(SELECT * FROM {w} WHERE hid NOT IN (SELECT hid FROM {done}))"
+        active = f"(SELECT hid FROM {rec} WHERE hid NOT IN (SELECT hid FROM {done}))"
+        for p in range(len(self.spec._profiles)):
+            cls = f"k{p}"
+            if not self.one(f"SELECT count(*) FROM {active}"):
+                break
+            # the best donors of each class by key risk/Exp(1) (Efraimidis–Spirakis): the
+            # recipients' first choices, as sdcMicro scans its donors from the largest key
+            cand = self.t("cand")
+            self.x(
+                f"CREATE OR REPLACE TEMP TABLE {cand} AS WITH m AS (SELECT w.{cls} AS cls, count(*) AS m "
+                f"FROM {w} w SEMI JOIN {active} r ON w.hid = r.hid GROUP BY 1) "
+                f"SELECT a.hid, a.{area} AS area, a.{cls} AS cls, a.{dkey} AS dkey FROM {avail} a "
+                f"JOIN m ON a.{cls} = m.cls "
+                f"QUALIFY row_number() OVER (PARTITION BY a.{cls} ORDER BY a.{dkey} DESC, a.hid) "
+                f"<= {_CANDIDATES} * any_value(m.m) OVER (PARTITION BY a.{cls}) + 8"
+            )
+            for t in range(_PROPOSAL_ROUNDS):
+                ctx = f"{level}:{p}:{reason}:a{t}:{self.rounds}"
+                props = (
+                    f"SELECT r.hid AS rid, c.hid AS did, r.i FROM ("
+                    f"SELECT r.hid, w.{area} AS area, w.{cls} AS cls, row_number() OVER "
+                    f"(PARTITION BY w.{cls} ORDER BY {self.rec_order(ctx)}) AS i "
+                    f"FROM {active} r JOIN {w} w ON w.hid = r.hid) r JOIN ("
+                    f"SELECT *, row_number() OVER (PARTITION BY cls ORDER BY dkey DESC, hid) AS j FROM {cand} "
+                    f"WHERE hid NOT IN (SELECT hid FROM {done})) c ON c.cls = r.cls AND c.j = r.i "
+                    "WHERE c.hid <> r.hid AND c.area <> r.area"
+                )
+                self.props_params = [self.seed]
+                if not self.keep(props, level, p, reason):
+                    break
+            # every donor outside the area: order the class's donors by (area, key); the k-th
+            # donor outside area a sits at position k, or k + (donors in a) past a's block
+            for t in range(_RESCUE_ROUNDS):
+                ctx = f"{level}:{p}:{reason}:b{t}:{self.rounds}"
+                pool = self.t("pool")
+                self.x(
+                    f"CREATE OR REPLACE TEMP TABLE {pool} AS SELECT a.hid, a.{area} AS area, a.{cls} AS cls, "
+                    f"row_number() OVER (PARTITION BY a.{cls} ORDER BY a.{area}, a.{dkey} DESC, a.hid) AS pos "
+                    f"FROM {avail} a WHERE a.{cls} IN (SELECT w.{cls} FROM {w} w SEMI JOIN {active} r ON w.hid = r.hid)"
+                )
+                props = (
+                    f"WITH blk AS (SELECT cls, area, min(pos) - 1 AS start, count(*) AS size FROM {pool} GROUP BY ALL), "
+                    f"n AS (SELECT cls, count(*) AS n FROM {pool} GROUP BY ALL), "
+                    f"r AS (SELECT r.hid, w.{area} AS area, w.{cls} AS cls, row_number() OVER "
+                    f"(PARTITION BY w.{cls} ORDER BY {self.rec_order(ctx)}) AS i "
+                    f"FROM {active} r JOIN {w} w ON w.hid = r.hid), "
+                    "rk AS (SELECT r.hid, r.cls, r.i, blk.start, blk.size, ((r.i - 1) % (n.n - blk.size)) + 1 AS k "
+                    "FROM r JOIN blk ON blk.cls = r.cls AND blk.area = r.area JOIN n ON n.cls = r.cls "
+                    "WHERE n.n > blk.size) "
+                    "SELECT rk.hid AS rid, pl.hid AS did, rk.i FROM rk JOIN "
+                    f"{pool} pl ON pl.cls = rk.cls AND pl.pos = CASE WHEN rk.k <= rk.start THEN rk.k "
+                    "ELSE rk.k + rk.size END"
+                )
+                self.props_params = [self.seed]
+                if not self.keep(props, level, p, reason):
+                    break
+            else:
+                self.round_limit_hit = True
+        self.x(
+            f"INSERT INTO {self.t('failed')} SELECT hid, ?, ? FROM {active}",
+            [level, reason],
+        )
+        self.x(f"INSERT INTO {done} SELECT hid FROM {active}")
+
+    def run(self) -> None:
+        s, w, done = self.spec, self.t("w"), self.t("done")
+        L = len(s.geography)
+        rec = self.t("rec")
+        for h in range(L):
+            self.x(f"CREATE OR REPLACE TEMP TABLE {rec} AS SELECT hid FROM {w} WHERE level = ?", [h])
+            self.match(rec, h, "risk")
+        # top up at the finest level to the global swap rate: draw households by key
+        # risk/Exp(1) (Efraimidis–Spirakis, as sdcMicro's sample at its lowest level)
+        n_hh = int(self.one(f"SELECT count(*) FROM {w}"))
+        target = math.ceil(s.swap_rate * n_hh)
+        pairs = self.t("pairs")
+        for _ in range(_TOPUP_ROUNDS):
+            swapped = 2 * int(self.one(f"SELECT count(*) FROM {pairs}"))
+            if swapped >= target:
+                break
+            need = (target - swapped + 1) // 2
+            self.x(
+                f"CREATE OR REPLACE TEMP TABLE {rec} AS SELECT hid FROM {w} "
+                f"WHERE hid NOT IN (SELECT hid FROM {done}) ORDER BY skey DESC, hid LIMIT ?",
+                [need],
+            )
+            if not self.one(f"SELECT count(*) FROM {rec}"):
+                break
+            self.match(rec, L - 1, "rate")
+        self.target = target
+        self.n_hh = n_hh
+
+    # -- results ----------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        s, w, pairs, failed = self.spec, self.t("w"), self.t("pairs"), self.t("failed")
+        L = len(s.geography)
+        n_hh = self.n_hh
+        persons = int(self.one(f"SELECT coalesce(sum(size), 0) FROM {w}"))
+        sw = f"(SELECT rid AS hid FROM {pairs} UNION ALL SELECT did FROM {pairs})"
+        row = self.x(
+            f"SELECT count(*) FILTER (WHERE w.level < {L}), count(s.hid), coalesce(sum(w.size) FILTER "
+            f"(WHERE s.hid IS NOT NULL), 0), count(s.hid) FILTER (WHERE w.level < {L}) "
+            f"FROM {w} w LEFT JOIN {sw} s ON s.hid = w.hid"
+        ).fetchall()[0]
+        risky, swapped, swapped_persons, risky_swapped = (int(v) for v in row)
+        per_level: dict[str, dict[str, int]] = {}
+        for h, g in enumerate(s.geography):
+            per_level[g] = {
+                "risky": int(self.one(f"SELECT count(*) FROM {w} WHERE level = ?", [h])),
+                "pairs": int(self.one(f"SELECT count(*) FROM {pairs} WHERE level = ? AND reason = 'risk'", [h])),
+                "without_donor": int(
+                    self.one(f"SELECT count(*) FROM {failed} WHERE level = ? AND reason = 'risk'", [h])
+                ),
+            }
+        top_pairs = int(self.one(f"SELECT count(*) FROM {pairs} WHERE reason = 'rate'"))
+        no_donor = int(self.one(f"SELECT count(*) FROM {failed}"))
+        no_donor_risky = int(self.one(f"SELECT count(*) FROM {failed} WHERE reason = 'risk'"))
+        return {
+            "households": n_hh,
+            "persons": persons,
+            "risky_households": risky,
+            "swapped_households": swapped,
+            "swapped_persons": swapped_persons,
+            "pairs": swapped // 2,
+            "top_up_pairs": top_pairs,
+            "requested_swap_rate": s.swap_rate,
+            "target_households": self.target,
+            "achieved_swap_rate": swapped / n_hh if n_hh else 0.0,
+            "risky_swapped": risky_swapped,
+            "share_risky_swapped": risky_swapped / risky if risky else None,
+            "households_without_donor": no_donor,
+            "risky_without_donor": no_donor_risky,
+            "per_level": per_level,
+            "matching_rounds": self.rounds,
+            "round_limit_hit": self.round_limit_hit,
+        }
+
+    def out_select(self, columns: list[str]) -> str:
+        s, pairs, hh = self.spec, self.t("pairs"), self.t("hh")
+        moved = {g: f"g{h}" for h, g in enumerate(s.geography)}
+        moved.update({c: f"v{self.const.index(c)}" for c in s.carry_along})
+        sel = []
+        for c in columns:
+            if c in moved:
+                sel.append(f"CASE WHEN m.hid IS NULL THEN t.{q(c)} ELSE m.{moved[c]} END AS {q(c)}")
+            else:
+                sel.append(f"t.{q(c)}")
+        if s.return_swapped_id:
+            sel.append(f"coalesce(m.partner, t.{q(s.household)}) AS {q(s.household + '_swapped')}")
+        names = columns + ([s.household + "_swapped"] if s.return_swapped_id else [])
+        order = [s.household] + [c for c in names if c != s.household]
+        m = (
+            f"SELECT x.hid, x.partner, {', '.join(sorted(set(moved.values())))} FROM "
+            f"(SELECT rid AS hid, did AS partner FROM {pairs} UNION ALL SELECT did, rid FROM {pairs}) x "
+            f"JOIN {hh} h ON h.hid = x.partner"
+        )
+        return (
+            f"SELECT {', '.join(sel)} FROM {q(self.table)} t LEFT JOIN ({m}) m ON m.hid = t.{q(s.household)} "
+            f"ORDER BY {', '.join(q(c) for c in order)}"
+        )
+
+    def log_select(self) -> str:
+        s, pairs, failed, w = self.spec, self.t("pairs"), self.t("failed"), self.t("w")
+        geo = ", ".join(f"(?, {h})" for h in range(len(s.geography)))
+        risk = "CASE " + " ".join(f"WHEN x.level = {h} THEN w.r{h}" for h in range(len(s.geography))) + " END"
+        return (
+            f"WITH names(name, level) AS (VALUES {geo}), x AS ("
+            f"SELECT rid AS hid, did AS partner, level, profile, reason, 'recipient' AS role FROM {pairs} "
+            f"UNION ALL SELECT did, rid, level, profile, reason, 'donor' FROM {pairs} "
+            f"UNION ALL SELECT hid, NULL, level, NULL, reason, NULL FROM {failed}) "
+            f"SELECT x.hid AS {q(s.household)}, x.partner AS partner, x.level AS level, names.name AS geography, "
+            f"x.profile + 1 AS profile, x.reason AS reason, x.role AS role, x.partner IS NOT NULL AS swapped, "
+            f"w.size AS persons, {risk} AS risk "
+            f"FROM x JOIN {w} w ON w.hid = x.hid JOIN names ON names.level = x.level "
+            f"ORDER BY x.hid"
+        )
+
+    @property
+    def hid_type(self) -> str:
+        return self.cols[self.spec.household]
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def _relation_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    rows = con.execute(
+        "SELECT 'table' FROM duckdb_tables() WHERE table_name = ? AND NOT internal "
+        "UNION ALL SELECT 'view' FROM duckdb_views() WHERE view_name = ? AND NOT internal",
+        [name, name],
+    ).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def _check_input(run: _Run, out: str, log: str | None, replace: bool) -> None:
+    con, table, s = run.con, run.table, run.spec
+    if not isinstance(table, str) or _relation_kind(con, table) is None:
+        raise InputError(f"swap: no table or view named {table!r}; register the microdata first")
+    for what, name in (("out", out), ("log", log)):
+        if name is None:
+            continue
+        if not isinstance(name, str) or not name:
+            raise InputError(f"swap: {what} must be a table name, not {name!r}")
+        if name == table:
+            raise InputError(f"swap: {what} {name!r} is the input table; give another name")
+        kind = _relation_kind(con, name)
+        if kind is not None and not replace:
+            raise InputError(f"swap: a {kind} named {name!r} exists already; pass replace=True or another {what} name")
+    if log is not None and log == out:
+        raise InputError(f"swap: out and log are both {out!r}; give two names")
+    rows = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? AND NOT internal "
+        "ORDER BY column_index",
+        [table],
+    ).fetchall()
+    cols = {str(n): str(t) for n, t in rows}
+    run.cols = cols
+    run.columns = list(cols)
+    need = [
+        (s.household, "household"),
+        *[(g, "geography") for g in s.geography],
+        *[(c, "risk variable") for c in s.risk_variables],
+        *[(c, "risk") for c in s.risk],
+        *[(c, "similarity variable") for c in s.similar_columns()],
+        *[(c, "carry-along") for c in s.carry_along],
+    ]
+    missing = [f"{c!r} ({what})" for c, what in need if c not in cols]
+    if missing:
+        raise InputError(
+            f"swap: table {table!r} has no column {', '.join(missing)}; its columns are {show_values(list(cols), 12)}"
+        )
+    if s.return_swapped_id and s.household + "_swapped" in cols:
+        raise InputError(
+            f"swap: table {table!r} has a column {s.household + '_swapped'!r} already; "
+            "return_swapped_id=True would add it"
+        )
+    for c in s.risk:
+        if not any(k in cols[c].upper() for k in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL")):
+            raise InputError(f"swap: risk column {c!r} of table {table!r} has type {cols[c]}, not a number")
+    src = q(table)
+    nulls = [s.household, *s.geography, *s.risk]
+    exprs = ["count(*)"] + [f"count(*) - count({q(c)})" for c in nulls]
+    exprs += [f"count(DISTINCT {q(c)}) + max(CASE WHEN {q(c)} IS NULL THEN 1 ELSE 0 END)" for c in s.risk_variables]
+    exprs += [f"count(*) FILTER (WHERE NOT isfinite(CAST({q(c)} AS DOUBLE)) OR {q(c)} < 0)" for c in s.risk]
+    row = con.execute(f"SELECT {', '.join(exprs)} FROM {src}").fetchall()[0]
+    n = int(row[0])
+    if n == 0:
+        raise InputError(f"swap: table {table!r} has no records")
+    null_counts = dict(zip(nulls, row[1 : 1 + len(nulls)]))
+    bad = {c: v for c, v in null_counts.items() if v}
+    if bad:
+        shown = ", ".join(f"{c!r} ({v} records)" for c, v in bad.items())
+        raise InputError(
+            f"swap: table {table!r} has missing (NULL) values in {shown}; household ids, geography and "
+            "risk must be given for every record"
+        )
+    ncat = row[1 + len(nulls) : 1 + len(nulls) + len(s.risk_variables)]
+    single = [c for c, k in zip(s.risk_variables, ncat) if k <= 1]
+    if single:
+        c = single[0]
+        value = con.execute(f"SELECT {q(c)} FROM {src} LIMIT 1").fetchall()[0][0]
+        raise InputError(
+            f"swap: risk variable {c!r} of table {table!r} has one category only ({value!r} in all {n} records)"
+            + (f"; so have {show_values(single[1:])}" if len(single) > 1 else "")
+            + "; it cannot separate records, drop it from risk_variables"
+        )
+    neg = row[1 + len(nulls) + len(s.risk_variables) :]
+    badr = [c for c, v in zip(s.risk, neg) if v]
+    if badr:
+        raise InputError(
+            f"swap: risk columns {show_values(badr)} of table {table!r} hold negative or non-finite values"
+        )
+
+
+def _check_seed(seed: Any) -> str:
+    if isinstance(seed, bool) or not isinstance(seed, (str, numbers.Integral)) or (isinstance(seed, str) and not seed):
+        raise InputError("swap: seed must be a non-empty string or a whole number")
+    return str(seed)
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:
+        raise InputError("swap: the connection has an open transaction; commit or roll it back first") from None
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    else:
+        con.execute("COMMIT")
+
+
+def swap(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    spec: SwapSpec,
+    *,
+    seed: str | int,
+    out: str,
+    log: str | None = None,
+    replace: bool = False,
+) -> dict[str, Any]:
+    """Targeted record swapping of the microdata ``table`` (handbook §5.6; sdcMicro recordSwap).
+
+    Writes the swapped records to table ``out`` (the input's columns, geography and carry-along
+    values exchanged between paired households, rows ordered by household) and, if ``log`` is
+    given, one row per household swapped or left without a donor (partner, level, profile,
+    reason 'risk' or 'rate'). Both are written in one transaction; on any error nothing is.
+    Returns a summary: households, risky households, swapped households, achieved swap rate,
+    share of risky households swapped, per-level counts, households without donor.
+    """
+    if not isinstance(spec, SwapSpec):
+        raise SpecError(f"swap: spec must be a SwapSpec, not {type(spec).__name__}")
+    seed_text = _check_seed(seed)
+    if not isinstance(replace, bool):
+        raise InputError(f"swap: replace must be True or False, not {replace!r}")
+    run = _Run(con, table, spec, seed_text)
+    try:
+        _check_input(run, out, log, replace)
+        run.build_households()
+        run.run()
+        result = run.summary()
+        out_sql = run.out_select(run.columns)
+        log_sql = run.log_select() if log is not None else None
+        with _transaction(con):
+            for name in (out, log):
+                if name is None:
+                    continue
+                kind = _relation_kind(con, name)
+                if kind is not None:
+                    con.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} {q(name)}")
+            con.execute(f"CREATE TABLE {q(out)} AS {out_sql}")
+            if log is not None:
+                con.execute(f"CREATE TABLE {q(log)} AS {log_sql}", list(spec.geography))
+    finally:
+        run.close()
+    return result
