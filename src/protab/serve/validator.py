@@ -54,7 +54,6 @@ _SELECT_ARGS = {"expressions", "from_", "where", "group", "order", "limit"}
 _CLAUSE_NAMES = {
     "with_": "WITH (common table expressions)",
     "distinct": "DISTINCT",
-    "joins": "JOIN",
     "laterals": "LATERAL",
     "having": "HAVING",
     "qualify": "QUALIFY",
@@ -232,6 +231,8 @@ def _check_shape(tree: exp.Expression) -> exp.Select:
         raise _refused("UNION, INTERSECT and EXCEPT are not accepted")
     if type(tree) is not exp.Select:
         raise _refused(f"only a SELECT query is accepted, not {type(tree).__name__.upper()}")
+    if tree.args.get("joins"):
+        raise _refused("joins are not accepted: query one dataset")
     for key, value in tree.args.items():
         if key not in _SELECT_ARGS and value not in (None, False, []):
             raise _refused(f"{_CLAUSE_NAMES.get(key, key.rstrip('_').upper())} is not accepted in a query")
@@ -324,9 +325,11 @@ class _Checker:
         return name
 
     # -- clauses -------------------------------------------------------------------------
-    def select_list(self) -> tuple[list[str], list[Measure]]:
+    def select_list(self) -> tuple[list[str], list[Measure], list[str]]:
+        """The dimensions, the measures and the output column names, in SELECT order."""
         dims: list[str] = []
         measures: list[Measure] = []
+        columns: list[str] = []
         for item in self.select.expressions:
             alias = None
             if isinstance(item, exp.Alias):
@@ -340,11 +343,13 @@ class _Checker:
                 if name in dims:
                     raise _refused(f"dimension {name!r} is selected twice")
                 dims.append(name)
+                columns.append(name)
                 continue
             measures.append(self.measure(item, alias))
+            columns.append(measures[-1].alias)
         if sum(m.func == "count" for m in measures) != 1:
             raise _refused("SELECT must hold count(*) exactly once")
-        return dims, measures
+        return dims, measures, columns
 
     def measure(self, node: exp.Expression, alias: exp.Identifier | None) -> Measure:
         if type(node) is exp.Count:
@@ -536,8 +541,13 @@ class _Checker:
 
 def _normalised(q: Query) -> str:
     """Canonical one-line SQL of a query: quoted names, string literals, GROUPING SETS when not one set."""
-    items = [_quote(d) for d in q.dims]
-    for m in q.measures:
+    measures = {m.alias: m for m in q.measures}
+    items = []
+    for name in q.columns:  # dims and measures in SELECT order; output names are distinct
+        m = measures.get(name)
+        if m is None:
+            items.append(_quote(name))
+            continue
         call = "count(*)" if m.column is None else f"{m.func}({_quote(m.column)})"
         default = "n" if m.column is None else f"{m.func}_{m.column}"
         items.append(call if m.alias == default else f"{call} AS {_quote(m.alias)}")
@@ -582,7 +592,7 @@ def validate(
     try:
         select = _check_shape(_parse(text))
         check = _Checker(select, catalog, rights, max_limit)
-        dims, measures = check.select_list()
+        dims, measures, columns = check.select_list()
         filters = check.where()
         sets = check.group()
     except RecursionError:
@@ -594,7 +604,6 @@ def validate(
     extra = sorted(grouped - set(dims))
     if extra:
         raise _refused(f"GROUP BY dimensions missing from SELECT: {show_values(extra)}")
-    columns = dims + [m.alias for m in measures]
     seen: dict[str, str] = {}
     for c in columns:
         if _lower(c) in seen:
