@@ -192,6 +192,13 @@ def _parse(sql: str) -> exp.Expression:
         tokens = _DIALECT.tokenize(sql)
     except sqlglot.errors.SqlglotError as e:
         raise _refused(f"the SQL could not be read: {_cut(str(e).splitlines()[0] if str(e) else 'bad token')}") from None
+    if not tokens:
+        raise _refused("the SQL holds no statement")
+    first = tokens[0].token_type
+    if first == TokenType.WITH:
+        raise _refused("WITH (common table expressions) is not accepted in a query")
+    if first not in (TokenType.SELECT, TokenType.FROM):  # also keeps sqlglot from parsing a Command
+        raise _refused(f"only a SELECT query is accepted, not {_cut(tokens[0].text.upper(), 30)}")
     for i, tok in enumerate(tokens):
         if tok.comments:
             raise _refused("comments are not accepted (found one near line " + f"{tok.line}); remove them")
