@@ -1,0 +1,10 @@
+"""``python -m protab.serve --db FILE --config serve.toml [--host 127.0.0.1] [--port 8000]``."""
+
+from __future__ import annotations
+
+import sys
+
+from protab.serve.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

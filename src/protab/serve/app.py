@@ -1,0 +1,235 @@
+"""The ASGI app of the query service (Starlette): routes, authentication, formats, errors, audit.
+
+Every ``/v1`` request is authenticated by its bearer token (401), checked against the user's
+rights (403) by the validator or the table-request check, answered by the engine with values
+protected by the cell key method, and recorded in the audit log *before* its answer is sent
+(a request whose line cannot be written gets a 500 and no answer). Errors are JSON
+``{"error": message}`` with the status that fits: 400 (malformed JSON, a refused query, too
+many cells, the minimum-population rule), 401, 403, 404 (unknown route), 405 (wrong method),
+413 (body too large), 500 (the service's own failure; its cause goes to the audit log only).
+
+``create_app(config)`` builds it from a serve.toml path or a loaded :class:`ServeConfig`, so
+that a platform can mount it in its own ASGI server; ``python -m protab.serve`` runs it on
+uvicorn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from protab.errors import InputError
+from protab.serve import formats
+from protab.serve.audit import AuditLog
+from protab.serve.auth import AuthError, TokenStore
+from protab.serve.config import ServeConfig, UserConfig, load_config
+from protab.serve.engine import Answer, Engine
+from protab.serve.validator import QueryError
+
+STATIC = Path(__file__).parent / "static"
+ENDPOINTS = "GET /v1/catalog, POST /v1/query, POST /v1/table"
+_NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+_INTERNAL = "the service could not answer this request (an internal error, recorded for the office)"
+
+
+class _HTTPError(Exception):
+    """An error answer of the service itself (400 malformed body, 413 too large)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers={**_NO_STORE, **(headers or {})})
+
+
+class _Service:
+    """The request handlers around one engine, token store and audit log."""
+
+    def __init__(self, config: ServeConfig, engine: Engine, tokens: TokenStore, audit: AuditLog) -> None:
+        self.config, self.engine, self.tokens, self.audit = config, engine, tokens, audit
+
+    async def _body(self, request: Request) -> Any:
+        """The JSON body, read up to ``max_body_bytes`` (413 beyond), parsed (400 if malformed)."""
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                raise _HTTPError(400, "the Content-Length header is not a number")
+            if int(declared) > limit:
+                raise _HTTPError(413, f"the request body is larger than {limit:,} bytes")
+        size, chunks = 0, []
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _HTTPError(413, f"the request body is larger than {limit:,} bytes")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            raise _HTTPError(400, "malformed JSON: the request body is empty; send a JSON object")
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise _HTTPError(400, f"malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        except UnicodeDecodeError:
+            raise _HTTPError(400, "malformed JSON: the body is not UTF-8 text") from None
+        except RecursionError:
+            raise _HTTPError(400, "malformed JSON: nested too deeply") from None
+
+    async def _serve(self, request: Request, work: Callable[[UserConfig, Any], Any], *, body: bool) -> Response:
+        """Authenticate, read the body, run ``work`` in a worker thread, render, audit, answer."""
+        t0 = time.perf_counter()
+        endpoint = f"{request.method} {request.url.path}"
+        user: UserConfig | None = None
+        summary: Any = None
+        fmt = "json"
+        cells = cached = None
+        headers: dict[str, str] = {}
+        try:
+            try:
+                user = self.tokens.authenticate(request.headers.get("authorization"))
+            except AuthError:
+                raise
+            except Exception as exc:  # a broken tokens file: the office's problem, not the analyst's
+                raise RuntimeError(f"token store: {type(exc).__name__}: {exc}") from None
+            fmt = formats.choose(request.query_params.get("format"), request.headers.get("accept"))
+            payload = None
+            if body:
+                payload = await self._body(request)
+                summary = payload.get("sql", payload) if isinstance(payload, dict) else payload
+                if not isinstance(summary, str):
+                    summary = json.dumps(summary, ensure_ascii=False)[:4000]
+            result = await run_in_threadpool(work, user, payload)
+            if isinstance(result, Answer):
+                summary, cells, cached = result.summary, result.cells, result.cached
+                content = await run_in_threadpool(formats.render, result.frame, fmt)
+                if fmt != "json":
+                    headers["Content-Disposition"] = f'attachment; filename="protab-answer.{fmt}"'
+                response: Response = Response(content, media_type=formats.MEDIA_TYPES[fmt],
+                                              headers={**_NO_STORE, **headers})
+            else:
+                response = JSONResponse(result, headers=_NO_STORE)
+            status, reason = 200, None
+        except AuthError as exc:
+            status, reason = 401, str(exc)
+            response = _error(401, reason, {"WWW-Authenticate": 'Bearer realm="protab"'})
+        except QueryError as exc:
+            status, reason = exc.status, str(exc)
+            response = _error(status, reason)
+        except _HTTPError as exc:
+            status, reason = exc.status, str(exc)
+            response = _error(status, reason)
+        except InputError as exc:  # an unknown ?format=
+            status, reason = 400, str(exc)
+            response = _error(400, reason)
+        except Exception as exc:  # the service's own failure: the cause to the audit log only
+            status, reason = 500, f"{type(exc).__name__}: {exc}"
+            response = _error(500, _INTERNAL)
+        record = {
+            "user": user.name if user is not None else None, "endpoint": endpoint, "query": summary,
+            "status": status, "accepted": status == 200, "reason": reason, "cells": cells,
+            "cached": cached, "format": fmt if status == 200 else None,
+            "ms": round(1000 * (time.perf_counter() - t0), 1),
+        }
+        try:
+            await run_in_threadpool(self.audit.write, **record)
+        except Exception:  # no line, no answer
+            return _error(500, "the service could not write its audit log; the request was not answered")
+        return response
+
+    # -- endpoints ---------------------------------------------------------------------------
+    async def catalog(self, request: Request) -> Response:
+        return await self._serve(request, lambda user, _: self.engine.catalog(user), body=False)
+
+    async def query(self, request: Request) -> Response:
+        def work(user: UserConfig, payload: Any) -> Answer:
+            if not isinstance(payload, dict) or "sql" not in payload:
+                raise _HTTPError(400, 'the body must be a JSON object {"sql": "SELECT ..."}')
+            extra = [k for k in payload if k != "sql"]
+            if extra:
+                raise _HTTPError(400, f'unknown key {str(extra[0])[:60]!r}: the body is {{"sql": "SELECT ..."}}')
+            return self.engine.query(payload["sql"], user)
+
+        return await self._serve(request, work, body=True)
+
+    async def table(self, request: Request) -> Response:
+        return await self._serve(request, lambda user, payload: self.engine.table(payload, user), body=True)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """404 and 405 of the router (and the static files), as JSON, audited."""
+        status = getattr(exc, "status_code", 500)
+        if status == 404:
+            message = f"no such endpoint: {request.method} {request.url.path[:200]}; endpoints: {ENDPOINTS}"
+        elif status == 405:
+            message = f"method {request.method} is not allowed on {request.url.path[:200]}; endpoints: {ENDPOINTS}"
+        else:
+            message = str(getattr(exc, "detail", "")) or "error"
+        try:
+            await run_in_threadpool(self.audit.write, user=None, endpoint=f"{request.method} {request.url.path}",
+                                    query=None, status=status, accepted=False, reason=message, cells=None,
+                                    cached=None, format=None, ms=None)
+        except Exception:
+            return _error(500, "the service could not write its audit log; the request was not answered")
+        headers = dict(getattr(exc, "headers", None) or {})
+        return _error(status, message, headers)
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"}, headers=_NO_STORE)
+
+
+async def _index(request: Request) -> Response:
+    page = STATIC / "index.html"
+    if not page.is_file():
+        raise HTTPException(404)
+    return FileResponse(page, headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
+
+
+def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any], *,
+               database: str | None = None) -> Starlette:
+    """The service as an ASGI app. ``config``: a serve.toml path, its content as a mapping, or a
+    :class:`ServeConfig`; ``database`` overrides the config's database (``--db``). Opens the
+    microdata read-only and checks every dataset now, so that a bad config fails here, with a
+    :class:`~protab.errors.ProtabError` naming its key. ``app.state.engine`` is the engine."""
+    cfg = config if isinstance(config, ServeConfig) else load_config(config, database=database)
+    tokens = TokenStore(cfg)
+    audit = AuditLog(cfg.audit_log)
+    try:
+        engine = Engine(cfg)
+    except BaseException:
+        audit.close()
+        raise
+    service = _Service(cfg, engine, tokens, audit)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        engine.close()
+        audit.close()
+
+    routes = [
+        Route("/", _index, methods=["GET"]),
+        Route("/healthz", _health, methods=["GET"]),
+        Route("/v1/catalog", service.catalog, methods=["GET"]),
+        Route("/v1/query", service.query, methods=["POST"]),
+        Route("/v1/table", service.table, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: service.http_error})
+    app.state.engine = engine
+    app.state.config = cfg
+    return app

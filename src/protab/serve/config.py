@@ -1,0 +1,333 @@
+"""The service's configuration file (serve.toml): database, p-table, limits, datasets, users.
+
+Read and checked at start-up, before anything listens: an unknown key, a value of the wrong
+type or a name that does not fit (a right to a dataset that is not configured, a token hash
+that is not 64 hex digits) stops the service with a :class:`~protab.errors.SpecError` naming
+the key. The p-table and magnitude sections are secrets: their errors name the key, never the
+value. The format is documented in docs/serve.md and in :data:`FORMAT`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from protab import _schema
+from protab._io import read_toml
+from protab.errors import SpecError
+
+FORMAT = """\
+serve.toml (paths relative to the file):
+
+  database = "census.duckdb"       # microdata with record keys (--db overrides); opened read-only
+  audit_log = "audit.jsonl"        # one JSON line per request, fsync'ed before the answer
+  tokens_file = "tokens.json"      # optional: tokens managed by `protab serve-token`
+  threshold = 3                    # blank perturbed counts below this (default 0: none)
+  min_population = 10              # least records a filter may select or remove (default 10)
+  max_cells = 10000                # largest answer in cells (default 10000)
+  max_sql_length = 10000  max_limit = 1000000  max_body_bytes = 1048576
+  sessions = 2  threads = 2  cache_size = 256  memory_limit = "4GB"
+
+  [ptable]                         # secret: file = "ptable.csv" or maximum_entropy = {D, V, js}
+  maximum_entropy = { D = 5, V = 3, js = 2 }
+
+  [datasets.persons]               # one per dataset analysts may query
+  table = "persons"                # default: the dataset's name
+  dims = ["region", "municipality", "sex", "agegroup"]
+  measures = ["income"]            # optional; sum/avg need a magnitude section
+  null_code = "Unknown"            # optional: NULL dimension values as this code
+  hierarchies = { municipality = ["region", "municipality"] }   # coarsest column first
+  [datasets.persons.magnitude]     # optional, secret: as [magnitude] of a protect request
+
+  [users.alice]
+  datasets = ["persons"]           # every dimension and measure of these datasets
+  token_sha256 = ["<64 hex digits>"]   # optional: hashes of tokens given out by hand
+  expires = 2027-12-31             # optional: tokens of the user stop working after that day (UTC)
+  revoked = false                  # optional: true turns every token of the user off
+  [users.alice.rights.persons]     # optional: a narrower right (implies the dataset)
+  dims = ["region", "sex"]         # default: all dims; measures = [] (default: all measures)
+"""
+
+DEFAULTS: dict[str, Any] = {
+    "threshold": 0,
+    "min_population": 10,
+    "max_cells": 10_000,
+    "max_sql_length": 10_000,
+    "max_limit": 1_000_000,
+    "max_body_bytes": 1 << 20,
+    "sessions": 2,
+    "cache_size": 256,
+}
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_SECRET_SECTIONS = ("ptable", "magnitude")
+
+
+@dataclass
+class _Expiry(_schema.Type):
+    """A TOML date or date-time, or the same as ISO text."""
+
+    name = "a date such as 2027-12-31 (or a date-time such as 2027-12-31T12:00:00Z)"
+
+    def check(self, value: Any, path: str) -> None:
+        if isinstance(value, (dt.date, dt.datetime)):
+            return
+        if isinstance(value, str):
+            try:
+                parse_expiry(value)
+                return
+            except ValueError:
+                pass
+        raise _schema._fail(path, self.name, value)
+
+
+_NAMES = _schema.List(_schema.Str(), unique=True)
+_NAMES0 = _schema.List(_schema.Str(), unique=True, nonempty=False)
+
+RIGHTS = _schema.Table({"dims": _NAMES0, "measures": _NAMES0})
+
+USER = _schema.Table(
+    {
+        "datasets": _NAMES0,
+        "rights": _schema.Dict(RIGHTS),
+        "token_sha256": _schema.AnyOf([_schema.Str(), _NAMES0]),
+        "expires": _Expiry(),
+        "revoked": _schema.Bool(),
+        "description": _schema.Str(nonempty=False),
+    }
+)
+
+DATASET = _schema.Table(
+    {
+        "table": _schema.Str(),
+        "dims": _NAMES,
+        "measures": _NAMES0,
+        "hierarchies": _schema.Dict(_NAMES),
+        "null_code": _schema.Str(),
+        "null_sums": _schema.Str(choices=("error", "zero", "omit")),
+        "magnitude": _schema.MAGNITUDE,
+        "description": _schema.Str(nonempty=False),
+    },
+    required=("dims",),
+)
+
+SERVE = _schema.Table(
+    {
+        "database": _schema.Str(),
+        "audit_log": _schema.Str(),
+        "tokens_file": _schema.Str(),
+        "ptable": _schema.PTABLE,
+        "threshold": _schema.Num(0),
+        "min_population": _schema.Int(1),
+        "max_cells": _schema.Int(1, 100_000_000),
+        "max_sql_length": _schema.Int(100, 1_000_000),
+        "max_limit": _schema.Int(1),
+        "max_body_bytes": _schema.Int(1024, 1 << 30),
+        "sessions": _schema.Int(1, 64),
+        "threads": _schema.Int(1, 1024),
+        "cache_size": _schema.Int(0, 1_000_000),
+        "memory_limit": _schema.Str(),
+        "datasets": _schema.Dict(DATASET),
+        "users": _schema.Dict(USER),
+    },
+    required=("audit_log", "ptable", "datasets"),
+)
+
+
+@dataclass(frozen=True)
+class Rights:
+    """What one user may use of one dataset (dimension and measure names)."""
+
+    dims: frozenset[str]
+    measures: frozenset[str]
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    """A user: rights per dataset, token hashes given in serve.toml, expiry and revocation."""
+
+    name: str
+    rights: Mapping[str, Rights]
+    token_sha256: tuple[str, ...] = ()
+    expires: dt.datetime | None = None
+    revoked: bool = False
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """A dataset analysts may query: a keyed table, its dimensions, measures and hierarchies."""
+
+    name: str
+    table: str
+    dims: tuple[str, ...]
+    measures: tuple[str, ...] = ()
+    hierarchies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    null_code: str | None = None
+    null_sums: str = "error"
+    magnitude: Mapping[str, Any] | None = field(default=None, repr=False)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """A checked serve.toml. ``ptable`` and the datasets' ``magnitude`` hold secrets (not in repr)."""
+
+    path: Path | None
+    base: Path
+    database: str
+    audit_log: Path
+    tokens_file: Path | None
+    ptable: Mapping[str, Any] = field(repr=False)
+    datasets: Mapping[str, DatasetConfig]
+    users: Mapping[str, UserConfig]
+    threshold: float = 0
+    min_population: int = 10
+    max_cells: int = 10_000
+    max_sql_length: int = 10_000
+    max_limit: int = 1_000_000
+    max_body_bytes: int = 1 << 20
+    sessions: int = 2
+    threads: int | None = None
+    cache_size: int = 256
+    memory_limit: str | None = None
+
+
+def parse_expiry(value: Any) -> dt.datetime:
+    """An expiry as an aware UTC date-time: a date means the end of that day (UTC)."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = dt.date.fromisoformat(text)
+        except ValueError:
+            value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc) + dt.timedelta(days=1)
+    raise ValueError(f"not a date: {type(value).__name__}")
+
+
+def _where(path: Path | None) -> str:
+    return f"serve config {str(path)!r}" if path is not None else "serve config"
+
+
+def _check_schema(cfg: Mapping[str, Any], where: str) -> None:
+    """The schema check of protab's request files, its messages said of the serve config; in the
+    secret sections the message keeps the key and drops the value."""
+    try:
+        _schema.check(cfg, SERVE)
+    except SpecError as exc:
+        msg = str(exc).replace("request: ", f"{where}: ", 1).replace("the request", where)
+        key = msg.split(": ", 1)[1].split(" ", 1)[0] if ": " in msg else ""
+        if any(part in _SECRET_SECTIONS for part in re.split(r"[.\[\]]", key)) or "ptable" in key:
+            msg = re.sub(r" = .*? (must|is not) ", r" \1 ", msg)
+            msg = re.sub(r", not [^,]*$", "", msg)
+            msg = re.sub(r" \([^()]*\)$", "", msg)
+        raise SpecError(msg) from None
+
+
+def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database: str | None = None) -> ServeConfig:
+    """serve.toml (a path, or its content as a mapping with paths relative to the working
+    directory) checked and turned into a :class:`ServeConfig`; ``database`` overrides the
+    file's ``database`` (the ``--db`` option). Secrets are checked for shape only here; the
+    p-table and the datasets are built against the database by the engine at start-up."""
+    if isinstance(source, Mapping):
+        path, base, cfg = None, Path.cwd(), dict(source)
+    else:
+        path = Path(source)
+        if path.is_dir():
+            raise SpecError(f"the serve config {str(path)!r} is a folder, not a TOML file")
+        cfg = read_toml(path, SpecError)
+        base = path.parent
+    where = _where(path)
+    _check_schema(cfg, where)
+    db = database if database is not None else cfg.get("database")
+    if db is None:
+        raise SpecError(f"{where}: needs the key 'database' (the microdata file), or pass --db")
+    if db != ":memory:" and not os.path.isabs(db) and database is None:
+        db = str(base / db)
+    datasets = {name: _dataset(name, ds, where) for name, ds in cfg["datasets"].items()}
+    if not datasets:
+        raise SpecError(f"{where}: [datasets] is empty; configure at least one dataset")
+    users = {name: _user(name, u, datasets, where) for name, u in cfg.get("users", {}).items()}
+    kw = {k: cfg.get(k, v) for k, v in DEFAULTS.items()}
+    tokens = cfg.get("tokens_file")
+    return ServeConfig(
+        path=path, base=base, database=db, audit_log=base / cfg["audit_log"],
+        tokens_file=base / tokens if tokens else None, ptable=cfg["ptable"], datasets=datasets,
+        users=users, threads=cfg.get("threads"), memory_limit=cfg.get("memory_limit"), **kw,
+    )
+
+
+def _dataset(name: str, ds: Mapping[str, Any], where: str) -> DatasetConfig:
+    dims, measures = tuple(ds["dims"]), tuple(ds.get("measures", ()))
+    both = sorted(set(dims) & set(measures))
+    if both:
+        raise SpecError(f"{where}: datasets.{name}: {both[0]!r} is both in dims and in measures")
+    hierarchies = {}
+    for dim, columns in ds.get("hierarchies", {}).items():
+        if dim not in dims:
+            raise SpecError(
+                f"{where}: datasets.{name}.hierarchies.{dim}: {dim!r} is not one of the dataset's dims "
+                f"({', '.join(dims)})"
+            )
+        if columns[-1] != dim:
+            raise SpecError(
+                f"{where}: datasets.{name}.hierarchies.{dim}: list the columns coarsest first, ending with "
+                f"{dim!r} itself (e.g. [\"region\", {dim!r}])"
+            )
+        hierarchies[dim] = tuple(columns)
+    if "magnitude" in ds and not measures:
+        raise SpecError(f"{where}: datasets.{name}.magnitude protects sums of measures; the dataset has none")
+    return DatasetConfig(
+        name=name, table=ds.get("table", name), dims=dims, measures=measures, hierarchies=hierarchies,
+        null_code=ds.get("null_code"), null_sums=ds.get("null_sums", "error"), magnitude=ds.get("magnitude"),
+        description=ds.get("description", ""),
+    )
+
+
+def _user(name: str, u: Mapping[str, Any], datasets: Mapping[str, DatasetConfig], where: str) -> UserConfig:
+    rights: dict[str, Rights] = {}
+    for ds in u.get("datasets", []):
+        if ds not in datasets:
+            raise SpecError(
+                f"{where}: users.{name}.datasets names {ds!r}, which is not a configured dataset "
+                f"({', '.join(sorted(datasets))})"
+            )
+        rights[ds] = Rights(frozenset(datasets[ds].dims), frozenset(datasets[ds].measures))
+    for ds, r in u.get("rights", {}).items():
+        if ds not in datasets:
+            raise SpecError(
+                f"{where}: users.{name}.rights.{ds}: {ds!r} is not a configured dataset "
+                f"({', '.join(sorted(datasets))})"
+            )
+        if ds in rights:
+            raise SpecError(
+                f"{where}: users.{name}: {ds!r} is both in datasets (every column) and in rights (some "
+                "columns); keep one"
+            )
+        conf = datasets[ds]
+        for key, known in (("dims", conf.dims), ("measures", conf.measures)):
+            bad = [c for c in r.get(key, ()) if c not in known]
+            if bad:
+                raise SpecError(
+                    f"{where}: users.{name}.rights.{ds}.{key} names {bad[0]!r}, which is not one of the "
+                    f"dataset's {key} ({', '.join(known) or 'none'})"
+                )
+        rights[ds] = Rights(frozenset(r.get("dims", conf.dims)), frozenset(r.get("measures", conf.measures)))
+    hashes = u.get("token_sha256", [])
+    hashes = [hashes] if isinstance(hashes, str) else list(hashes)
+    for k, h in enumerate(hashes):
+        if not _HEX64.match(h):
+            raise SpecError(
+                f"{where}: users.{name}.token_sha256[{k}] must be the SHA-256 of a token as 64 lowercase "
+                "hex digits (give tokens with `protab serve-token add`, which stores hashes only)"
+            )
+    expires = parse_expiry(u["expires"]) if "expires" in u else None
+    return UserConfig(name=name, rights=rights, token_sha256=tuple(hashes), expires=expires,
+                      revoked=u.get("revoked", False))

@@ -1,0 +1,483 @@
+"""What the service answers: a validated query or table request turned into a TableSpec and
+protected by :meth:`protab.Session.cell_key`, the method a Python user calls; nothing here
+computes a protected number itself.
+
+- SQL (``POST /v1/query``): :func:`protab.serve.validator.validate` gives a :class:`Query`;
+  its grouping sets become the crossings of a TableSpec of flat dimensions (every code of
+  the dimension, so that an empty cell is published like any other and is not told apart
+  by its absence), its WHERE filters ``TableSpec(where=...)`` (the cells keep their cell
+  keys). The protected table holds the crossings with all their margins; the rows of the
+  requested grouping sets are kept, the dimensions a set aggregates set to NULL as in SQL,
+  and ORDER BY and LIMIT applied after protection.
+- Table requests (``POST /v1/table``): dimensions with the configured hierarchies, a
+  formula, filters and a measure, answered as ``Session.cell_key`` answers.
+
+Before any scan: the request's cells are estimated from the code counts of the catalogue
+(refused above ``max_cells``). Filters pass the minimum-population rule: the records they
+select, and the records each condition alone removes (those passing every other condition
+but not this one), must be 0 (for the latter) or at least ``min_population`` — so two
+answers whose populations differ by fewer records cannot be asked for (the differencing
+attack; Hundepool et al. 2012, Statistical Disclosure Control, §5.4 on table servers).
+Answers are deterministic (same records, same keys, same p-table), so a bounded LRU cache
+keyed by (dataset, normalised request) serves repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import queue
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from protab._rollup import quote_ident
+from protab.errors import ProtabError, SpecError, show_values
+from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
+from protab.serve.validator import ALLOWED_FORM, DatasetRights, Query, QueryForbidden, QueryRefused, validate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from protab.hierarchy import Hierarchy
+    from protab.magnitude import MagnitudeCKM
+    from protab.ptable import PTable
+    from protab.session import Session
+
+MIN_POPULATION_MESSAGE = (
+    "refused by the minimum-population rule: the records a query's filters select, and the records each "
+    "filter condition removes from the others, must be none or at least the service's minimum; widen or "
+    "drop a filter condition"
+)
+#: codes of a dimension listed in the catalogue when there are at most this many
+CATALOG_CODES = 1000
+#: hierarchies a session keeps as tables before it drops them (bounded memory)
+KEEP_HIERARCHIES = 64
+_FLOATS = ("FLOAT", "DOUBLE", "REAL")
+_NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                   "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
+_TABLE_KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels")
+MAX_FILTER_VALUES = 1000
+MAX_TABLE_DIMS = 12
+
+
+@dataclass
+class Answer:
+    """A protected answer: the frame, its number of cells, and what the audit log records."""
+
+    frame: pl.DataFrame
+    summary: str
+    cached: bool = False
+
+    @property
+    def cells(self) -> int:
+        return self.frame.height
+
+
+@dataclass
+class _Dataset:
+    """A configured dataset as the engine uses it (built against the database at start-up)."""
+
+    conf: DatasetConfig
+    codes: dict[str, list[str]]
+    hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
+    magnitude: MagnitudeCKM | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.conf.name
+
+
+class _LRU:
+    """A bounded, thread-safe least-recently-used cache."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        if self.size <= 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.size:
+                self._data.popitem(last=False)
+
+
+class Engine:
+    """Sessions on the microdata (read-only), the datasets, the p-table and the answer cache.
+
+    ``config.sessions`` read-only sessions are opened on the database; a request borrows one
+    for its scan (requests beyond that wait). Start-up checks every dataset against the
+    database (table, record keys, columns, NULL codes, hierarchies, magnitude parameters) and
+    raises a :class:`~protab.errors.ProtabError` naming the key of serve.toml.
+    """
+
+    def __init__(self, config: ServeConfig) -> None:
+        from protab._request import load_magnitude, load_ptable
+        from protab.session import Session
+
+        self.config = config
+        try:
+            self.ptable: PTable = load_ptable(dict(config.ptable), config.base)
+        except ProtabError as exc:
+            raise type(exc)(f"[ptable] of the serve config: {exc}") from None
+        self._pool: queue.LifoQueue[Session] = queue.LifoQueue()
+        self._sessions: list[Session] = []
+        try:
+            for _ in range(config.sessions):
+                s = Session(config.database, read_only=True, progress=False, threads=config.threads,
+                            memory_limit=config.memory_limit)
+                self._sessions.append(s)
+                self._pool.put(s)
+            with self.session() as s:
+                self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
+            for name, ds in self.datasets.items():
+                if ds.conf.magnitude is not None:
+                    try:
+                        ds.magnitude = load_magnitude(dict(ds.conf.magnitude), config.base)
+                    except ProtabError as exc:
+                        raise type(exc)(f"datasets.{name}.magnitude of the serve config: {exc}") from None
+        except BaseException:
+            self.close()
+            raise
+        self.catalog_rights = {n: DatasetRights(frozenset(d.conf.dims), frozenset(d.conf.measures))
+                               for n, d in self.datasets.items()}
+        self._cache = _LRU(config.cache_size)
+
+    # -- start-up ----------------------------------------------------------------------------
+    def _load(self, s: Session, ds: DatasetConfig) -> _Dataset:
+        where = f"datasets.{ds.name} of the serve config"
+        if not s.exists(ds.table):
+            raise SpecError(f"{where}: table {ds.table!r} is not in the database {self.config.database!r} "
+                            f"(tables: {show_values(s.tables(), 10)})")
+        cols = s.columns(ds.table)
+        try:
+            key = s.record_key(ds.table)[0]
+        except ProtabError:
+            raise SpecError(f"{where}: table {ds.table!r} has no record keys; add them with `protab keys` "
+                            "before serving it") from None
+        hier_cols = [c for cs in ds.hierarchies.values() for c in cs]
+        for what, names in (("dims", ds.dims), ("measures", ds.measures), ("hierarchies", hier_cols)):
+            missing = [c for c in names if c not in cols]
+            if missing:
+                raise SpecError(f"{where}: {what} names {show_values(missing)}, not columns of table {ds.table!r}")
+            if key in names:
+                raise SpecError(f"{where}: {what} names {key!r}, the secret record keys of {ds.table!r}")
+        floats = [d for d in ds.dims if cols[d].upper() in _FLOATS]
+        if floats:
+            raise SpecError(f"{where}: dims {show_values(floats)} are floating-point columns; dimensions are codes "
+                            "(text or whole numbers)")
+        bad = [m for m in ds.measures if not cols[m].upper().startswith(_NUMERIC_PREFIX)]
+        if bad:
+            raise SpecError(f"{where}: measures {show_values(bad)} are not numeric columns")
+        t = quote_ident(ds.table)
+        nulls = s.sql("SELECT " + ", ".join(f"count(*) FILTER (WHERE {quote_ident(d)} IS NULL) AS {quote_ident(d)}"
+                                            for d in ds.dims) + f" FROM {t}").row(0)
+        with_nulls = [d for d, n in zip(ds.dims, nulls) if n]
+        if with_nulls and ds.null_code is None:
+            raise SpecError(f"{where}: dims {show_values(with_nulls)} have missing (NULL) values; set null_code = "
+                            "\"Unknown\" (or another code) for the dataset, or fix the data")
+        codes = {}
+        for d in ds.dims:
+            codes[d] = s.codes(ds.table, d) + ([ds.null_code] if d in with_nulls else [])  # type: ignore[list-item]
+            if "Total" in codes[d]:
+                raise SpecError(f"{where}: dimension {d!r} has the code 'Total', the name protab gives margins")
+        hierarchies = {}
+        for d, columns in ds.hierarchies.items():
+            try:
+                hierarchies[d] = s.hierarchy_from_columns(ds.table, list(columns))
+            except ProtabError as exc:
+                raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
+        return _Dataset(ds, codes, hierarchies)
+
+    def close(self) -> None:
+        for s in self._sessions:
+            s.close()
+        self._sessions.clear()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """Borrow a session of the pool for one request."""
+        s = self._pool.get()
+        try:
+            yield s
+        finally:
+            self._pool.put(s)
+
+    # -- rights and catalogue ----------------------------------------------------------------
+    @staticmethod
+    def user_rights(user: UserConfig) -> dict[str, DatasetRights]:
+        return {ds: DatasetRights(r.dims, r.measures) for ds, r in user.rights.items()}
+
+    def _hierarchy_for(self, ds: _Dataset, dim: str, rights: DatasetRights) -> Hierarchy | None:
+        """The dimension's hierarchy if the user may use every dimension it is built from (its
+        upper levels are tables of those columns), else None (the dimension is served flat)."""
+        h = ds.hierarchies.get(dim)
+        if h is None:
+            return None
+        cols = [c for c in ds.conf.hierarchies[dim] if c in ds.conf.dims]
+        return h if all(c in rights.dims for c in cols) else None
+
+    def catalog(self, user: UserConfig) -> dict[str, Any]:
+        """The datasets, dimensions (levels, codes when few) and measures the user may use."""
+        out = []
+        for name, r in sorted(self.user_rights(user).items()):
+            ds = self.datasets[name]
+            dims = []
+            for d in ds.conf.dims:
+                if d not in r.dims:
+                    continue
+                h = self._hierarchy_for(ds, d, r)
+                levels = list(ds.conf.hierarchies[d]) if h is not None else []
+                entry: dict[str, Any] = {"name": d, "levels": levels, "n_codes": len(ds.codes[d])}
+                if len(ds.codes[d]) <= CATALOG_CODES:
+                    entry["codes"] = ds.codes[d]
+                dims.append(entry)
+            measures = [m for m in ds.conf.measures if m in r.measures]
+            out.append({
+                "name": name, "description": ds.conf.description, "dims": dims, "measures": measures,
+                "functions": ["count", "sum", "avg"] if ds.magnitude is not None and measures else ["count"],
+            })
+        c = self.config
+        return {"datasets": out, "allowed_form": ALLOWED_FORM,
+                "limits": {"max_cells": c.max_cells, "max_limit": c.max_limit, "max_sql_length": c.max_sql_length}}
+
+    # -- checks before a scan ----------------------------------------------------------------
+    def _check_cells(self, cells: int) -> None:
+        if cells > self.config.max_cells:
+            raise QueryRefused(
+                f"the request asks for about {cells:,} cells; the service answers at most "
+                f"{self.config.max_cells:,}: use fewer or coarser dimensions, or filter"
+            )
+
+    @staticmethod
+    def _codes(ds: _Dataset, dim: str, filters: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
+        """The codes of a flat dimension in a filtered request: those its own filters let pass."""
+        codes = ds.codes[dim]
+        for col, op, values in filters:
+            if col == dim:
+                vals = set(values)
+                codes = [c for c in codes if (c in vals) == (op == "in")]
+        return codes
+
+    def _min_population(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        """Refuse filters that select, or that differ by one condition from a population of, fewer
+        than ``min_population`` records (one scan; the values are bound parameters)."""
+        if not filters:
+            return
+        conds = []
+        for k, (col, op, _) in enumerate(filters, start=1):
+            hit = f"list_contains(CAST(${k} AS VARCHAR[]), CAST({quote_ident(col)} AS VARCHAR))"
+            conds.append(f"coalesce({'NOT ' if op == 'not in' else ''}{hit}, false)")
+        aggs = [f"count(*) FILTER (WHERE {' AND '.join(conds)})"]
+        for k, c in enumerate(conds):
+            aggs.append(f"count(*) FILTER (WHERE {' AND '.join([f'NOT {c}'] + conds[:k] + conds[k + 1:])})")
+        row = s.sql(f"SELECT {', '.join(aggs)} FROM {quote_ident(ds.conf.table)}",
+                    [list(v) for _, _, v in filters]).row(0)
+        m = self.config.min_population
+        if row[0] < m or any(0 < r < m for r in row[1:]):
+            raise QueryRefused(MIN_POPULATION_MESSAGE)
+
+    def _cached(self, key: Any, compute: Callable[[], pl.DataFrame], summary: str) -> Answer:
+        hit = self._cache.get(key)
+        if hit is None:
+            try:
+                hit = ("ok", compute())
+            except QueryRefused as exc:  # deterministic refusals (the population rule) are kept too
+                hit = ("refused", str(exc))
+            self._cache.put(key, hit)
+            cached = False
+        else:
+            cached = True
+        if hit[0] == "refused":
+            raise QueryRefused(hit[1])
+        return Answer(hit[1], summary, cached)
+
+    def _protect(self, s: Session, ds: _Dataset, spec: Any, sums: bool) -> pl.DataFrame:
+        frame = s.cell_key(ds.conf.table, spec, self.ptable, threshold=self.config.threshold or None,
+                           magnitude=ds.magnitude if sums else None)
+        s._trim_hierarchies(KEEP_HIERARCHIES)  # a long-lived session sees ever new code lists
+        return frame
+
+    # -- POST /v1/query ----------------------------------------------------------------------
+    def query(self, sql: Any, user: UserConfig) -> Answer:
+        """An analyst's SQL, validated and answered with protected values (see the module doc)."""
+        c = self.config
+        q = validate(sql, self.catalog_rights, self.user_rights(user), max_length=c.max_sql_length,
+                     max_limit=c.max_limit)
+        ds = self.datasets[q.dataset]
+        if any(m.func != "count" for m in q.measures) and ds.magnitude is None:
+            raise QueryRefused(
+                f"sum() and avg() are not available for dataset {q.dataset!r}: the service protects its counts "
+                "only (no magnitude parameters are configured for it); use count(*)"
+            )
+        filters = [(f.column, f.op, f.values) for f in q.filters]
+        codes = {d: self._codes(ds, d, filters) for d in q.dims}
+        self._check_cells(sum(math.prod(len(codes[d]) for d in g) for g in q.grouping_sets))
+        return self._cached(("query", q.normalised), lambda: self._answer_query(q, ds, codes, filters), q.normalised)
+
+    def _answer_query(self, q: Query, ds: _Dataset, codes: Mapping[str, list[str]],
+                      filters: list[tuple[str, str, tuple[str, ...]]]) -> pl.DataFrame:
+        from protab.table import TableSpec
+
+        dims = list(q.dims) or [ds.conf.dims[0]]
+        sums = list(dict.fromkeys(m.column for m in q.measures if m.column is not None))
+        with self.session() as s:
+            self._min_population(s, ds, filters)
+            spec = TableSpec(
+                {d: codes.get(d) or ds.codes[d] for d in dims},
+                crossings=[g for g in q.grouping_sets if g] or [(dims[0],)],
+                sums=sums, null_sums=ds.conf.null_sums, null_code=ds.conf.null_code,
+                where=[(col, op, list(v)) for col, op, v in filters],
+            )
+            frame = self._protect(s, ds, spec, bool(sums))
+        values = []
+        for m in q.measures:
+            src = "n_pert" if m.func == "count" else f"{m.column}_pert" if m.func == "sum" else f"{m.column}_mean_pert"
+            values.append(pl.col(src).alias(m.alias))
+        parts = []
+        for g in q.grouping_sets:
+            keep = pl.all_horizontal([pl.col(f"{d}_level") == (1 if d in g else 0) for d in dims])
+            part = frame.filter(keep).select(
+                [(pl.col(d).cast(pl.String) if d in g else pl.lit(None, pl.String)).alias(d) for d in q.dims] + values
+            )
+            parts.append(part)
+        out = pl.concat(parts, how="vertical")
+        if q.order_by:
+            out = out.sort([n for n, _ in q.order_by], descending=[d for _, d in q.order_by], nulls_last=True,
+                           maintain_order=True)
+        if q.limit is not None:
+            out = out.head(q.limit)
+        return out.select(list(q.columns))
+
+    # -- POST /v1/table ----------------------------------------------------------------------
+    def table(self, body: Any, user: UserConfig) -> Answer:
+        """A table request (``dataset``, ``dims``, ``formula``, ``filters``, ``measure``, ``levels``)
+        answered as ``Session.cell_key``: dims, ``<dim>_level``, ``n_pert`` (and the measure's
+        ``<m>_pert``, ``<m>_mean_pert``)."""
+        from protab.table import TableSpec
+
+        req = self._table_request(body, user)
+        ds = self.datasets[req["dataset"]]
+        rights = self.user_rights(user)[ds.name]
+        filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
+        dims: dict[str, Any] = {}
+        for d in req["dims"]:
+            h = self._hierarchy_for(ds, d, rights)
+            dims[d] = h if h is not None else self._codes(ds, d, filters)
+        flat = [d for d in req["levels"] if isinstance(dims[d], list)]
+        if flat:
+            raise QueryRefused(f"levels: dimension {flat[0]!r} is served without hierarchy levels")
+        try:
+            spec = TableSpec(dims, formula=req["formula"], sums=[req["measure"]] if req["measure"] else (),
+                             null_sums=ds.conf.null_sums, null_code=ds.conf.null_code,
+                             where=[(d, op, list(v)) for d, op, v in filters])
+        except SpecError as exc:
+            raise QueryRefused(str(exc)) from None
+        size = {d: (len(v) - 1 if not isinstance(v, list) else len(v)) for d, v in dims.items()}
+        self._check_cells(sum(math.prod(size[d] for d in sub) for sub in spec.published_subsets()))
+        summary = json.dumps(req, sort_keys=True, ensure_ascii=False)
+
+        def compute() -> pl.DataFrame:
+            with self.session() as s:
+                self._min_population(s, ds, filters)
+                frame = self._protect(s, ds, spec, bool(req["measure"]))
+            for d, level in req["levels"].items():
+                frame = frame.filter(pl.col(f"{d}_level").is_in([0, level]))
+            cols = list(dims) + [f"{d}_level" for d in dims] + ["n_pert"]
+            if req["measure"]:
+                cols += [f"{req['measure']}_pert", f"{req['measure']}_mean_pert"]
+            return frame.select(cols)
+
+        return self._cached(("table", summary), compute, summary)
+
+    def _table_request(self, body: Any, user: UserConfig) -> dict[str, Any]:
+        """The table request checked against the catalogue and the user's rights, normalised
+        (sorted filter values, level numbers); QueryRefused (400) / QueryForbidden (403)."""
+        if not isinstance(body, dict):
+            raise QueryRefused("the request must be a JSON object with dataset and dims")
+        unknown = [k for k in body if k not in _TABLE_KEYS]
+        if unknown:
+            raise QueryRefused(f"unknown key {str(unknown[0])[:60]!r} in the table request (keys: {', '.join(_TABLE_KEYS)})")
+        name = body.get("dataset")
+        rights = self.user_rights(user)
+        if not isinstance(name, str) or name not in self.datasets:
+            shown = show_values(sorted(rights), 20) if rights else "none"
+            raise QueryRefused(f"unknown dataset {str(name)[:60]!r}; datasets you may query: {shown}")
+        if name not in rights:
+            raise QueryForbidden(f"you have no rights to dataset {name!r}")
+        ds, r = self.datasets[name], rights[name]
+        forbidden: list[str] = []
+
+        def column(value: Any, kind: str, where: str) -> str:
+            known = ds.conf.dims if kind == "dim" else ds.conf.measures
+            if not isinstance(value, str) or value not in known:
+                ok = sorted((r.dims if kind == "dim" else r.measures) & set(known))
+                raise QueryRefused(f"{where}: unknown {'dimension' if kind == 'dim' else 'measure'} "
+                                   f"{str(value)[:60]!r} of dataset {name!r}; you may use: "
+                                   f"{show_values(ok, 20) if ok else 'none'}")
+            if value not in (r.dims if kind == "dim" else r.measures):
+                forbidden.append(value)
+            return value
+
+        raw_dims = body.get("dims")
+        if not isinstance(raw_dims, list) or not raw_dims:
+            raise QueryRefused("dims must be a non-empty list of dimension names")
+        if len(raw_dims) > MAX_TABLE_DIMS:
+            raise QueryRefused(f"at most {MAX_TABLE_DIMS} dimensions per table")
+        dims = [column(d, "dim", "dims") for d in raw_dims]
+        if len(set(dims)) < len(dims):
+            raise QueryRefused("dims names a dimension twice")
+        formula = body.get("formula")
+        if formula is not None and (not isinstance(formula, str) or len(formula) > 2000):
+            raise QueryRefused("formula must be a string such as 'region*sex + agegroup'")
+        raw_filters = body.get("filters") or {}
+        if not isinstance(raw_filters, dict):
+            raise QueryRefused("filters must be an object: {dimension: code or [codes]}")
+        filters = {}
+        for d, v in sorted(raw_filters.items()):
+            column(d, "dim", "filters")
+            values = v if isinstance(v, list) else [v]
+            if not values or len(values) > MAX_FILTER_VALUES or any(
+                isinstance(x, bool) or not isinstance(x, (str, int)) for x in values
+            ):
+                raise QueryRefused(f"filters.{d[:60]}: give a code or a list of 1 to {MAX_FILTER_VALUES} codes "
+                                   "(strings or whole numbers)")
+            filters[d] = sorted({str(x) for x in values})
+        measure = body.get("measure")
+        if measure is not None:
+            column(measure, "measure", "measure")
+        raw_levels = body.get("levels") or {}
+        if not isinstance(raw_levels, dict):
+            raise QueryRefused("levels must be an object: {dimension: level name or number}")
+        levels = {}
+        for d, lv in sorted(raw_levels.items()):
+            if d not in dims:
+                raise QueryRefused(f"levels: {str(d)[:60]!r} is not one of the table's dims")
+            names = list(ds.conf.hierarchies.get(d, ()))
+            if isinstance(lv, str) and lv in names:
+                levels[d] = names.index(lv) + 1
+            elif isinstance(lv, int) and not isinstance(lv, bool) and 1 <= lv <= len(names):
+                levels[d] = lv
+            else:
+                raise QueryRefused(f"levels.{d}: not a level of {d!r} (levels: {', '.join(names) or 'none'})")
+        if forbidden:
+            raise QueryForbidden(f"you may not use {show_values(list(dict.fromkeys(forbidden)))} of dataset {name!r}")
+        if measure is not None and ds.magnitude is None:
+            raise QueryRefused(f"measures of dataset {name!r} are not available: the service protects its counts "
+                               "only (no magnitude parameters are configured for it)")
+        return {"dataset": name, "dims": dims, "formula": formula, "filters": filters, "measure": measure,
+                "levels": levels}
