@@ -536,3 +536,34 @@ def test_generated_queries_validate_and_round_trip(case):
     assert isinstance(q, Query) and "\n" not in q.normalised
     assert validate(q.normalised, CATALOG) == q
     assert validate(q.normalised, CATALOG, RIGHTS | {"persons": CATALOG["persons"]}) == q
+
+
+# -- fuzz: any text gives a Query or a QueryError, never another exception -------------------------
+
+FUZZ_BASE = (
+    "SELECT region, sex, count(*) AS n, sum(income) FROM persons WHERE region IN ('a', 1) AND sex <> 'f' "
+    "GROUP BY ROLLUP(region, sex) ORDER BY n DESC LIMIT 5"
+)
+FUZZ_TOKENS = [
+    "SELECT", "FROM", "WHERE", "GROUP BY", "ORDER BY", "LIMIT", "(", ")", ",", "'", '"', ";", "--", "/*", "*/",
+    "*", "count", "sum", "region", "persons", "AND", "OR", "NOT", "IN", "=", "<>", "1", "'x'", "ROLLUP", "CUBE",
+    "GROUPING SETS", "()", "AS", "::", "[", "]", "$$", "E'", "\\", "OVER", "JOIN", "UNION", "?", "$1", ".", "",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_fuzzed_text_is_accepted_or_refused(data):
+    if data.draw(st.booleans()):
+        sql = " ".join(data.draw(st.lists(st.sampled_from(FUZZ_TOKENS), max_size=30)))
+    else:  # a valid query with a few pieces replaced
+        sql = FUZZ_BASE
+        for _ in range(data.draw(st.integers(1, 4))):
+            i = data.draw(st.integers(0, len(sql)))
+            j = data.draw(st.integers(i, min(len(sql), i + 5)))
+            sql = sql[:i] + data.draw(st.sampled_from(FUZZ_TOKENS)) + sql[j:]
+    try:
+        q = validate(sql, CATALOG, RIGHTS)
+    except (QueryRefused, QueryForbidden):
+        return
+    assert validate(q.normalised, CATALOG, RIGHTS) == q
