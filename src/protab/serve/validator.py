@@ -201,7 +201,7 @@ def _parse(sql: str) -> exp.Expression:
         raise _refused(f"only a SELECT query is accepted, not {_cut(tokens[0].text.upper(), 30)}")
     for i, tok in enumerate(tokens):
         if tok.comments:
-            raise _refused("comments are not accepted (found one near line " + f"{tok.line}); remove them")
+            raise _refused(f"comments are not accepted (found one near line {tok.line}); remove them")
         if tok.token_type == TokenType.SEMICOLON and i < len(tokens) - 1:
             raise _refused("only one statement is accepted: nothing may follow ';'")
         if tok.token_type == TokenType.HINT:
@@ -209,9 +209,9 @@ def _parse(sql: str) -> exp.Expression:
     try:
         trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
     except sqlglot.errors.ParseError as e:
-        first = e.errors[0] if e.errors else {}
-        where = f" (line {first.get('line')}, column {first.get('col')})" if first.get("line") else ""
-        desc = first.get("description") or "syntax error"
+        info = e.errors[0] if e.errors else {}
+        where = f" (line {info.get('line')}, column {info.get('col')})" if info.get("line") else ""
+        desc = info.get("description") or "syntax error"
         raise _refused(f"the SQL could not be parsed: {_cut(str(desc))}{where}") from None
     except sqlglot.errors.SqlglotError as e:
         raise _refused(f"the SQL could not be parsed: {_cut(str(e).splitlines()[0] if str(e) else 'error')}") from None
