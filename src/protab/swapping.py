@@ -37,7 +37,8 @@ __all__ = ["SwapSpec", "swap"]
 
 _PROPOSAL_ROUNDS = 6  # rounds of proposals to the best-ranked donors (risk-weighted order)
 _RESCUE_ROUNDS = 64  # rounds of proposals over every donor outside the area, until none is left
-_TOPUP_ROUNDS = 8  # draws of further households until the swap rate is reached
+_TOPUP_ROUNDS = 64  # draws of further households until the swap rate is reached (each draw pairs or
+# fails at least one household, so the loop ends long before on real data)
 _CANDIDATES = 3  # the best `_CANDIDATES * m + 8` donors of a class serve its m recipients first
 _HEX = 13  # hexadecimal digits (52 bits) of SHA-256 per uniform number
 _SCALE = float(1 << (4 * _HEX))
@@ -421,7 +422,7 @@ class _Run:
         # top up at the finest level to the global swap rate: draw households by key
         # risk/Exp(1) (Efraimidis–Spirakis, as sdcMicro's sample at its lowest level)
         n_hh = int(self.one(f"SELECT count(*) FROM {w}"))
-        target = math.ceil(s.swap_rate * n_hh)
+        target = math.ceil(s.swap_rate * n_hh - 1e-9)  # share of households, as sdcMicro
         pairs = self.t("pairs")
         for _ in range(_TOPUP_ROUNDS):
             swapped = 2 * int(self.one(f"SELECT count(*) FROM {pairs}"))
@@ -436,6 +437,8 @@ class _Run:
             if not self.one(f"SELECT count(*) FROM {rec}"):
                 break
             self.match(rec, L - 1, "rate")
+        else:
+            self.round_limit_hit = True
         self.target = target
         self.n_hh = n_hh
 
