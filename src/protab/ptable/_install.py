@@ -1,0 +1,161 @@
+"""Install a count p-table in a DuckDB database for the SQL macro ``ckm(count(*), sum(rkey))``.
+
+The macro (sql/protab.sql) reaches the p-table by direct index into lists, not by a search
+over intervals (docs/design.md, ideas 3 and 4). The key range 0..M-1 is cut at every interval
+start of every row class into *segments*: inside one segment every row class has one noise.
+``protab_ptable_lookup`` holds, in one row:
+
+- ``noise``: the noise of segment s (0-based) and row class i at ``noise[s * classes + i - imin + 1]``;
+- ``ends``: the last key of each segment, ascending (the last one M - 1);
+- ``lo``, ``hi``: for bucket b of ``width`` keys (keys b*width .. (b+1)*width - 1), the number
+  of segments that start at or before b*width, and before (b+1)*width. The segment of key k in
+  bucket b is ``lo[b+1] - 1`` plus the segments starting inside the bucket at or before k, i.e.
+  those whose previous segment ends before k, ``ends[lo[b+1] : hi[b+1] - 1]`` (usually none:
+  the buckets are about four times as many as the segments).
+
+With keys of up to 16 bits a bucket is one key (``lo`` is then the segment of each key). The
+interval relations ``protab_ptable(protab_i, protab_v, protab_klo, protab_khi)`` and
+``protab_ptable_meta(imin, imax, period, modulus)`` are written as before, for readers of the
+intervals (the Spark SQL lookup, ``protab tables``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from protab.errors import InputError
+from protab.ptable._common import noise_at
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from protab.ptable.core import PTable
+
+#: keys per bucket are 1 up to this modulus (a list entry per key)
+DIRECT_MODULUS = 2**16
+#: most buckets for larger moduli
+MAX_BUCKETS = 2**18
+#: most entries (segments × row classes) of the noise list
+MAX_ENTRIES = 2**27
+
+_TABLES = ("protab_ptable", "protab_ptable_meta", "protab_ptable_lookup")
+
+
+def lookup_layout(ptable: "PTable", modulus: int) -> dict[str, Any]:
+    """The one row of ``protab_ptable_lookup`` for ``ptable`` and key modulus ``modulus``
+    (see the module docstring), as Python values; numbers computed with NumPy, no loop over keys."""
+    ks = ptable.keyspace(modulus).sort(["i", "klo"])
+    imin = int(ks["i"].min())  # type: ignore[arg-type]
+    classes = int(ptable.imax) - imin + 1
+    ri = ks["i"].to_numpy() - imin
+    rk = ks["klo"].to_numpy()
+    rv = ks["v"].to_numpy()
+    starts = np.unique(rk)  # every row class starts at key 0, so starts[0] = 0
+    if starts.size * classes > MAX_ENTRIES:
+        raise InputError(
+            "install_ptable: the p-table has too many distinct key intervals for the lookup of the "
+            "SQL macro ckm() with this key modulus (use Session.cell_key, or fewer key bits)"
+        )
+    seg = np.repeat(starts, classes)
+    cls = np.tile(np.arange(classes, dtype=np.int64), starts.size)
+    noise = noise_at(ri, rk, rv, cls, seg, classes, modulus)
+    if noise.size and (noise.min() < -(2**31) or noise.max() >= 2**31):
+        raise InputError("install_ptable: the p-table's noise does not fit a 32-bit integer")
+    if modulus <= DIRECT_MODULUS:
+        width = 1
+    else:
+        target = min(MAX_BUCKETS, max(4096, 4 * starts.size))
+        width = -(-modulus // target)
+    buckets = -(-modulus // width)
+    # bucket edges b * width for b = 0..buckets: below 2**64 (buckets * width < modulus + width)
+    edges = np.arange(buckets + 1, dtype=np.uint64) * np.uint64(width)
+    ustarts = starts.astype(np.uint64)
+    lo = np.searchsorted(ustarts, edges[:-1], side="right")
+    hi = np.searchsorted(ustarts, edges[1:], side="left")
+    return {
+        "imin": imin,
+        "imax": int(ptable.imax),
+        "period": int(ptable.period),
+        "modulus": int(modulus),
+        "width": int(width),
+        "classes": classes,
+        "lo": lo.astype(np.int64),
+        "hi": hi.astype(np.int64),
+        "ends": np.append(starts[1:] - 1, modulus - 1).astype(np.int64),
+        "noise": noise.astype(np.int32),
+        "intervals": ks,
+    }
+
+
+def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: "PTable", modulus: int) -> None:
+    """Install ``ptable`` as the p-table of ``ckm()``/``ckm_weighted()`` in the database of
+    ``con`` for record keys below ``modulus`` (2^bits, or 10^d for decimal keys), replacing
+    any installed before, in one transaction. The tables are created when missing (a
+    database that never ran sql/protab.sql, or one written before the lookup existed)."""
+    from protab.ptable.core import PTable
+
+    if not isinstance(ptable, PTable):
+        raise InputError(f"install_ptable: a count p-table (protab.PTable) is needed, not {type(ptable).__name__}")
+    if isinstance(modulus, bool) or not isinstance(modulus, numbers.Integral):
+        raise InputError(
+            "install_ptable: modulus must be a whole number (2^bits, or 10^d for decimal keys), "
+            f"not {type(modulus).__name__}"
+        )
+    if not 2 <= int(modulus) < 2**63:
+        raise InputError("install_ptable: the key modulus must be at least 2 and below 2^63")
+    row = lookup_layout(ptable, int(modulus))
+    import pyarrow as pa
+
+    lookup = pa.table({
+        "imin": pa.array([row["imin"]], pa.int64()),
+        "imax": pa.array([row["imax"]], pa.int64()),
+        "period": pa.array([row["period"]], pa.int64()),
+        "width": pa.array([row["width"]], pa.int64()),
+        "classes": pa.array([row["classes"]], pa.int64()),
+        "lo": pa.array([row["lo"]], pa.large_list(pa.int64())),
+        "hi": pa.array([row["hi"]], pa.large_list(pa.int64())),
+        "ends": pa.array([row["ends"]], pa.large_list(pa.int64())),
+        "noise": pa.array([row["noise"]], pa.large_list(pa.int32())),
+    })
+    ks = row["intervals"]
+    intervals = ks.select("i", "v", "klo", "khi").to_arrow()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(_CREATE)
+        for t in _TABLES:
+            con.execute(f"DELETE FROM {t}")
+        con.register("_protab_install_intervals", intervals)
+        con.register("_protab_install_lookup", lookup)
+        try:
+            con.execute("INSERT INTO protab_ptable SELECT i, v, klo, khi FROM _protab_install_intervals")
+            con.execute(
+                "INSERT INTO protab_ptable_meta VALUES (?, ?, ?, ?)",
+                [row["imin"], row["imax"], row["period"], row["modulus"]],
+            )
+            con.execute(
+                "INSERT INTO protab_ptable_lookup SELECT imin, imax, period, CAST(? AS HUGEINT), width, "
+                "classes, lo, hi, ends, noise FROM _protab_install_lookup",
+                [str(row["modulus"])],
+            )
+        finally:
+            con.unregister("_protab_install_intervals")
+            con.unregister("_protab_install_lookup")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+# the table definitions of sql/protab.sql (kept in step by tests/test_macros_fast.py)
+_CREATE = """
+CREATE TABLE IF NOT EXISTS protab_ptable (
+    protab_i BIGINT, protab_v BIGINT, protab_klo HUGEINT, protab_khi HUGEINT);
+CREATE TABLE IF NOT EXISTS protab_ptable_meta (
+    imin BIGINT, imax BIGINT, period BIGINT, modulus HUGEINT);
+CREATE TABLE IF NOT EXISTS protab_ptable_lookup (
+    imin BIGINT, imax BIGINT, period BIGINT, modulus HUGEINT, width BIGINT, classes BIGINT,
+    lo BIGINT[], hi BIGINT[], ends BIGINT[], noise INTEGER[]);
+"""
