@@ -167,8 +167,20 @@ def build_sdcmicro(src: Path, work: Path) -> Path:
         shutil.copy(core / name, work / name)
     (work / "driver.cpp").write_text(DRIVER)
     exe = work / "trs"
-    cmd = ["g++", "-O2", "-DNDEBUG", "-std=c++11", "-include", "numeric", "-include", "cstdlib",
-           "-o", str(exe), "driver.cpp", "recordSwap.cpp"]
+    cmd = [
+        "g++",
+        "-O2",
+        "-DNDEBUG",
+        "-std=c++11",
+        "-include",
+        "numeric",
+        "-include",
+        "cstdlib",
+        "-o",
+        str(exe),
+        "driver.cpp",
+        "recordSwap.cpp",
+    ]
     done = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"sdcMicro's recordSwap did not compile without R:\n{done.stderr[-3000:]}")
@@ -179,9 +191,19 @@ def run_sdcmicro(exe: Path, con: duckdb.DuckDBPyConnection, work: Path, seed: in
     csv_in, csv_out = work / "in.csv", work / "out.csv"
     t0 = time.perf_counter()
     con.execute(f"COPY (SELECT * FROM persons ORDER BY hid) TO '{csv_in}' (HEADER)")
-    args = [str(exe), str(csv_in), str(csv_out), str(seed), repr(SPEC.swap_rate), str(SPEC.k_anonymity), SPEC.household,
-            ",".join(SPEC.geography), ";".join(",".join(p) for p in SPEC.similar), ",".join(SPEC.risk_variables),
-            ",".join(SPEC.carry_along)]
+    args = [
+        str(exe),
+        str(csv_in),
+        str(csv_out),
+        str(seed),
+        repr(SPEC.swap_rate),
+        str(SPEC.k_anonymity),
+        SPEC.household,
+        ",".join(SPEC.geography),
+        ";".join(",".join(p) for p in SPEC.similar),
+        ",".join(SPEC.risk_variables),
+        ",".join(SPEC.carry_along),
+    ]
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"sdcMicro's recordSwap failed: {done.stderr[-2000:]}")
@@ -193,8 +215,11 @@ def run_sdcmicro(exe: Path, con: duckdb.DuckDBPyConnection, work: Path, seed: in
 def report(name: str, secs: float, m: tuple[int, int, int, int], extra: str = "") -> None:
     n, swapped, risky, risky_swapped = m
     share = risky_swapped / risky if risky else float("nan")
-    print(f"  {name:<9} {secs:9.2f} s   swap rate {swapped / n:7.4f}   risky {risky:>9}   "
-          f"risky swapped {share:7.2%}{extra}", flush=True)
+    print(
+        f"  {name:<9} {secs:9.2f} s   swap rate {swapped / n:7.4f}   risky {risky:>9}   "
+        f"risky swapped {share:7.2%}{extra}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -214,16 +239,23 @@ def main() -> None:
             t0 = time.perf_counter()
             generate(con, persons)
             n_rec = con.execute("SELECT count(*) FROM persons").fetchall()[0][0]
-            print(f"{n_rec} persons (generated in {time.perf_counter() - t0:.1f} s, "
-                  f"{os.cpu_count()} cores, DuckDB threads {con.execute('SELECT current_setting(?)', ['threads']).fetchall()[0][0]})",
-                  flush=True)
+            print(
+                f"{n_rec} persons (generated in {time.perf_counter() - t0:.1f} s, "
+                f"{os.cpu_count()} cores, DuckDB threads {con.execute('SELECT current_setting(?)', ['threads']).fetchall()[0][0]})",
+                flush=True,
+            )
             t0 = time.perf_counter()
             summary = swap(con, "persons", SPEC, seed=args.seed, out="pt_out", log="pt_log")
             secs = time.perf_counter() - t0
             m = measure(con, "pt_out")
-            report("protab", secs, m, f"   (summary: rate {summary['achieved_swap_rate']:.4f}, risky swapped "
-                   f"{summary['share_risky_swapped'] or 0:.2%}, without donor {summary['households_without_donor']}, "
-                   f"rounds {summary['matching_rounds']})")
+            report(
+                "protab",
+                secs,
+                m,
+                f"   (summary: rate {summary['achieved_swap_rate']:.4f}, risky swapped "
+                f"{summary['share_risky_swapped'] or 0:.2%}, without donor {summary['households_without_donor']}, "
+                f"rounds {summary['matching_rounds']})",
+            )
             if exe is not None:
                 inner, total = run_sdcmicro(exe, con, work, args.seed)
                 ms = measure(con, "sdc_out")

@@ -41,7 +41,7 @@ _TOPUP_ROUNDS = 64  # draws of further households until the swap rate is reached
 # fails at least one household, so the loop ends long before on real data)
 _CANDIDATES = 3  # the best `_CANDIDATES * m + 8` donors of a class serve its m recipients first
 _HEX = 13  # hexadecimal digits (52 bits) of SHA-256 per uniform number
-_SCALE = float(1 << (4 * _HEX))
+_UNIT = repr(2.0 ** (-4 * _HEX))  # a DOUBLE literal (a decimal one makes DuckDB compute in DECIMAL)
 _TAG = "protab-swap"
 
 
@@ -231,7 +231,7 @@ class _Run:
             )
             cond = " AND ".join(f"t.{q(c)} IS NOT DISTINCT FROM k.{q(c)}" for c in keys)
             join = f"JOIN {cells} k ON {cond}"
-            risk_cols = [f"1.0 / min(k.c{h}) AS r{h}" for h in range(L)]
+            risk_cols = [f"CAST(1 AS DOUBLE) / min(k.c{h}) AS r{h}" for h in range(L)]
         geo_bad = " OR ".join(f"min(t.{q(g)}) <> max(t.{q(g)})" for g in geo)
         const_cols = []
         for i, c in enumerate(const):
@@ -249,12 +249,31 @@ class _Run:
             + f" FROM {src} t {join} GROUP BY t.{hid}"
         )
         self.check_households()
-        # work table: area ids per level, class ids per profile, swap level, random keys
-        area = [f"dense_rank() OVER (ORDER BY {', '.join(f'g{j}' for j in range(h + 1))}) AS a{h}" for h in range(L)]
-        cls = []
+        # work table: area ids per level, class ids per profile (numbered over the distinct
+        # values, then joined: an unpartitioned window over every household runs on one thread)
+        joins, area, cls = [], [], []
+        for h in range(L):
+            gs = ", ".join(f"g{j}" for j in range(h + 1))
+            ids = self.t(f"area{h}")
+            self.x(
+                f"CREATE TEMP TABLE {ids} AS SELECT {gs}, row_number() OVER (ORDER BY {gs}) AS id "
+                f"FROM (SELECT DISTINCT {gs} FROM {hh})"
+            )
+            joins.append(f"JOIN {ids} A{h} ON " + " AND ".join(f"A{h}.g{j} = hh.g{j}" for j in range(h + 1)))
+            area.append(f"A{h}.id AS a{h}")
         for p, prof in enumerate(s._profiles):
-            cols = ", ".join(f"v{const.index(c)}" for c in prof)
-            cls.append(f"dense_rank() OVER (ORDER BY {cols}) AS k{p}" if prof else f"1 AS k{p}")
+            if not prof:
+                cls.append(f"1 AS k{p}")
+                continue
+            vs = ", ".join(f"v{const.index(c)}" for c in prof)
+            ids = self.t(f"class{p}")
+            self.x(
+                f"CREATE TEMP TABLE {ids} AS SELECT {vs}, row_number() OVER (ORDER BY {vs}) AS id "
+                f"FROM (SELECT DISTINCT {vs} FROM {hh})"
+            )
+            on = " AND ".join(f"K{p}.v{const.index(c)} IS NOT DISTINCT FROM hh.v{const.index(c)}" for c in prof)
+            joins.append(f"JOIN {ids} K{p} ON {on}")
+            cls.append(f"K{p}.id AS k{p}")
         thr = s.threshold
         level = "CASE " + " ".join(f"WHEN r{h} > {thr!r} THEN {h}" for h in range(L)) + f" ELSE {L} END"
         n_uniform = L + 1  # a donor key per level and a draw key for the top-up
@@ -265,15 +284,19 @@ class _Run:
         ]
 
         def uniform(j: int) -> str:
-            return f"((CAST('0x' || substr(d{j // 4}, {1 + _HEX * (j % 4)}, {_HEX}) AS UBIGINT) + 0.5) / {_SCALE!r})"
+            bits = f"CAST('0x' || substr(d{j // 4}, {1 + _HEX * (j % 4)}, {_HEX}) AS UBIGINT)"
+            return f"((CAST({bits} AS DOUBLE) + 0.5) * {_UNIT})"
 
         dkeys = [f"r{h} / -ln({uniform(h)}) AS dkey{h}" for h in range(L)]
         skey = f"r{L - 1} / -ln({uniform(L)}) AS skey"
         w = self.t("w")
         self.x(
-            f"CREATE TEMP TABLE {w} AS SELECT hid, size, {', '.join(area + cls)}, "
+            f"CREATE TEMP TABLE {w} AS SELECT hid, size, "
+            + ", ".join([f"a{h}" for h in range(L)] + [f"k{p}" for p in range(len(s._profiles))])
+            + ", "
             + ", ".join(f"r{h}" for h in range(L))
-            + f", {level} AS level, {', '.join(dkeys)}, {skey} FROM (SELECT *, {', '.join(digests)} FROM {hh})",
+            + f", {level} AS level, {', '.join(dkeys)}, {skey} FROM (SELECT hh.*, {', '.join(area + cls)}, "
+            + f"{', '.join(digests)} FROM {hh} hh {' '.join(joins)})",
             [self.seed] * len(digests),
         )
         self.x(f"CREATE TEMP TABLE {self.t('done')} (hid {self.hid_type})")
@@ -357,12 +380,14 @@ class _Run:
             # recipients' first choices, as sdcMicro scans its donors from the largest key
             cand = self.t("cand")
             self.x(
-                f"CREATE OR REPLACE TEMP TABLE {cand} AS WITH m AS (SELECT w.{cls} AS cls, count(*) AS m "
-                f"FROM {w} w SEMI JOIN {active} r ON w.hid = r.hid GROUP BY 1) "
-                f"SELECT a.hid, a.{area} AS area, a.{cls} AS cls, a.{dkey} AS dkey FROM {avail} a "
-                f"JOIN m ON a.{cls} = m.cls "
-                f"QUALIFY row_number() OVER (PARTITION BY a.{cls} ORDER BY a.{dkey} DESC, a.hid) "
-                f"<= {_CANDIDATES} * any_value(m.m) OVER (PARTITION BY a.{cls}) + 8"
+                f"CREATE OR REPLACE TEMP TABLE {cand} AS WITH m AS (SELECT w.{cls} AS cls, "
+                f"{_CANDIDATES} * count(*) + 8 AS m FROM {w} w SEMI JOIN {active} r ON w.hid = r.hid GROUP BY 1), "
+                f"top AS (SELECT a.{cls} AS cls, unnest(arg_max(a.hid, {{'k': a.{dkey}, 'h': a.hid}}, "
+                f"(SELECT max(m) FROM m))) AS hid FROM {avail} a SEMI JOIN m ON a.{cls} = m.cls GROUP BY 1) "
+                f"SELECT w.hid, w.{area} AS area, w.{cls} AS cls, w.{dkey} AS dkey FROM top JOIN {w} w ON w.hid = top.hid "
+                f"JOIN m ON m.cls = top.cls "
+                f"QUALIFY row_number() OVER (PARTITION BY top.cls ORDER BY w.{dkey} DESC, w.hid DESC) <= any_value(m.m) "
+                f"OVER (PARTITION BY top.cls)"
             )
             for t in range(_PROPOSAL_ROUNDS):
                 ctx = f"{level}:{p}:{reason}:a{t}:{self.rounds}"
@@ -371,7 +396,7 @@ class _Run:
                     f"SELECT r.hid, w.{area} AS area, w.{cls} AS cls, row_number() OVER "
                     f"(PARTITION BY w.{cls} ORDER BY {self.rec_order(ctx)}) AS i "
                     f"FROM {active} r JOIN {w} w ON w.hid = r.hid) r JOIN ("
-                    f"SELECT *, row_number() OVER (PARTITION BY cls ORDER BY dkey DESC, hid) AS j FROM {cand} "
+                    f"SELECT *, row_number() OVER (PARTITION BY cls ORDER BY dkey DESC, hid DESC) AS j FROM {cand} "
                     f"WHERE hid NOT IN (SELECT hid FROM {done})) c ON c.cls = r.cls AND c.j = r.i "
                     "WHERE c.hid <> r.hid AND c.area <> r.area"
                 )
