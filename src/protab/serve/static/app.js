@@ -6,12 +6,20 @@ const TOKEN_KEY = "protab.token";
 const BLANK = "\u2014"; // how a blanked cell (null in the answer) is shown
 
 const $ = (id) => document.getElementById(id);
-let catalog = []; // [{name, dims: [{name, levels: [...]}], measures: [...]}]
+let catalog = []; // [{name, description, dims: [{name, levels, codes}], measures: [...]}] from GET /v1/catalog
 
 function showError(message) {
   const box = $("error");
   box.textContent = message;
   box.hidden = !message;
+  if (message) box.scrollIntoView({ block: "nearest" });
+}
+
+// An API refusal: its message in the error area; a token refused (401) signs the page out.
+function refused(error) {
+  if (error.status === 401) signOut();
+  setStatus("");
+  showError(error.message);
 }
 
 function setStatus(message) {
@@ -42,18 +50,13 @@ async function api(path, body) {
   return response;
 }
 
-// The catalogue as a list of datasets; accepts a list or an object keyed by name at each level.
-function named(items) {
-  if (!items) return [];
-  if (Array.isArray(items)) return items.map((item) => (typeof item === "string" ? { name: item } : item));
-  return Object.entries(items).map(([name, item]) => Object.assign({ name }, Array.isArray(item) ? { levels: item } : item));
-}
-
+// The datasets of the catalogue; measures only where the service protects their sums.
 function readCatalog(answer) {
-  return named(answer.datasets).map((ds) => ({
+  return answer.datasets.map((ds) => ({
     name: ds.name,
-    dims: named(ds.dims || ds.dimensions).map((d) => ({ name: d.name, levels: d.levels || [] })),
-    measures: named(ds.measures).map((m) => m.name),
+    description: ds.description || "",
+    dims: ds.dims.map((d) => ({ name: d.name, levels: d.levels || [], codes: d.codes || [] })),
+    measures: (ds.functions || []).includes("sum") ? ds.measures : [],
   }));
 }
 
@@ -74,6 +77,8 @@ function renderDims() {
   const body = $("dims").tBodies[0];
   body.replaceChildren();
   $("measure").replaceChildren(option("", "count"));
+  $("result").hidden = true;
+  $("description").textContent = ds ? ds.description : "";
   if (!ds) return;
   ds.dims.forEach((dim, i) => {
     const row = body.insertRow();
@@ -94,10 +99,7 @@ function renderDims() {
       level.className = "dim-level";
       level.setAttribute("aria-label", "Level of " + dim.name);
       level.append(option("", "all levels"));
-      dim.levels.forEach((lv) => {
-        const name = typeof lv === "object" ? lv.name : String(lv);
-        level.append(option(name, name));
-      });
+      dim.levels.forEach((name) => level.append(option(name, name)));
       levelCell.append(level);
     }
 
@@ -105,10 +107,11 @@ function renderDims() {
     filter.type = "text";
     filter.className = "dim-filter";
     filter.setAttribute("aria-label", "Filter on " + dim.name + " (codes separated by commas)");
-    filter.placeholder = "all codes";
+    const some = dim.codes.slice(0, 4).join(", ");
+    filter.placeholder = some ? "all codes (" + some + (dim.codes.length > 4 ? ", \u2026)" : ")") : "all codes";
     row.insertCell().append(filter);
   });
-  ds.measures.forEach((m) => $("measure").append(option(m, m)));
+  ds.measures.forEach((m) => $("measure").append(option(m, m + " (sum and mean)")));
 }
 
 // The body of POST /v1/table from the form.
@@ -154,7 +157,7 @@ function renderTable(answer, request) {
       if (v === null) {
         td.textContent = BLANK;
         td.className = "blank";
-        td.title = "blanked: a small protected count";
+        td.title = "blanked: not published (a small count)";
       } else {
         td.textContent = String(v);
         if (typeof v === "number") td.className = "num";
@@ -175,8 +178,7 @@ async function showTable(event) {
     setStatus("Protected table ready. " + BLANK + " marks a blanked cell.");
   } catch (error) {
     $("result").hidden = true;
-    setStatus("");
-    showError(error.message);
+    refused(error);
   }
 }
 
@@ -195,7 +197,7 @@ async function downloadCsv() {
     setTimeout(() => URL.revokeObjectURL(url), 1000);
     setStatus("CSV downloaded.");
   } catch (error) {
-    showError(error.message);
+    refused(error);
   }
 }
 
@@ -209,8 +211,7 @@ async function signIn(event) {
   try {
     catalog = readCatalog(await (await api("/v1/catalog")).json());
   } catch (error) {
-    if (error.status === 401) sessionStorage.removeItem(TOKEN_KEY);
-    showError(error.message);
+    refused(error);
     return;
   }
   $("dataset").replaceChildren(...catalog.map((ds) => option(ds.name, ds.name)));
