@@ -401,8 +401,10 @@ class _Run:
                     "WHERE c.hid <> r.hid AND c.area <> r.area"
                 )
                 self.props_params = [self.seed]
-                if not self.keep(props, level, p, reason):
+                if not self.keep(props, level, p, reason) or not self.one(f"SELECT count(*) FROM {active}"):
                     break
+            if not self.one(f"SELECT count(*) FROM {active}"):
+                break
             # every donor outside the area: order the class's donors by (area, key); the k-th
             # donor outside area a sits at position k, or k + (donors in a) past a's block
             for t in range(_RESCUE_ROUNDS):
@@ -427,7 +429,7 @@ class _Run:
                     "ELSE rk.k + rk.size END"
                 )
                 self.props_params = [self.seed]
-                if not self.keep(props, level, p, reason):
+                if not self.keep(props, level, p, reason) or not self.one(f"SELECT count(*) FROM {active}"):
                     break
             else:
                 self.round_limit_hit = True
