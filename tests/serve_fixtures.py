@@ -1,0 +1,211 @@
+"""Shared set-up of the query-service tests: a small keyed database, a serve.toml with users of
+every kind, and the real server (``python -m protab.serve``) on a free localhost port.
+
+``served`` (module-scoped fixture) yields a dict: url, token (alice's, from the tokens file),
+tokens (every user's), dataset ("persons"), forbidden_dim ("age": not in alice's rights),
+config, db, audit, tokens_file, folder, server. A test module makes it its own with
+``def served(tmp_path_factory): yield from serve_fixtures.serve(tmp_path_factory)`` (a module-scoped fixture).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import protab as pt
+
+SEED = "serve-fixture-seed-7Qx"  # secret: must never appear in an answer or a log
+PTABLE = {"D": 5, "V": 2.71828, "js": 2}  # secret too
+MAGNITUDE = {"D": 10, "V": 3.14159, "step": 2, "icat": [1, 5, 10], "optim": 4}
+THRESHOLD = 3
+MIN_POPULATION = 10
+MAX_CELLS = 2000
+MAX_BODY = 65536
+PERSONS = 6000
+ALICE_DIMS = ["region", "municipality", "sex", "agegroup"]
+INLINE = {"bob": "tok-bob-inline-5b1e", "carol": "tok-carol-expired-77aa", "dave": "tok-dave-revoked-0c3d"}
+
+
+def _sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def build_database(path: str | os.PathLike[str], persons: int = PERSONS) -> str:
+    """persons (dims region, municipality in region, sex, agegroup, age; measures income, hours),
+    households and secret; record keys from ``SEED``. Exactly one person is 19 years old (in R3)."""
+    path = str(path)
+    with pt.Session(path) as s:
+        s.con.execute(
+            f"""CREATE TABLE persons AS
+            WITH base AS (
+                SELECT i AS pid, CASE WHEN hash(i, 1) % 10 < 5 THEN 'R1' WHEN hash(i, 1) % 10 < 8 THEN 'R2'
+                                      ELSE 'R3' END AS region,
+                       CAST(hash(i, 2) % 4 AS INTEGER) AS m, CASE WHEN hash(i, 3) % 2 = 0 THEN 'F' ELSE 'M' END AS sex,
+                       CAST(hash(i, 4) % 19 AS INTEGER) AS age
+                FROM range(1, {persons}) t(i)
+                UNION ALL SELECT {persons}, 'R3', 0, 'F', 19
+            )
+            SELECT pid, region, region || '-' || CAST(m AS VARCHAR) AS municipality, sex,
+                   ['a0-4', 'a5-9', 'a10-14', 'a15-19'][age // 5 + 1] AS agegroup, age,
+                   CAST(hash(pid, 5) % 5000 AS DOUBLE) AS income, CAST(hash(pid, 6) % 40 AS INTEGER) AS hours
+            FROM base"""
+        )
+        s.con.execute(
+            "CREATE TABLE households AS SELECT i AS hid, ['R1', 'R2', 'R3'][i % 3 + 1] AS region, "
+            "CAST(1 + i % 5 AS INTEGER) AS size, CAST(1 + i % 7 AS INTEGER) AS rooms FROM range(2000) t(i)"
+        )
+        s.con.execute("CREATE TABLE secret AS SELECT i AS sid, ['A', 'B'][i % 2 + 1] AS kind FROM range(500) t(i)")
+        for table, ident in (("persons", "pid"), ("households", "hid"), ("secret", "sid")):
+            s.add_record_keys(table, id_column=ident, seed=SEED)
+    return path
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def config_text(db: str, audit: str = "audit.jsonl", **overrides: object) -> str:
+    """serve.toml of the test service (``overrides`` replace top-level keys)."""
+    top = {"database": db, "audit_log": audit, "tokens_file": "tokens.json", "threshold": THRESHOLD,
+           "min_population": MIN_POPULATION, "max_cells": MAX_CELLS, "max_body_bytes": MAX_BODY,
+           "max_sql_length": 2000, "sessions": 2, "threads": 1}
+    top.update(overrides)
+    lines = [f"{k} = {_toml_value(v)}" for k, v in top.items()]
+    lines += [
+        "[ptable]", f"maximum_entropy = {_toml_value(PTABLE)}",
+        "[datasets.persons]",
+        'dims = ["region", "municipality", "sex", "agegroup", "age"]',
+        'measures = ["income", "hours"]',
+        'hierarchies = { municipality = ["region", "municipality"] }',
+        'description = "persons of the test census"',
+        "[datasets.persons.magnitude]",
+        f"ptable = {{ maximum_entropy = {_toml_value(MAGNITUDE)} }}",
+        "fp = 100",
+        "[datasets.households]",
+        'dims = ["region", "size"]',
+        'measures = ["rooms"]',
+        "[datasets.secret]",
+        'dims = ["kind"]',
+        "[users.alice]",
+        'datasets = ["households"]',
+        "[users.alice.rights.persons]",
+        f"dims = {_toml_value(ALICE_DIMS)}",
+        'measures = ["income"]',
+        "[users.bob]",
+        'datasets = ["persons", "households"]',
+        f'token_sha256 = ["{_sha(INLINE["bob"])}"]',
+        "[users.carol]",
+        'datasets = ["persons"]',
+        f'token_sha256 = "{_sha(INLINE["carol"])}"',
+        "expires = 2020-01-31",
+        "[users.dave]",
+        'datasets = ["persons"]',
+        f'token_sha256 = "{_sha(INLINE["dave"])}"',
+        "revoked = true",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_setup(folder: Path, db: str, **overrides: object) -> tuple[Path, dict[str, str]]:
+    """serve.toml in ``folder`` and its tokens file: alice's token (added as `protab serve-token add`
+    does), an expired and a revoked tokens-file entry; returns (config path, tokens by name)."""
+    from protab.serve import auth
+    from protab.serve.config import load_config
+
+    config = folder / "serve.toml"
+    config.write_text(config_text(db, **overrides), encoding="utf-8")
+    cfg = load_config(config, database=":memory:")
+    _, alice = auth.add_token(cfg, "alice")
+    tokens = dict(INLINE, alice=alice, alice_expired="tok-alice-old-9d2f", alice_revoked="tok-alice-gone-41ee")
+    entries = auth.read_tokens(cfg.tokens_file)
+    past = dt.datetime(2021, 1, 1, tzinfo=dt.timezone.utc)
+    entries += [
+        auth.TokenEntry("old00001", "alice", _sha(tokens["alice_expired"]), "2020-01-01T00:00:00+00:00", past),
+        auth.TokenEntry("gone0001", "alice", _sha(tokens["alice_revoked"]), "2020-01-01T00:00:00+00:00", None, True),
+    ]
+    auth.write_tokens(cfg.tokens_file, entries)
+    return config, tokens
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``python -m protab.serve`` in a subprocess on a free port; ``stop()`` ends it (``kill()`` by SIGKILL)."""
+
+    def __init__(self, config: Path, db: str | None = None, timeout: float = 60) -> None:
+        import httpx
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.stderr_path = config.parent / f"server-{self.port}.err"
+        cmd = [sys.executable, "-m", "protab.serve", "--config", str(config), "--port", str(self.port)]
+        if db is not None:
+            cmd += ["--db", db]
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the server did not start: {self.stderr()}")
+            time.sleep(0.1)
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def serve(tmp_path_factory):
+    """The generator of the ``served`` fixture (for a module's own fixture: ``yield from serve(...)``)."""
+    folder = tmp_path_factory.mktemp("serve")
+    db = build_database(folder / "micro.duckdb")
+    config, tokens = write_setup(folder, db)
+    server = Server(config)
+    try:
+        yield {"url": server.url, "token": tokens["alice"], "tokens": tokens, "dataset": "persons",
+               "forbidden_dim": "age", "config": config, "db": db, "audit": folder / "audit.jsonl",
+               "tokens_file": folder / "tokens.json", "folder": folder, "server": server}
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    yield from serve(tmp_path_factory)
