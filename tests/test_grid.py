@@ -429,6 +429,8 @@ def test_redistribute_bad_input():
         redistribute(pl.DataFrame(good), "cell", "n", max_distance=-5)
     with pytest.raises(InputError, match="missing column"):
         redistribute(pl.DataFrame(good), "cell", "count")
+    with pytest.raises(InputError, match="no rows"):
+        redistribute(pl.DataFrame(good).head(0), "cell", "n")
 
 
 grids = st.dictionaries(st.tuples(st.integers(0, 11), st.integers(0, 11)), st.integers(0, 7), min_size=1,

@@ -18,6 +18,7 @@ docs/grid.md describes the codes, the algorithm and its measures.
 
 from protab.grid._codes import (
     RESOLUTIONS,
+    VALID_PATTERN,
     coarsen_codes,
     coarser_code_sql,
     code_parts_sql,
@@ -32,6 +33,7 @@ from protab.grid._redistribute import redistribute
 
 __all__ = [
     "RESOLUTIONS",
+    "VALID_PATTERN",
     "centroids",
     "coarsen_codes",
     "coarser_code_sql",

@@ -63,6 +63,8 @@ def redistribute(
                                          and max_distance > 0):
         raise InputError(f"redistribute: max_distance must be a positive number of metres or None, "
                          f"got {max_distance!r}")
+    if df.height == 0:
+        raise InputError(f"redistribute: the frame has no rows (columns {code_column!r}, {count_column!r})")
     s = as_code_series(df[code_column], code_column)
     n = _counts(df[count_column], count_column)
     parsed = parse_codes(s)
