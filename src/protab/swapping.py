@@ -287,8 +287,9 @@ class _Run:
             bits = f"CAST('0x' || substr(d{j // 4}, {1 + _HEX * (j % 4)}, {_HEX}) AS UBIGINT)"
             return f"((CAST({bits} AS DOUBLE) + 0.5) * {_UNIT})"
 
-        dkeys = [f"r{h} / -ln({uniform(h)}) AS dkey{h}" for h in range(L)]
-        skey = f"r{L - 1} / -ln({uniform(L)}) AS skey"
+        # risk/Exp(1); a zero risk (given risk columns) becomes tiny so that its keys stay distinct
+        dkeys = [f"greatest(r{h}, 1e-300) / -ln({uniform(h)}) AS dkey{h}" for h in range(L)]
+        skey = f"greatest(r{L - 1}, 1e-300) / -ln({uniform(L)}) AS skey"
         w = self.t("w")
         self.x(
             f"CREATE TEMP TABLE {w} AS SELECT hid, size, "
@@ -382,8 +383,8 @@ class _Run:
             self.x(
                 f"CREATE OR REPLACE TEMP TABLE {cand} AS WITH m AS (SELECT w.{cls} AS cls, "
                 f"{_CANDIDATES} * count(*) + 8 AS m FROM {w} w SEMI JOIN {active} r ON w.hid = r.hid GROUP BY 1), "
-                f"top AS (SELECT a.{cls} AS cls, unnest(arg_max(a.hid, {{'k': a.{dkey}, 'h': a.hid}}, "
-                f"(SELECT max(m) FROM m))) AS hid FROM {avail} a SEMI JOIN m ON a.{cls} = m.cls GROUP BY 1) "
+                f"top AS (SELECT a.{cls} AS cls, unnest(arg_max(a.hid, a.{dkey}, (SELECT max(m) + 16 FROM m))) AS hid "
+                f"FROM {avail} a SEMI JOIN m ON a.{cls} = m.cls GROUP BY 1) "
                 f"SELECT w.hid, w.{area} AS area, w.{cls} AS cls, w.{dkey} AS dkey FROM top JOIN {w} w ON w.hid = top.hid "
                 f"JOIN m ON m.cls = top.cls "
                 f"QUALIFY row_number() OVER (PARTITION BY top.cls ORDER BY w.{dkey} DESC, w.hid DESC) <= any_value(m.m) "
@@ -527,7 +528,10 @@ class _Run:
         if s.return_swapped_id:
             sel.append(f"coalesce(m.partner, t.{q(s.household)}) AS {q(s.household + '_swapped')}")
         names = columns + ([s.household + "_swapped"] if s.return_swapped_id else [])
-        order = [s.household] + [c for c in names if c != s.household]
+        if _relation_kind(self.con, self.table) == "table" and "rowid" not in self.cols:
+            order = "t.rowid"  # the input's order
+        else:  # a view has no row order of its own: by household, then every column
+            order = ", ".join(q(c) for c in [s.household] + [c for c in names if c != s.household])
         m = (
             f"SELECT x.hid, x.partner, {', '.join(sorted(set(moved.values())))} FROM "
             f"(SELECT rid AS hid, did AS partner FROM {pairs} UNION ALL SELECT did, rid FROM {pairs}) x "
@@ -535,7 +539,7 @@ class _Run:
         )
         return (
             f"SELECT {', '.join(sel)} FROM {q(self.table)} t LEFT JOIN ({m}) m ON m.hid = t.{q(s.household)} "
-            f"ORDER BY {', '.join(q(c) for c in order)}"
+            f"ORDER BY {order}"
         )
 
     def log_select(self) -> str:
