@@ -289,6 +289,8 @@ REFUSED = [
      "the service answers at most"),
     ("table", {"dataset": "persons", "dims": ["sex"], "filters": {"region": "R3", "age": 19}}, "bob", 400,
      "minimum-population rule"),
+    ("table", {"dataset": "persons", "dims": ["sex"], "filters": {"sex": "X"}}, "alice", 400, "minimum-population"),
+    ("sql", "SELECT sex, count(*) FROM persons WHERE sex = 'X' GROUP BY sex", "alice", 400, "minimum-population"),
     # routes
     ("route", ("GET", "/v1/nothing"), "alice", 404, "no such endpoint"),
     ("route", ("GET", "/v1/query"), "alice", 405, "not allowed"),

@@ -156,6 +156,9 @@ class Engine:
         self.catalog_rights = {n: DatasetRights(frozenset(d.conf.dims), frozenset(d.conf.measures))
                                for n, d in self.datasets.items()}
         self._cache = _LRU(config.cache_size)
+        self._verdicts = _LRU(4096)  # minimum-population verdicts by (dataset, filters)
+        self._flat = _LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
+        self._warm_up()
 
     # -- start-up ----------------------------------------------------------------------------
     def _load(self, s: Session, ds: DatasetConfig) -> _Dataset:
@@ -202,6 +205,28 @@ class Engine:
             except ProtabError as exc:
                 raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
         return _Dataset(ds, codes, hierarchies)
+
+    def _warm_up(self) -> None:
+        """One small protected table per session, so that the first analyst does not wait for
+        DuckDB's and protab's first-use costs."""
+        from protab.table import TableSpec
+
+        ds = next(iter(self.datasets.values()))
+        dim = ds.conf.dims[0]
+        spec = TableSpec({dim: self._flat_hierarchy(ds, dim, ds.codes[dim])}, null_code=ds.conf.null_code)
+        for s in self._sessions:
+            s.cell_key(ds.conf.table, spec, self.ptable)
+
+    def _flat_hierarchy(self, ds: _Dataset, dim: str, codes: Sequence[str]) -> Hierarchy:
+        """The flat hierarchy of a code list (cached: building one costs more than a small table)."""
+        from protab.hierarchy import Hierarchy
+
+        key = (ds.name, dim, tuple(codes))
+        h = self._flat.get(key)
+        if h is None:
+            h = Hierarchy.flat(list(codes))
+            self._flat.put(key, h)
+        return h
 
     def close(self) -> None:
         for s in self._sessions:
@@ -278,6 +303,15 @@ class Engine:
         than ``min_population`` records (one scan; the values are bound parameters)."""
         if not filters:
             return
+        key = (ds.name, tuple((col, op, tuple(v)) for col, op, v in filters))
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._population_ok(s, ds, filters)
+            self._verdicts.put(key, verdict)
+        if not verdict:
+            raise QueryRefused(MIN_POPULATION_MESSAGE)
+
+    def _population_ok(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
         conds = []
         for k, (col, op, _) in enumerate(filters, start=1):
             hit = f"list_contains(CAST(${k} AS VARCHAR[]), CAST({quote_ident(col)} AS VARCHAR))"
@@ -288,8 +322,7 @@ class Engine:
         row = s.sql(f"SELECT {', '.join(aggs)} FROM {quote_ident(ds.conf.table)}",
                     [list(v) for _, _, v in filters]).row(0)
         m = self.config.min_population
-        if row[0] < m or any(0 < r < m for r in row[1:]):
-            raise QueryRefused(MIN_POPULATION_MESSAGE)
+        return not (row[0] < m or any(0 < r < m for r in row[1:]))
 
     def _cached(self, key: Any, compute: Callable[[], pl.DataFrame], summary: str) -> Answer:
         hit = self._cache.get(key)
@@ -338,7 +371,7 @@ class Engine:
         with self.session() as s:
             self._min_population(s, ds, filters)
             spec = TableSpec(
-                {d: codes.get(d) or ds.codes[d] for d in dims},
+                {d: self._flat_hierarchy(ds, d, codes.get(d) or ds.codes[d]) for d in dims},
                 crossings=[g for g in q.grouping_sets if g] or [(dims[0],)],
                 sums=sums, null_sums=ds.conf.null_sums, null_code=ds.conf.null_code,
                 where=[(col, op, list(v)) for col, op, v in filters],
@@ -377,8 +410,10 @@ class Engine:
         dims: dict[str, Any] = {}
         for d in req["dims"]:
             h = self._hierarchy_for(ds, d, rights)
-            dims[d] = h if h is not None else self._codes(ds, d, filters)
-        flat = [d for d in req["levels"] if isinstance(dims[d], list)]
+            if h is None and not self._codes(ds, d, filters):  # its own filter lets no code pass: no records
+                raise QueryRefused(MIN_POPULATION_MESSAGE)
+            dims[d] = h if h is not None else self._flat_hierarchy(ds, d, self._codes(ds, d, filters))
+        flat = [d for d in req["levels"] if dims[d] is not ds.hierarchies.get(d)]
         if flat:
             raise QueryRefused(f"levels: dimension {flat[0]!r} is served without hierarchy levels")
         try:
@@ -387,7 +422,7 @@ class Engine:
                              where=[(d, op, list(v)) for d, op, v in filters])
         except SpecError as exc:
             raise QueryRefused(str(exc)) from None
-        size = {d: (len(v) - 1 if not isinstance(v, list) else len(v)) for d, v in dims.items()}
+        size = {d: len(h) - 1 for d, h in dims.items()}  # codes below the total
         self._check_cells(sum(math.prod(size[d] for d in sub) for sub in spec.published_subsets()))
         summary = json.dumps(req, sort_keys=True, ensure_ascii=False)
 

@@ -1,0 +1,238 @@
+"""Benchmark: the query service under load, against Session.cell_key in-process.
+
+    nice python benchmarks/serve_load.py                     # 1e6 persons, 8 clients, 20 s
+    nice python benchmarks/serve_load.py --large             # 1e7 persons
+    nice python benchmarks/serve_load.py --persons 2e5 --clients 4 --duration 10
+
+A demo database (`protab demo --persons N --db FILE`, kept in --folder and reused) is served by
+`python -m protab.serve` on a free 127.0.0.1 port (only there). N client threads (at most 64)
+send a mix of SQL queries and table requests for `--duration` seconds (at most 600) or until
+`--max-requests`: tables from 27 to about 8,000 cells (municipality x agegroup at 1e7 persons),
+with filters drawn at random so that most requests differ (the answer cache is off unless
+`--cache N`; answers are deterministic, so a cache only hides the work). Prints throughput,
+p50/p95/max latency, the error count, and per query kind the ratio of its latency alone (one
+client, best of --repeat) to `Session.cell_key` of the same table in this process (best of
+--repeat, after a warm-up) — the cost of HTTP, validation, the population rule and the answer
+formatting over the protection itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+import protab as pt
+
+THRESHOLD, MIN_POPULATION = 3, 10
+CONFIG = """\
+database = "{db}"
+audit_log = "audit.jsonl"
+tokens_file = "tokens.json"
+threshold = {threshold}
+min_population = {min_population}
+max_cells = 20000
+sessions = {sessions}
+cache_size = {cache}
+
+[ptable]
+maximum_entropy = {{ D = 5, V = 3, js = 2 }}
+
+[datasets.persons]
+dims = ["region", "municipality", "sex", "agegroup"]
+measures = ["income"]
+hierarchies = {{ municipality = ["region", "municipality"] }}
+[datasets.persons.magnitude]
+ptable = {{ maximum_entropy = {{ D = 10, V = 3, step = 2, icat = [1, 5, 10], optim = 4 }} }}
+fp = 1000
+
+[users.bench]
+datasets = ["persons"]
+"""
+
+
+def demo_database(folder: Path, persons: int) -> str:
+    db = folder / f"demo-{persons}.duckdb"
+    if not db.exists():
+        print(f"generating {persons:,} persons with `protab demo` into {db} …", file=sys.stderr, flush=True)
+        subprocess.run([sys.executable, "-m", "protab.cli", "demo", "--persons", str(persons), "--db", str(db),
+                        "--out", str(folder / f"demo-{persons}-tables")], check=True, stdout=subprocess.DEVNULL)
+    return str(db)
+
+
+def kinds(codes: dict[str, list[str]]):
+    """Query kinds: (name, make a request body from a Random, the same table as a TableSpec)."""
+    ages, regions = codes["agegroup"], codes["region"]
+
+    def cube(rng):
+        return "/v1/query", {"sql": "SELECT region, sex, count(*) FROM persons GROUP BY CUBE(region, sex)"}
+
+    def muni_age(rng):
+        drop = rng.choice(codes["sex"])
+        return "/v1/query", {"sql": "SELECT municipality, agegroup, count(*) AS n FROM persons "
+                                    f"WHERE sex <> '{drop}' GROUP BY municipality, agegroup"}
+
+    def muni_sex_rollup(rng):
+        keep = sorted(rng.sample(ages, 6))
+        inlist = ", ".join(f"'{a}'" for a in keep)
+        return "/v1/query", {"sql": f"SELECT municipality, sex, count(*) FROM persons WHERE agegroup IN ({inlist}) "
+                                    "GROUP BY ROLLUP(municipality, sex) ORDER BY municipality LIMIT 5000"}
+
+    def age_income(rng):
+        r = rng.choice(regions)
+        return "/v1/query", {"sql": "SELECT agegroup, sex, count(*), avg(income) FROM persons "
+                                    f"WHERE region = '{r}' GROUP BY agegroup, sex"}
+
+    def table(rng):
+        drop = rng.choice(ages)
+        return "/v1/table", {"dataset": "persons", "dims": ["municipality", "sex"],
+                             "filters": {"agegroup": [a for a in ages if a != drop]}}
+
+    def spec_of(name, h_mun):
+        return {
+            "cube": pt.TableSpec({"region": regions, "sex": codes["sex"]}),
+            "muni_age": pt.TableSpec({"municipality": codes["municipality"], "agegroup": ages},
+                                     where=[("sex", "not in", [codes["sex"][0]])]),
+            "muni_sex_rollup": pt.TableSpec({"municipality": codes["municipality"], "sex": codes["sex"]},
+                                            where=[("agegroup", "in", ages[:6])]),
+            "age_income": pt.TableSpec({"agegroup": ages, "sex": codes["sex"]}, sums=["income"],
+                                       where=[("region", "in", [regions[0]])]),
+            "table": pt.TableSpec({"municipality": h_mun, "sex": codes["sex"]},
+                                  where=[("agegroup", "in", ages[1:])]),
+        }[name]
+
+    return [("cube", cube), ("muni_age", muni_age), ("muni_sex_rollup", muni_sex_rollup),
+            ("age_income", age_income), ("table", table)], spec_of
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--persons", type=float, default=1e6)
+    ap.add_argument("--large", action="store_true", help="1e7 persons")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds of load (at most 600)")
+    ap.add_argument("--max-requests", type=int, default=5000)
+    ap.add_argument("--sessions", type=int, default=2, help="read-only sessions of the server")
+    ap.add_argument("--cache", type=int, default=0, help="answer cache size of the server (default 0: off)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--folder", default=str(Path(tempfile.gettempdir()) / "protab-serve-bench"))
+    args = ap.parse_args()
+    persons = int(1e7 if args.large else args.persons)
+    clients = max(1, min(args.clients, 64))
+    duration = max(1.0, min(args.duration, 600.0))
+    folder = Path(args.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    db = demo_database(folder, persons)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from serve_fixtures import Server  # the tests' server runner: a subprocess on a free 127.0.0.1 port
+
+    from protab.serve import auth
+    from protab.serve.config import load_config
+
+    run = Path(tempfile.mkdtemp(prefix="run-", dir=folder))
+    config = run / "serve.toml"
+    config.write_text(CONFIG.format(db=db, threshold=THRESHOLD, min_population=MIN_POPULATION,
+                                    sessions=args.sessions, cache=args.cache))
+    _, token = auth.add_token(load_config(config, database=":memory:"), "bench")
+    with pt.Session(db, read_only=True) as s:
+        codes = {c: s.codes("persons", c) for c in ("region", "municipality", "sex", "agegroup")}
+        h_mun = s.hierarchy_from_columns("persons", ["region", "municipality"])
+    mix, spec_of = kinds(codes)
+    headers = {"Authorization": f"Bearer {token}"}
+
+    server = Server(config, timeout=600)
+    try:
+        # one client alone, per kind: latency against Session.cell_key of the same table
+        alone = {}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=120) as c:
+            for name, make in mix:
+                path, body = make(random.Random(0))
+                best, cells = float("inf"), 0
+                for _ in range(args.repeat + 1):
+                    t0 = time.perf_counter()
+                    r = c.post(path, json=body)
+                    best = min(best, time.perf_counter() - t0)
+                    r.raise_for_status()
+                    cells = len(r.json()["rows"])
+                alone[name] = (best, cells)
+        ptable = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+        from protab._request import load_magnitude
+
+        magnitude = load_magnitude({"ptable": {"maximum_entropy": {"D": 10, "V": 3, "step": 2, "icat": [1, 5, 10],
+                                                                   "optim": 4}}, "fp": 1000}, Path("."))
+        inproc = {}
+        with pt.Session(db, read_only=True, progress=False) as s:
+            for name, _ in mix:
+                spec = spec_of(name, h_mun)
+                kw = {"magnitude": magnitude} if spec.sums else {}
+                best = float("inf")
+                for _ in range(args.repeat + 1):
+                    t0 = time.perf_counter()
+                    s.cell_key("persons", spec, ptable, threshold=THRESHOLD, **kw)
+                    best = min(best, time.perf_counter() - t0)
+                inproc[name] = best
+
+        # the load
+        latencies: list[float] = []
+        errors: list[str] = []
+        lock = threading.Lock()
+        stop_at = time.monotonic() + duration
+        sent = [0]
+
+        def client(k: int) -> None:
+            rng = random.Random(k)
+            with httpx.Client(base_url=server.url, headers=headers, timeout=120) as c:
+                while time.monotonic() < stop_at:
+                    with lock:
+                        if sent[0] >= args.max_requests:
+                            return
+                        sent[0] += 1
+                    path, body = rng.choice(mix)[1](rng)
+                    t0 = time.perf_counter()
+                    try:
+                        r = c.post(path, json=body)
+                        ok = r.status_code == 200
+                        why = f"{r.status_code} {r.text[:200]}"
+                    except httpx.HTTPError as exc:
+                        ok, why = False, type(exc).__name__
+                    dt = time.perf_counter() - t0
+                    with lock:
+                        latencies.append(dt)
+                        if not ok:
+                            errors.append(why)
+
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
+    finally:
+        server.stop()
+
+    lat = sorted(latencies)
+    p = statistics.quantiles(lat, n=100) if len(lat) > 1 else lat * 99
+    print(f"persons {persons:,}; {clients} clients for {wall:.1f} s; server sessions {args.sessions}, "
+          f"answer cache {args.cache or 'off'}")
+    print(f"requests {len(lat):,}  throughput {len(lat) / wall:.1f}/s  p50 {1000 * p[49]:.0f} ms  "
+          f"p95 {1000 * p[94]:.0f} ms  max {1000 * lat[-1]:.0f} ms  errors {len(errors)}")
+    for e in errors[:5]:
+        print("  error:", e)
+    print(f"{'query':<18}{'cells':>7}{'alone ms':>10}{'cell_key ms':>13}{'ratio':>8}")
+    for name, _ in mix:
+        best, cells = alone[name]
+        print(f"{name:<18}{cells:>7}{1000 * best:>10.0f}{1000 * inproc[name]:>13.0f}{best / inproc[name]:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
