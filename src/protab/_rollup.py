@@ -640,6 +640,9 @@ class TableRun:
         """
         codes_out, bridges_out = [], []
         self.coef = [d.hierarchy is not None and not d.hierarchy.is_tree for d in self.spec.dimensions]
+        # levelwise roll-up (see _levelwise): the depth of a tree whose leaves all sit at one
+        # level (flat dimensions: 1), else None; the codes tables of trees hold each code's parent
+        self.depths: list[int | None] = []
         for k, d in enumerate(self.spec.dimensions):
             if d.hierarchy is not None and d.hierarchy in self.cache:
                 codes, bridge = self.cache[d.hierarchy]
@@ -658,13 +661,20 @@ class TableRun:
                             "coef": pa.array([0] * len(empty), pa.int64()),
                         })])
                 self.con.register(reg, rel)
+                up = None
+                if d.hierarchy.is_tree:  # each code's parent, for the levelwise roll-up
+                    up = _tmp("hp")
+                    self.con.register(up, d.hierarchy.code_levels().select(["code", "parent"]))
                 try:
                     codes, bridge = self._code_tables(
                         f"SELECT CAST(leaf AS VARCHAR) AS leaf, CAST(ancestor AS VARCHAR) AS ancestor, "
                         f"CAST(level AS INTEGER) AS level{coef} FROM {reg}", [], keep=True, coef=bool(coef),
+                        parents=up,
                     )
                 finally:
                     self.con.unregister(reg)
+                    if up is not None:
+                        self.con.unregister(up)
                 self.cache[d.hierarchy] = (codes, bridge)
             else:
                 codes, bridge = self._code_tables(
@@ -674,20 +684,37 @@ class TableRun:
                 )
             codes_out.append(codes)
             bridges_out.append(bridge)
+            self.depths.append(self._depth(d.hierarchy))
         return codes_out, bridges_out
 
+    @staticmethod
+    def _depth(h: Any) -> int | None:
+        """The depth of a dimension for the levelwise roll-up: 1 when flat, a tree's depth
+        when all its leaves sit at its deepest level, else None (the bridge roll-up)."""
+        if h is None:
+            return 1
+        if not h.is_tree or not bool(np.all(h._level[h._is_leaf] == h.depth)):
+            return None
+        return int(h.depth)
+
     def _code_tables(
-        self, relation: str, params: list[Any], *, keep: bool, coef: bool = False
+        self, relation: str, params: list[Any], *, keep: bool, coef: bool = False, parents: str | None = None
     ) -> tuple[str, str]:
         """``codes`` and ``bridge`` from a (leaf, ancestor, level[, coef]) query; ``keep``:
         outlive this run (for the Session's cache of hierarchies); ``coef``: the query has
-        the coefficient column, which the bridge keeps."""
+        the coefficient column, which the bridge keeps; ``parents``: a relation (code, parent)
+        of a tree, whose parents the codes table then holds as code numbers (``parent``)."""
         raw = self._create("braw", relation, params)
         names = []
+        numbered = (f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
+                    f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
+                    f"FROM (SELECT DISTINCT ancestor, level FROM {raw})")
+        if parents is not None:
+            numbered = (f"WITH o AS ({numbered}) SELECT o.*, p.ord AS parent FROM o "
+                        f"LEFT JOIN {parents} h ON o.code = CAST(h.code AS VARCHAR) "
+                        f"LEFT JOIN o p ON p.code = CAST(h.parent AS VARCHAR)")
         for kind, select in (
-            ("codes", f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
-                      f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
-                      f"FROM (SELECT DISTINCT ancestor, level FROM {raw})"),
+            ("codes", numbered),
             ("bridge", "SELECT l.ord AS leaf, a.ord AS anc, b.level" + (", b.coef" if coef else "") + " FROM {raw} b "
                        "JOIN {codes} l ON b.leaf = l.code JOIN {codes} a ON b.ancestor = a.code"),
         ):
@@ -757,30 +784,18 @@ class TableRun:
                     up.append(f"r._o{j}")
             keep += extra
             up += extra
-            aggs = []
-            times = " * b.coef" if self.coef[k] else ""
-            for v in values:
-                kind = value_kind(v)
-                if kind == "key" and times:
-                    aggs.append(f"CAST(((sum(r.{v} * b.coef) % ?) + ?) % ? AS BIGINT) AS {v}")
-                    params += [self.modulus] * 3
-                elif kind == "key":
-                    aggs.append(f"CAST(sum(r.{v}) % ? AS BIGINT) AS {v}")
-                    params.append(self.modulus)
-                elif kind == "n":
-                    aggs.append(f"CAST(sum(r.{v}{times}) AS BIGINT) AS {v}")
-                elif kind in ("list", "list_asc"):
-                    continue  # merged apart, below
-                elif kind in ("max", "min"):
-                    aggs.append(f"{kind}(r.{v}) AS {v}")
-                else:
-                    aggs.append(f"sum(r.{v}{times}) AS {v}")
             levels = {j: f"r._l{j}" for j in range(k)}
+            lists = [v for v in values if value_kind(v) in ("list", "list_asc")]
+            depth = self.depths[k] if not lists and not self.coef[k] else None
+            if depth is not None:
+                steps += self._levelwise(k, prev, keep, levels, values, params, depth)
+                prev = f"_step{k}"
+                continue
+            aggs = self._aggregates(values, params, " * b.coef" if self.coef[k] else "")
             keep_where = published_filter(spec, {**levels, k: "c.level"})
             up_where = published_filter(spec, {**levels, k: "b.level"})
             source = (f"FROM {prev} r JOIN {self.bridges[k]} b ON r._o{k} = b.leaf AND b.anc <> b.leaf "
                       f"WHERE {up_where}")
-            lists = [v for v in values if value_kind(v) in ("list", "list_asc")]
             if not lists:
                 upper = f"SELECT {', '.join(up + aggs)} {source} GROUP BY ALL"
             else:
@@ -804,6 +819,61 @@ class TableRun:
             )
             prev = f"_step{k}"
         return f"WITH {', '.join(steps)} ", prev, params
+
+    def _aggregates(self, values: list[str], params: list[Any], times: str = "") -> list[str]:
+        """Aggregates of rows ``r`` for the roll-up (lists are merged apart); ``times``
+        multiplies by the bridge coefficient. Parameters are appended to ``params``."""
+        aggs = []
+        for v in values:
+            kind = value_kind(v)
+            if kind == "key" and times:
+                aggs.append(f"CAST(((sum(r.{v} * b.coef) % ?) + ?) % ? AS BIGINT) AS {v}")
+                params += [self.modulus] * 3
+            elif kind == "key":
+                aggs.append(f"CAST(sum(r.{v}) % ? AS BIGINT) AS {v}")
+                params.append(self.modulus)
+            elif kind == "n":
+                aggs.append(f"CAST(sum(r.{v}{times}) AS BIGINT) AS {v}")
+            elif kind in ("list", "list_asc"):
+                continue
+            elif kind in ("max", "min"):
+                aggs.append(f"{kind}(r.{v}) AS {v}")
+            else:
+                aggs.append(f"sum(r.{v}{times}) AS {v}")
+        return aggs
+
+    def _levelwise(
+        self, k: int, prev: str, keep: list[str], levels: dict[int, str], values: list[str],
+        params: list[Any], depth: int,
+    ) -> list[str]:
+        """Roll-up step ``k`` for a dimension whose leaves all sit at level ``depth`` of a tree:
+        the rows of each level are summed from the rows one level below (through the parent
+        table, the last step to the root without a join), so every level is one GROUP BY of
+        fewer rows instead of a join of the leaves with all their ancestors. Rows that no
+        published crossing holds at their level are left out of the union (they may still
+        feed a coarser level)."""
+        names = [e.rsplit(" AS ", 1)[-1].split(".")[-1] for e in keep]
+        ctes, parts = [], []
+        where = published_filter(self.spec, {**levels, k: str(depth)})
+        parts.append(f"SELECT {', '.join(e if e.startswith('r.') else f'{depth} AS _l{k}' for e in keep)}, "
+                     f"{', '.join('r.' + v for v in values)} FROM {prev} r WHERE {where}")
+        src = prev
+        for level in range(depth - 1, -1, -1):
+            name = f"_u{k}_{level}"
+            others = [e for e in keep if e != f"r._o{k}" and not e.startswith("c.level")]
+            aggs = self._aggregates(values, params)
+            if level == 0:  # the root's code number is 1 (codes are numbered by level first)
+                ctes.append(f"{name} AS (SELECT {', '.join(others + ['1 AS _o' + str(k)] + aggs)} "
+                            f"FROM {src} r GROUP BY ALL)")
+            else:
+                ctes.append(f"{name} AS (SELECT {', '.join(others + [f'p.parent AS _o{k}'] + aggs)} "
+                            f"FROM {src} r JOIN {self.codes[k]} p ON r._o{k} = p.ord GROUP BY ALL)")
+            where = published_filter(self.spec, {**levels, k: str(level)})
+            cols = [f"{level} AS _l{k}" if c == f"_l{k}" else c for c in names]
+            parts.append(f"SELECT {', '.join(cols + values)} FROM {name} r WHERE {where}")
+            src = name
+        ctes.append(f"_step{k} AS ({' UNION ALL '.join(parts)})")
+        return ctes
 
     def _complete(self) -> bool:
         """True when the roll-up gives every published cell by itself: empty cells are left
