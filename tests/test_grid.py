@@ -504,3 +504,15 @@ def test_redistribute_distance_is_the_transport_optimum(grid, threshold):
     assert lp.status == 0
     assert m["distance_total"] == pytest.approx(lp.fun, rel=1e-9, abs=1e-6)
     assert m["mass_moved"] == counts[sens].sum()
+
+
+@given(grids, st.permutations(range(40)))
+def test_redistribute_does_not_depend_on_row_order(grid, perm):
+    cells = list(grid)
+    df = pl.DataFrame({"g": format_codes([c[0] * 1000 for c in cells], [c[1] * 1000 for c in cells], "1km"),
+                       "k": [grid[c] for c in cells]})
+    order = [i for i in perm if i < df.height]
+    a, ma = redistribute(df, "g", "k", max_distance=3000)
+    b, mb = redistribute(df[order], "g", "k", max_distance=3000)
+    assert a.sort("g").equals(b.sort("g"))
+    assert ma == mb

@@ -23,6 +23,7 @@ from protab.grid._codes import (
     coarser_code_sql,
     code_parts_sql,
     format_codes,
+    malformed_codes_error,
     parse_codes,
     valid_code_sql,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "grid_map",
     "laea_forward",
     "laea_inverse",
+    "malformed_codes_error",
     "parse_codes",
     "redistribute",
     "valid_code_sql",

@@ -25,11 +25,11 @@ RESOLUTIONS: dict[str, int] = {"100m": 100, "1km": 1_000, "10km": 10_000, "100km
 _LABEL = {v: k for k, v in RESOLUTIONS.items()}
 FORMS = ("short", "long")
 
-_NUM = "(0|[1-9][0-9]{0,13})"  # numbers only; VALID_PATTERN bounds them (≤ 1e14 m: inside int64)
-#: One pattern for both forms; groups: long-form resolution (m), short-form label, N, E.
+#: Extracts the parts of a code already known to be valid; groups: long-form resolution (m),
+#: short-form label, N, E.
 PATTERN = (
     "^(?:CRS3035RES(" + "|".join(str(v) for v in RESOLUTIONS.values()) + ")m|("
-    + "|".join(RESOLUTIONS) + "))N" + _NUM + "E" + _NUM + "$"
+    + "|".join(RESOLUTIONS) + "))N([0-9]+)E([0-9]+)$"
 )
 
 
@@ -39,7 +39,8 @@ def _long_num(res: int) -> str:
 
 
 #: The well-formed codes, one regular expression (no groups) used by both polars and DuckDB:
-#: long-form coordinates are multiples of the resolution, written out per resolution.
+#: long-form coordinates are multiples of the resolution, written out per resolution; at most
+#: 9 digits in units of the resolution (corners below 10^14 m, far inside int64).
 VALID_PATTERN = (
     "^(?:"
     + "|".join(f"CRS3035RES{v}mN{_long_num(v)}E{_long_num(v)}" for v in RESOLUTIONS.values())
@@ -105,15 +106,21 @@ def as_code_series(codes: Any, column: str | None = None) -> pl.Series:
     return s.alias(name)
 
 
-def _bad_codes_error(s: pl.Series, bad: pl.Series, why: str = "") -> InputError:
-    vc = s.filter(bad).value_counts(sort=True, name="rows")
-    shown = ", ".join(f"{c!r} ({k} row{'s' if k > 1 else ''})" for c, k in vc.head(5).iter_rows())
-    more = f", … ({vc.height} distinct codes in all)" if vc.height > 5 else ""
-    rows = int(vc["rows"].sum())
+def malformed_codes_error(column: str, top: list[tuple[object, int]], distinct: int, rows: int) -> InputError:
+    """The InputError for malformed grid codes: ``top`` the first few (code, rows) pairs, most
+    rows first; ``distinct`` and ``rows`` the totals. Also for a session that counted the bad
+    codes in SQL (``WHERE NOT valid_code_sql(column) GROUP BY column``)."""
+    shown = ", ".join(f"{c!r} ({k} row{'s' if k > 1 else ''})" for c, k in top[:5])
+    more = f", … ({distinct} distinct codes in all)" if distinct > 5 else ""
     return InputError(
-        f"grid codes in column {s.name!r}: {vc.height} malformed code{'s' if vc.height > 1 else ''} in "
-        f"{rows} row{'s' if rows > 1 else ''}: {shown}{more}. {why or _EXPECTED} Fix or drop these rows."
+        f"grid codes in column {column!r}: {distinct} malformed code{'s' if distinct > 1 else ''} in "
+        f"{rows} row{'s' if rows > 1 else ''}: {shown}{more}. {_EXPECTED} Fix or drop these rows."
     )
+
+
+def _bad_codes_error(s: pl.Series, bad: pl.Series) -> InputError:
+    vc = s.filter(bad).value_counts(name="rows").sort(["rows", s.name], descending=[True, False], nulls_last=True)
+    return malformed_codes_error(s.name, list(vc.head(5).iter_rows()), vc.height, int(vc["rows"].sum()))
 
 
 def parse_codes(codes: Any, *, column: str | None = None) -> pl.DataFrame:
@@ -125,23 +132,23 @@ def parse_codes(codes: Any, *, column: str | None = None) -> pl.DataFrame:
     ``codes``: a polars/pandas/pyarrow column, a list, or a frame with ``column``.
     """
     s = as_code_series(codes, column)
-    g = s.str.extract_groups(PATTERN).struct.unnest()
-    long_res = g["1"].cast(pl.Int64)
-    res = long_res.fill_null(g["2"].replace_strict(RESOLUTIONS, default=None, return_dtype=pl.Int64))
-    n_raw = g["3"].cast(pl.Int64)
-    e_raw = g["4"].cast(pl.Int64)
-    is_long = long_res.is_not_null()
-    f = pl.DataFrame({"res": res, "n": n_raw, "e": e_raw, "long": is_long})
-    out = f.select(
-        pl.when(pl.col("long")).then(pl.col("n")).otherwise(pl.col("n") * pl.col("res")).alias("northing"),
-        pl.when(pl.col("long")).then(pl.col("e")).otherwise(pl.col("e") * pl.col("res")).alias("easting"),
-        pl.col("res").alias("resolution"),
-        s.str.contains(VALID_PATTERN).alias("_ok"),
-    )
-    ok = out["_ok"].fill_null(False)
+    ok = s.str.contains(VALID_PATTERN).fill_null(False)
     if not ok.all():
         raise _bad_codes_error(s, ~ok)
-    return out.drop("_ok")
+    g = s.str.extract_groups(PATTERN).struct.unnest()
+    long_res = g["1"].cast(pl.Int64)
+    f = pl.DataFrame({
+        "res": long_res.fill_null(g["2"].replace_strict(RESOLUTIONS, default=None, return_dtype=pl.Int64)),
+        "n": g["3"].cast(pl.Int64),
+        "e": g["4"].cast(pl.Int64),
+        "long": long_res.is_not_null(),
+    })
+    unit = pl.when(pl.col("long")).then(1).otherwise(pl.col("res"))  # short form: units of the resolution
+    return f.select(
+        (pl.col("n") * unit).alias("northing"),
+        (pl.col("e") * unit).alias("easting"),
+        pl.col("res").alias("resolution"),
+    )
 
 
 def _as_int_array(values: Any, what: str) -> np.ndarray:
@@ -223,7 +230,7 @@ def single_resolution(parsed: pl.DataFrame, name: str) -> int:
 
 def check_unique(s: pl.Series) -> None:
     """InputError listing codes that occur in more than one row (a grid table has one row a square)."""
-    vc = s.value_counts(sort=True, name="rows").filter(pl.col("rows") > 1)
+    vc = s.value_counts(name="rows").filter(pl.col("rows") > 1).sort(["rows", s.name], descending=[True, False])
     if vc.height:
         shown = ", ".join(f"{c!r} ({k} rows)" for c, k in vc.head(5).iter_rows())
         more = f", … ({vc.height} codes in all)" if vc.height > 5 else ""

@@ -13,6 +13,7 @@ from protab._frames import as_polars, require_columns
 from protab.errors import InputError, ProtabError, show_values
 from protab.grid._codes import _LABEL, as_code_series, check_unique, parse_codes, resolution_metres, single_resolution
 
+_OUT = ("published", "moved_to", "distance")
 _K = 8  # neighbours asked of the k-d tree at first; rows whose K candidates all tie are asked again
 
 
@@ -59,8 +60,13 @@ def redistribute(
     require_columns(df, [code_column, count_column], "redistribute frame")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, np.integer)) or threshold < 1:
         raise InputError(f"redistribute: threshold must be a whole number ≥ 1, got {threshold!r}")
-    if max_distance is not None and not (isinstance(max_distance, (int, float)) and math.isfinite(max_distance)
-                                         and max_distance > 0):
+    if code_column in _OUT or count_column in _OUT:
+        raise InputError(f"redistribute: the output adds columns {', '.join(_OUT)}; rename the input column "
+                         f"{code_column if code_column in _OUT else count_column!r}")
+    if max_distance is not None and not (
+        isinstance(max_distance, (int, float, np.integer, np.floating)) and not isinstance(max_distance, bool)
+        and math.isfinite(max_distance) and max_distance > 0
+    ):
         raise InputError(f"redistribute: max_distance must be a positive number of metres or None, "
                          f"got {max_distance!r}")
     if df.height == 0:
