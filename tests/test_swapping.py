@@ -457,3 +457,20 @@ def test_bad_seed_and_error_while_writing_leaves_nothing(monkeypatch):
     with pytest.raises(duckdb.Error):
         swap(con, "persons", worked_spec(), seed=SEED, out="out", log="log")
     assert nothing_written(con)
+
+
+def test_string_ids_null_similarity_values_and_a_view_as_input():
+    # household ids as strings, tenure NULL for h4 and h10 only (NULL is a category of its own,
+    # so h10's only donor outside R2 is h4 again); the input is a view, so the output is
+    # ordered by household
+    data = WORKED.set_column(0, "hid", pa.array([f"h{i:02d}" for i in range(1, 11)])).set_column(
+        5, "tenure", pa.array([1, 1, 1, None, 1, 1, 2, 1, 1, None], pa.int64())
+    )
+    con = duckdb.connect()
+    load(con, data, "base")
+    con.execute("CREATE VIEW persons AS SELECT * FROM base ORDER BY random()")
+    spec = worked_spec(similar=[("hsize", "tenure")])
+    summary = swap(con, "persons", spec, seed=SEED, out="out", log="log")
+    assert con.sql("SELECT hid, partner FROM log ORDER BY hid").fetchall() == [("h04", "h10"), ("h10", "h04")]
+    assert [r[0] for r in con.sql("SELECT hid FROM out").fetchall()] == [f"h{i:02d}" for i in range(1, 11)]
+    check_swap(con, data, spec, summary)

@@ -1,7 +1,7 @@
 """Targeted record swapping (TRS) of households as set work in DuckDB SQL.
 
 Follows the census handbook's targeted record swapping (Eurostat recommendation for the 2021
-round; docs/methods.md §6) with the semantics of sdcMicro's ``recordSwap`` (docs/swapping.md):
+round; docs/methods.md §6.1) with the semantics of sdcMicro's ``recordSwap`` (docs/swapping.md):
 a household's risk at geography level h is 1/count of the records that share its risk
 variables inside its level-h area (maximum over its members); a household is *risky* at the
 first (coarsest) level where that risk exceeds 1/k (a count below k); risky households are
@@ -689,7 +689,7 @@ def swap(
     """Targeted record swapping of the microdata ``table`` (handbook §5.6; sdcMicro recordSwap).
 
     Writes the swapped records to table ``out`` (the input's columns, geography and carry-along
-    values exchanged between paired households, rows ordered by household) and, if ``log`` is
+    values exchanged between paired households, rows in the input order) and, if ``log`` is
     given, one row per household swapped or left without a donor (partner, level, profile,
     reason 'risk' or 'rate'). Both are written in one transaction; on any error nothing is.
     Returns a summary: households, risky households, swapped households, achieved swap rate,
