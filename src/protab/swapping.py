@@ -25,7 +25,7 @@ import numbers
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -93,7 +93,6 @@ class SwapSpec:
     carry_along: Sequence[str] = ()
     risk: Sequence[str] = ()
     return_swapped_id: bool = False
-    _profiles: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.household, str) or not self.household:
@@ -157,7 +156,6 @@ class SwapSpec:
         object.__setattr__(self, "risk", risk)
         object.__setattr__(self, "carry_along", carry)
         object.__setattr__(self, "similar", profiles)
-        object.__setattr__(self, "_profiles", profiles)
         object.__setattr__(self, "swap_rate", rate)
         object.__setattr__(self, "k_anonymity", int(k))
         object.__setattr__(self, "risk_threshold", threshold)
@@ -170,7 +168,7 @@ class SwapSpec:
         return 2.0 if self.k_anonymity == 0 else 1.0 / self.k_anonymity
 
     def similar_columns(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(c for p in self._profiles for c in p))
+        return tuple(dict.fromkeys(c for p in self.similar for c in p))
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -261,7 +259,7 @@ class _Run:
             )
             joins.append(f"JOIN {ids} A{h} ON " + " AND ".join(f"A{h}.g{j} = hh.g{j}" for j in range(h + 1)))
             area.append(f"A{h}.id AS a{h}")
-        for p, prof in enumerate(s._profiles):
+        for p, prof in enumerate(s.similar):
             if not prof:
                 cls.append(f"1 AS k{p}")
                 continue
@@ -293,7 +291,7 @@ class _Run:
         w = self.t("w")
         self.x(
             f"CREATE TEMP TABLE {w} AS SELECT hid, size, "
-            + ", ".join([f"a{h}" for h in range(L)] + [f"k{p}" for p in range(len(s._profiles))])
+            + ", ".join([f"a{h}" for h in range(L)] + [f"k{p}" for p in range(len(s.similar))])
             + ", "
             + ", ".join(f"r{h}" for h in range(L))
             + f", {level} AS level, {', '.join(dkeys)}, {skey} FROM (SELECT hh.*, {', '.join(area + cls)}, "
@@ -373,7 +371,7 @@ class _Run:
         area, dkey = f"a{level}", f"dkey{level}"
         avail = f"(SELECT * FROM {w} WHERE hid NOT IN (SELECT hid FROM {done}))"
         active = f"(SELECT hid FROM {rec} WHERE hid NOT IN (SELECT hid FROM {done}))"
-        for p in range(len(self.spec._profiles)):
+        for p in range(len(self.spec.similar)):
             cls = f"k{p}"
             if not self.one(f"SELECT count(*) FROM {active}"):
                 break
