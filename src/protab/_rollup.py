@@ -924,6 +924,27 @@ class TableRun:
         joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(self.codes))
         return cols, joins, ", ".join(f"c._o{k}" for k in range(self.nd))
 
+    def _decode_frame(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Cells with code numbers ``_o*`` in publication order with their codes ``_d*`` (as
+        :meth:`_decode` gives them): sorted by the code numbers, which become codes by position
+        in each codes table (numbers 1..n)."""
+        nd = self.nd
+        sizes = [int(self.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) + 1 for t in self.codes]
+        if math.prod(sizes) < 2**62:  # one int64 sort key
+            key = pl.lit(0, pl.Int64)
+            for k in range(nd):
+                key = key * sizes[k] + pl.col(f"_o{k}").cast(pl.Int64)
+            frame = frame.sort(key)
+        else:
+            frame = frame.sort([f"_o{k}" for k in range(nd)])
+        decoded = []
+        for k, t in enumerate(self.codes):
+            codes = self.arrow(f"SELECT code FROM {t} ORDER BY ord")["code"]
+            decoded.append(codes.gather(frame[f"_o{k}"] - 1).alias(f"_d{k}"))
+        rest = [c for c in frame.columns if not c.startswith(("_o", "_l"))]
+        return frame.with_columns(decoded).select(
+            [f"_d{k}" for k in range(nd)] + [f"_l{k}" for k in range(nd)] + rest)
+
     def _value_select(self, src: str, alias: str = "c.") -> str | None:
         """A value column as published to a trusted user: decimals as DOUBLE; of a top-k list
         the values (for the list of smallest values: the largest and the smallest value)."""
@@ -1047,28 +1068,32 @@ class TableRun:
             )
             if threshold is not None:
                 params += [int(threshold)] * 2
-        params += [imin, int(ptable.imax), int(ptable.period), self.modulus]  # then the modulus again
+        # the entry of the cell's row class whose key range holds the cell key, found by a hash
+        # join on (row class, bucket of the key) and checked against the range
+        key = "(CASE WHEN c._n < 0 THEN (? - c._k) % ? ELSE c._k END)"
+        params += [imin, int(ptable.imax), int(ptable.period), *[self.modulus] * 2, self._bucket, *[self.modulus] * 2]
         join = (
             f"FROM {cells} c LEFT JOIN {pt} p "
-            f"ON p.protab_i = protab_row_class(abs(c._n), ?, ?, ?) "
-            f"AND (CASE WHEN c._n < 0 THEN (? - c._k) % ? ELSE c._k END) BETWEEN p.protab_klo AND p.protab_khi"
+            f"ON p.protab_i = protab_row_class(abs(c._n), ?, ?, ?) AND p.protab_b = {key} // ? "
+            f"AND {key} BETWEEN p.protab_klo AND p.protab_khi"
         )
-        params.append(self.modulus)
         cols, joins, order = self._decode()
+        values = []
         if original:
-            cols.append("c._n")
+            values.append("c._n")
             if self.spec.weight is not None:
-                cols.append("CAST(c._w AS DOUBLE) AS _w")
-        cols.append("c._np")
+                values.append("CAST(c._w AS DOUBLE) AS _w")
+        values.append("c._np")
         if self.spec.weight is not None:
-            cols.append("c._wp")
+            values.append("c._wp")
         if magnitude is None and rules is None:
-            frame = self.arrow(
-                f"{ctes}SELECT {', '.join(cols)} FROM (SELECT c.*, {', '.join(items)} {join}) c {joins} "
-                f"ORDER BY {order}",
-                params,
-            )
+            # code numbers out, sorted and turned into codes in polars (no joins, no SQL sort)
+            nums = [f"c._o{k}" for k in range(self.nd)] + [f"c._l{k}" for k in range(self.nd)]
+            frame = self.arrow(f"{ctes}SELECT {', '.join(nums + values)} FROM (SELECT c.*, {', '.join(items)} {join}) c",
+                               params)
+            frame = self._decode_frame(frame)
             return frame.rename(output_names(self.spec, frame.columns))
+        cols += values
         base = self._create("pcells", f"{ctes}SELECT c.*, {', '.join(items)} {join}", params)
         return self._perturb_magnitudes(base, cols, magnitude, rules, original=original)
 
@@ -1247,8 +1272,8 @@ class TableRun:
             "pinner",
             f"SELECT *{wp} FROM (SELECT i.*, i._n + coalesce(p.protab_v, 0) AS _np FROM {self.ids} i "
             f"LEFT JOIN {pt} p ON p.protab_i = protab_row_class(i._n, ?, ?, ?) "
-            f"AND i._k BETWEEN p.protab_klo AND p.protab_khi) i",
-            [imin, int(ptable.imax), int(ptable.period)],
+            f"AND p.protab_b = i._k // ? AND i._k BETWEEN p.protab_klo AND p.protab_khi) i",
+            [imin, int(ptable.imax), int(ptable.period), self._bucket],
         )
         values = ["_n", "_np"] + (["_w", "_wp"] if self.spec.weight else [])
         cells = self._rollup(src, values)
@@ -1259,13 +1284,26 @@ class TableRun:
         frame = self.arrow(f"SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}")
         return frame.rename(output_names(self.spec, frame.columns))
 
+    #: Key buckets per row class of the p-table lookup (the join matches one or two entries).
+    BUCKETS = 1024
+
+    @property
+    def _bucket(self) -> int:
+        """The width of a key bucket: keys k fall in bucket k // width."""
+        return max(1, -(-self.modulus // self.BUCKETS))
+
     def _ptable(self, ptable: "PTable") -> str:
+        """The p-table's integer key ranges (protab_i, protab_v, protab_klo, protab_khi), one row
+        per key bucket (``protab_b``) a range touches, so that a hash join on row class and
+        bucket finds a cell's entry among one or two instead of every entry of its class."""
         reg = _tmp("ks")
         self.con.register(reg, keyspace_arrow(ptable.keyspace(self.modulus)))
         try:
             return self._create(
                 "pt",
-                f"SELECT i AS protab_i, v AS protab_v, klo AS protab_klo, khi AS protab_khi FROM {reg}",
+                f"SELECT i AS protab_i, v AS protab_v, klo AS protab_klo, khi AS protab_khi, "
+                f"unnest(range(klo // ?, khi // ? + 1)) AS protab_b FROM {reg}",
+                [self._bucket] * 2,
             )
         finally:
             self.con.unregister(reg)
