@@ -36,7 +36,8 @@ def grid_map(
 
     Each square is one pixel of a raster drawn with ``imshow`` over its EPSG:3035 extent (km),
     so a national 1 km grid is one image, not a patch per cell. Squares with a value are
-    coloured by ``cmap`` (``log``: a logarithmic scale over the positive values), squares
+    coloured by ``cmap`` (``log``: a logarithmic scale over the positive values; zeros are then
+    left white like absent squares), squares
     whose value is null (blanked by protection) in red (:data:`NULL_COLOUR`, named in the
     legend), squares absent from the frame are left white. A colour bar and a title; the
     figure is ``width`` × ``height`` inches at 100 dpi, written atomically. ``max_pixels``
@@ -109,11 +110,14 @@ def _draw(raster: np.ndarray, blank: np.ndarray, *, extent: tuple[float, float, 
     if blank.any():
         ax.imshow(np.ma.masked_where(~blank, blank.astype(float)), origin="lower", extent=extent,
                   cmap=ListedColormap([NULL_COLOUR]), vmin=0, vmax=1, interpolation="nearest", aspect="equal")
-        ax.legend(handles=[Patch(color=NULL_COLOUR, label=f"blanked (null): {n_blank} squares")],
-                  loc="lower right", fontsize=8)
-    fig.colorbar(img, ax=ax, shrink=0.8, label=label + (" (log scale)" if log else ""))
+        fig.legend(handles=[Patch(color=NULL_COLOUR, label=f"blanked (null): {n_blank} squares")],
+                   loc="lower center", fontsize=8, frameon=False)
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    cax = make_axes_locatable(ax).append_axes("right", size="4%", pad=0.1)  # as tall as the map
+    fig.colorbar(img, cax=cax, label=label + (" (log scale)" if log else ""))
     ax.set_title(title)
     ax.set_xlabel("easting (km, EPSG:3035)")
     ax.set_ylabel("northing (km, EPSG:3035)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
