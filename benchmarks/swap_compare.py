@@ -97,6 +97,7 @@ DRIVER = r"""
 #include "recordSwap.h"
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -167,6 +168,8 @@ def build_sdcmicro(src: Path, work: Path) -> Path:
         shutil.copy(core / name, work / name)
     (work / "driver.cpp").write_text(DRIVER)
     exe = work / "trs"
+    # recordSwap.cpp calls std::iota without including <numeric> (g++ 12 brings it in through
+    # other headers); -include numeric keeps it compiling where it does not
     cmd = [
         "g++",
         "-O2",
@@ -174,8 +177,6 @@ def build_sdcmicro(src: Path, work: Path) -> Path:
         "-std=c++11",
         "-include",
         "numeric",
-        "-include",
-        "cstdlib",
         "-o",
         str(exe),
         "driver.cpp",
