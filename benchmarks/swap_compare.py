@@ -10,7 +10,8 @@ A census-like population is generated in SQL: households of 1-6 persons (2.4 on 
 of 4e7 persons in 1.8 M squares), with tenure, dwelling type, and per person sex, ten-year
 age group and citizenship (96 %, 3.5 %, 0.5 %). Risk: k-anonymity counts (k = 3) of
 citizenship at every geography level; similarity profiles (hsize, tenure)
-then (hsize); the dwelling type is carried along; swap rate 5 %.
+then (hsize); the dwelling type is carried along; swap rate 5 %. ``--scenario strict``: risk by
+household size × citizenship × tenure and one profile (hsize, tenure, dwelling), no fallback.
 
 ``--sdcmicro-src DIR`` is a checkout of github.com/sdcTools/sdcMicro (not part of protab).
 Its C++ core ``src/recordSwap/recordSwap.cpp`` needs only the C++ standard library (the Rcpp
@@ -71,21 +72,27 @@ SPEC = SwapSpec(
     carry_along=("dwelling",),
 )
 
-RISKY = """
-SELECT count(DISTINCT hid) FROM (
-    SELECT hid, least(count(*) OVER (PARTITION BY citizen, region),
-                      count(*) OVER (PARTITION BY citizen, region, muni),
-                      count(*) OVER (PARTITION BY citizen, region, muni, grid)) AS c
-    FROM persons) WHERE c < ?
-"""
+SPECS = {
+    "census": SPEC,
+    # more risky households (risk by household size x citizenship x tenure) and one strict
+    # profile without fallback: donors are scarcer
+    "strict": SwapSpec(
+        household="hid",
+        geography=("region", "muni", "grid"),
+        risk_variables=("hsize", "citizen", "tenure"),
+        similar=[("hsize", "tenure", "dwelling")],
+        swap_rate=0.05,
+        k_anonymity=3,
+    ),
+}
 
 MEASURE = """
 WITH a AS (SELECT hid, any_value(region) AS r, any_value(muni) AS m, any_value(grid) AS g FROM persons GROUP BY hid),
 b AS (SELECT hid, any_value(region) AS r, any_value(muni) AS m, any_value(grid) AS g FROM {out} GROUP BY hid),
 risky AS (SELECT DISTINCT hid FROM (
-    SELECT hid, least(count(*) OVER (PARTITION BY citizen, region),
-                      count(*) OVER (PARTITION BY citizen, region, muni),
-                      count(*) OVER (PARTITION BY citizen, region, muni, grid)) AS c
+    SELECT hid, least(count(*) OVER (PARTITION BY {rv}, region),
+                      count(*) OVER (PARTITION BY {rv}, region, muni),
+                      count(*) OVER (PARTITION BY {rv}, region, muni, grid)) AS c
     FROM persons) WHERE c < ?)
 SELECT count(*), count(*) FILTER (WHERE (a.r, a.m, a.g) <> (b.r, b.m, b.g)), (SELECT count(*) FROM risky),
        count(*) FILTER (WHERE (a.r, a.m, a.g) <> (b.r, b.m, b.g) AND a.hid IN (SELECT hid FROM risky))
@@ -153,8 +160,9 @@ def generate(con: duckdb.DuckDBPyConnection, persons: int) -> None:
     con.execute(GEN, [n_grid, n_hh, n_grid, n_grid])
 
 
-def measure(con: duckdb.DuckDBPyConnection, out: str) -> tuple[int, int, int, int]:
-    row = con.execute(MEASURE.format(out=out), [SPEC.k_anonymity]).fetchall()[0]
+def measure(con: duckdb.DuckDBPyConnection, out: str, spec: SwapSpec) -> tuple[int, int, int, int]:
+    sql = MEASURE.format(out=out, rv=", ".join(spec.risk_variables))
+    row = con.execute(sql, [spec.k_anonymity]).fetchall()[0]
     return tuple(int(v) for v in row)  # households, swapped, risky, risky swapped
 
 
@@ -188,7 +196,9 @@ def build_sdcmicro(src: Path, work: Path) -> Path:
     return exe
 
 
-def run_sdcmicro(exe: Path, con: duckdb.DuckDBPyConnection, work: Path, seed: int) -> tuple[float, float]:
+def run_sdcmicro(
+    exe: Path, con: duckdb.DuckDBPyConnection, work: Path, spec: SwapSpec, seed: int
+) -> tuple[float, float]:
     csv_in, csv_out = work / "in.csv", work / "out.csv"
     t0 = time.perf_counter()
     con.execute(f"COPY (SELECT * FROM persons ORDER BY hid) TO '{csv_in}' (HEADER)")
@@ -197,13 +207,13 @@ def run_sdcmicro(exe: Path, con: duckdb.DuckDBPyConnection, work: Path, seed: in
         str(csv_in),
         str(csv_out),
         str(seed),
-        repr(SPEC.swap_rate),
-        str(SPEC.k_anonymity),
-        SPEC.household,
-        ",".join(SPEC.geography),
-        ";".join(",".join(p) for p in SPEC.similar),
-        ",".join(SPEC.risk_variables),
-        ",".join(SPEC.carry_along),
+        repr(spec.swap_rate),
+        str(spec.k_anonymity),
+        spec.household,
+        ",".join(spec.geography),
+        ";".join(",".join(p) for p in spec.similar),
+        ",".join(spec.risk_variables),
+        ",".join(spec.carry_along),
     ]
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode:
@@ -230,7 +240,9 @@ def main() -> None:
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--seed", type=int, default=20211)
+    ap.add_argument("--scenario", choices=sorted(SPECS), default="census", help="risk variables and profiles")
     args = ap.parse_args()
+    spec = SPECS[args.scenario]
     sizes = [int(s) for s in (args.sizes or ([1e5, 1e6, 4e7] if args.large else [1e5]))]
     with tempfile.TemporaryDirectory(prefix="protab-swap-") as tmp:
         work = Path(tmp)
@@ -240,15 +252,16 @@ def main() -> None:
             t0 = time.perf_counter()
             generate(con, persons)
             n_rec = con.execute("SELECT count(*) FROM persons").fetchall()[0][0]
+            threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
             print(
-                f"{n_rec} persons (generated in {time.perf_counter() - t0:.1f} s, "
-                f"{os.cpu_count()} cores, DuckDB threads {con.execute('SELECT current_setting(?)', ['threads']).fetchall()[0][0]})",
+                f"{n_rec} persons, scenario {args.scenario} (generated in {time.perf_counter() - t0:.1f} s, "
+                f"{os.cpu_count()} cores, DuckDB threads {threads})",
                 flush=True,
             )
             t0 = time.perf_counter()
-            summary = swap(con, "persons", SPEC, seed=args.seed, out="pt_out", log="pt_log")
+            summary = swap(con, "persons", spec, seed=args.seed, out="pt_out", log="pt_log")
             secs = time.perf_counter() - t0
-            m = measure(con, "pt_out")
+            m = measure(con, "pt_out", spec)
             report(
                 "protab",
                 secs,
@@ -258,8 +271,8 @@ def main() -> None:
                 f"rounds {summary['matching_rounds']})",
             )
             if exe is not None:
-                inner, total = run_sdcmicro(exe, con, work, args.seed)
-                ms = measure(con, "sdc_out")
+                inner, total = run_sdcmicro(exe, con, work, spec, args.seed)
+                ms = measure(con, "sdc_out", spec)
                 report("sdcMicro", inner, ms, f"   (with CSV in/out {total:.2f} s)")
                 print(f"  ratio sdcMicro/protab time: {inner / secs:.2f}", flush=True)
             con.close()
