@@ -32,30 +32,62 @@ CREATE OR REPLACE MACRO protab_row_class(n, imin, imax, period) AS
 -- n: the cell's count; ksum: the sum of its records' keys (any integer; reduced modulo M here).
 -- The p-table is installed by `protab ptable install` (or Session.install_ptable) as
 --   protab_ptable(protab_i, protab_v, protab_klo, protab_khi): for row class i, the noise v of
---       the cell keys klo..khi (an exact partition of 0..M-1 for every i), and
---   protab_ptable_meta(imin, imax, period, modulus): the row rule and the key modulus M.
--- The lookup collects, for the cell key, the noise of every row class (one interval per class
--- holds it) and picks the cell's class; n stays outside the subquery so that count(*) binds to
--- the caller's GROUP BY. Without an installed p-table ckm raises an error rather than return
--- an unprotected count.
+--       the cell keys klo..khi (an exact partition of 0..M-1 for every i),
+--   protab_ptable_meta(imin, imax, period, modulus): the row rule and the key modulus M, and
+--   protab_ptable_lookup: the same in one row of lists that the macro indexes directly
+--       (src/protab/ptable/_install.py): the key range cut into segments at every interval
+--       start of every row class, noise[segment * classes + class - imin + 1]; the segment of
+--       a key from its bucket of `width` keys: lo[b] - 1 plus the segment starts inside the
+--       bucket up to the key (none for most buckets).
+-- A key below 0 or a count below imin (e.g. zero counts when the p-table has no row 0) keeps
+-- its count. No subquery depends on the cell (no join per cell, no search over intervals), so
+-- n stays outside any subquery and count(*) binds to the caller's GROUP BY. Without an
+-- installed p-table ckm raises an error rather than return an unprotected count.
 CREATE TABLE IF NOT EXISTS protab_ptable (
     protab_i BIGINT, protab_v BIGINT, protab_klo HUGEINT, protab_khi HUGEINT);
 CREATE TABLE IF NOT EXISTS protab_ptable_meta (
     imin BIGINT, imax BIGINT, period BIGINT, modulus HUGEINT);
+CREATE TABLE IF NOT EXISTS protab_ptable_lookup (
+    imin BIGINT, imax BIGINT, period BIGINT, modulus BIGINT, width BIGINT, classes BIGINT,
+    lo INTEGER[], hi INTEGER[], ends BIGINT[], noise INTEGER[]);
+
+-- a key sum modulo m (a BIGINT): in BIGINT arithmetic when the sum fits (HUGEINT division is slow)
+CREATE OR REPLACE MACRO protab_key_mod(ksum, m) AS
+    CASE WHEN (ksum) BETWEEN -9223372036854775808 AND 9223372036854775807
+         THEN CAST(ksum AS BIGINT) % m ELSE CAST((ksum) % m AS BIGINT) END;
+
+-- the 0-based segment of key k (0 <= k < M) in the lists of protab_ptable_lookup: lo[b] - 1
+-- plus the segments that start inside k's bucket b at or before k, i.e. whose previous segment
+-- ends (ends[j]: the last key of segment j) before k: none in most buckets, else usually one
+CREATE OR REPLACE MACRO protab_ptable_segment(k, width, lo, hi, ends) AS
+    lo[k // width + 1] - 1
+    + CASE WHEN hi[k // width + 1] = lo[k // width + 1] THEN 0
+           WHEN hi[k // width + 1] = lo[k // width + 1] + 1 THEN CAST(ends[lo[k // width + 1]] < k AS INTEGER)
+           ELSE list_position(list_sort(list_append(ends[lo[k // width + 1]:hi[k // width + 1] - 1], k)), k) - 1
+      END;
+
+-- the noise of row class c (0-based, NULL for none) and key k (NULL outside 0..M-1)
+CREATE OR REPLACE MACRO protab_ptable_noise(c, k, width, classes, lo, hi, ends, noise) AS
+    CASE WHEN k >= 0 THEN noise[protab_ptable_segment(k, width, lo, hi, ends) * classes + c + 1] END;
 
 CREATE OR REPLACE MACRO ckm(n, ksum) AS
-    CASE WHEN (SELECT count(*) FROM protab_ptable_meta) <> 1
+    CASE WHEN (SELECT count(*) FROM protab_ptable_lookup) <> 1
          THEN error('protab: no p-table is installed in this database; run '
                     || '`protab ptable install` (or Session.install_ptable) first')
          ELSE n + coalesce(
-             (SELECT list(protab_v ORDER BY protab_i) FROM protab_ptable
-               WHERE (ksum) % (SELECT modulus FROM protab_ptable_meta)
-                     BETWEEN protab_klo AND protab_khi)
-             [protab_row_class(n,
-                               (SELECT imin FROM protab_ptable_meta),
-                               (SELECT imax FROM protab_ptable_meta),
-                               (SELECT period FROM protab_ptable_meta))
-              - (SELECT imin FROM protab_ptable_meta) + 1],
+             protab_ptable_noise(
+                 protab_row_class(n,
+                                  (SELECT imin FROM protab_ptable_lookup),
+                                  (SELECT imax FROM protab_ptable_lookup),
+                                  (SELECT period FROM protab_ptable_lookup))
+                 - (SELECT imin FROM protab_ptable_lookup),
+                 protab_key_mod(ksum, (SELECT modulus FROM protab_ptable_lookup)),
+                 (SELECT width FROM protab_ptable_lookup),
+                 (SELECT classes FROM protab_ptable_lookup),
+                 (SELECT lo FROM protab_ptable_lookup),
+                 (SELECT hi FROM protab_ptable_lookup),
+                 (SELECT ends FROM protab_ptable_lookup),
+                 (SELECT noise FROM protab_ptable_lookup)),
              0)
     END;
 

@@ -10,11 +10,13 @@ start of every row class into *segments*: inside one segment every row class has
 - ``lo``, ``hi``: for bucket b of ``width`` keys (keys b*width .. (b+1)*width - 1), the number
   of segments that start at or before b*width, and before (b+1)*width. The segment of key k in
   bucket b is ``lo[b+1] - 1`` plus the segments starting inside the bucket at or before k, i.e.
-  those whose previous segment ends before k, ``ends[lo[b+1] : hi[b+1] - 1]`` (usually none:
-  the buckets are about four times as many as the segments).
+  those whose previous segment ends before k, ``ends[lo[b+1] : hi[b+1] - 1]`` (none in most
+  buckets, else usually one: 2^12 to 2^14 buckets, 256 per segment between).
 
-With keys of up to 16 bits a bucket is one key (``lo`` is then the segment of each key). The
-interval relations ``protab_ptable(protab_i, protab_v, protab_klo, protab_khi)`` and
+For a modulus up to the number of buckets (8-bit ONS keys) a bucket is one key and ``lo`` the
+segment of each key. DuckDB copies these lists into every chunk of 2048 cells, so they are
+kept short; the noise list has segments × row classes entries (192,000 for an ONS p-table of
+750 rows and 8-bit keys, a few hundred for a maximum-entropy one). The interval relations ``protab_ptable(protab_i, protab_v, protab_klo, protab_khi)`` and
 ``protab_ptable_meta(imin, imax, period, modulus)`` are written as before, for readers of the
 intervals (the Spark SQL lookup, ``protab tables``).
 """
@@ -34,12 +36,12 @@ if TYPE_CHECKING:
 
     from protab.ptable.core import PTable
 
-#: keys per bucket are 1 up to this modulus (a list entry per key)
-DIRECT_MODULUS = 2**16
-#: most buckets for larger moduli
-MAX_BUCKETS = 2**18
+#: fewest and most buckets for larger moduli (DuckDB copies the lists into every chunk of
+#: 2048 cells: they must stay short)
+MIN_BUCKETS = 2**12
+MAX_BUCKETS = 2**14
 #: most entries (segments × row classes) of the noise list
-MAX_ENTRIES = 2**27
+MAX_ENTRIES = 2**26
 
 _TABLES = ("protab_ptable", "protab_ptable_meta", "protab_ptable_lookup")
 
@@ -64,11 +66,8 @@ def lookup_layout(ptable: "PTable", modulus: int) -> dict[str, Any]:
     noise = noise_at(ri, rk, rv, cls, seg, classes, modulus)
     if noise.size and (noise.min() < -(2**31) or noise.max() >= 2**31):
         raise InputError("install_ptable: the p-table's noise does not fit a 32-bit integer")
-    if modulus <= DIRECT_MODULUS:
-        width = 1
-    else:
-        target = min(MAX_BUCKETS, max(4096, 4 * starts.size))
-        width = -(-modulus // target)
+    target = min(MAX_BUCKETS, max(MIN_BUCKETS, 256 * starts.size))
+    width = -(-modulus // target)  # 1 (a bucket per key) for moduli up to the target
     buckets = -(-modulus // width)
     # bucket edges b * width for b = 0..buckets: below 2**64 (buckets * width < modulus + width)
     edges = np.arange(buckets + 1, dtype=np.uint64) * np.uint64(width)
@@ -82,8 +81,8 @@ def lookup_layout(ptable: "PTable", modulus: int) -> dict[str, Any]:
         "modulus": int(modulus),
         "width": int(width),
         "classes": classes,
-        "lo": lo.astype(np.int64),
-        "hi": hi.astype(np.int64),
+        "lo": lo.astype(np.int32),
+        "hi": hi.astype(np.int32),
         "ends": np.append(starts[1:] - 1, modulus - 1).astype(np.int64),
         "noise": noise.astype(np.int32),
         "intervals": ks,
@@ -115,8 +114,8 @@ def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: "PTable", modulus: 
         "period": pa.array([row["period"]], pa.int64()),
         "width": pa.array([row["width"]], pa.int64()),
         "classes": pa.array([row["classes"]], pa.int64()),
-        "lo": pa.array([row["lo"]], pa.large_list(pa.int64())),
-        "hi": pa.array([row["hi"]], pa.large_list(pa.int64())),
+        "lo": pa.array([row["lo"]], pa.large_list(pa.int32())),
+        "hi": pa.array([row["hi"]], pa.large_list(pa.int32())),
         "ends": pa.array([row["ends"]], pa.large_list(pa.int64())),
         "noise": pa.array([row["noise"]], pa.large_list(pa.int32())),
     })
@@ -136,9 +135,9 @@ def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: "PTable", modulus: 
                 [row["imin"], row["imax"], row["period"], row["modulus"]],
             )
             con.execute(
-                "INSERT INTO protab_ptable_lookup SELECT imin, imax, period, CAST(? AS HUGEINT), width, "
+                "INSERT INTO protab_ptable_lookup SELECT imin, imax, period, ?, width, "
                 "classes, lo, hi, ends, noise FROM _protab_install_lookup",
-                [str(row["modulus"])],
+                [row["modulus"]],
             )
         finally:
             con.unregister("_protab_install_intervals")
@@ -149,6 +148,33 @@ def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: "PTable", modulus: 
     con.execute("COMMIT")
 
 
+def upgrade_installed(con: "duckdb.DuckDBPyConnection") -> bool:
+    """Write ``protab_ptable_lookup`` from the interval tables when they hold a p-table and the
+    lookup does not (a database whose p-table an older protab installed, or rows inserted by
+    hand); True when it did. The intervals over den = M give the same keyspace exactly."""
+    import polars as pl
+
+    from protab.ptable.core import PTable
+
+    tables = {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND table_name IN (?, ?, ?)",
+        list(_TABLES)).fetchall()}
+    if tables != set(_TABLES):
+        return False
+    if con.execute("SELECT count(*) FROM protab_ptable_lookup").fetchall()[0][0] != 0:
+        return False
+    meta = con.execute("SELECT imin, imax, period, CAST(modulus AS VARCHAR) FROM protab_ptable_meta").fetchall()
+    if len(meta) != 1:
+        return False
+    modulus = int(meta[0][3])
+    rows = con.execute(
+        "SELECT protab_i, protab_v, CAST(protab_klo AS BIGINT), CAST(protab_khi + 1 AS BIGINT) FROM protab_ptable"
+    ).fetchall()
+    frame = pl.DataFrame(rows, schema=["i", "v", "lb_n", "ub_n"], orient="row")
+    install_ptable(con, PTable(frame, den=modulus, period=int(meta[0][2])), modulus)
+    return True
+
+
 # the table definitions of sql/protab.sql (kept in step by tests/test_macros_fast.py)
 _CREATE = """
 CREATE TABLE IF NOT EXISTS protab_ptable (
@@ -156,6 +182,6 @@ CREATE TABLE IF NOT EXISTS protab_ptable (
 CREATE TABLE IF NOT EXISTS protab_ptable_meta (
     imin BIGINT, imax BIGINT, period BIGINT, modulus HUGEINT);
 CREATE TABLE IF NOT EXISTS protab_ptable_lookup (
-    imin BIGINT, imax BIGINT, period BIGINT, modulus HUGEINT, width BIGINT, classes BIGINT,
-    lo BIGINT[], hi BIGINT[], ends BIGINT[], noise INTEGER[]);
+    imin BIGINT, imax BIGINT, period BIGINT, modulus BIGINT, width BIGINT, classes BIGINT,
+    lo INTEGER[], hi INTEGER[], ends BIGINT[], noise INTEGER[]);
 """
