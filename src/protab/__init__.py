@@ -32,7 +32,7 @@ _NAMES = {
     "RoundingError": "protab.errors",
     "SpecError": "protab.errors",
 }
-_MODULES = {"fit", "measures", "noise", "postprocess", "rounding", "report"}
+_MODULES = {"fit", "grid", "measures", "noise", "postprocess", "rounding", "report"}
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -50,6 +50,7 @@ __all__ = [
     "SpecError",
     "TableSpec",
     "fit",
+    "grid",
     "measures",
     "model_matrix",
     "noise",
@@ -75,7 +76,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab import fit, measures, noise, postprocess, report, rounding
+    from protab import fit, grid, measures, noise, postprocess, report, rounding
     from protab.errors import (
         HierarchyError,
         InputError,

@@ -114,6 +114,8 @@ def _load_hierarchy(s: Session, cfg: dict[str, Any], source: str, column: str, b
     root = cfg.get("root", "Total")
     if "columns" in cfg:
         return s.hierarchy_from_columns(source, cfg["columns"], root=root)
+    if "grid" in cfg:
+        return s.hierarchy_from_grid(source, column, cfg["grid"], form=cfg.get("grid_form", "short"), root=root)
     if "code_lengths" in cfg:
         return Hierarchy.from_code_lengths(s.codes(source, column), cfg["code_lengths"], root=root)
     if "hrc" in cfg:

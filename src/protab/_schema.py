@@ -269,10 +269,12 @@ HIERARCHY = Table(
         "hrc": Str(),
         "parent_child": Str(),
         "ssb_frame": Str(),
+        "grid": List(Str(choices=("100m", "1km", "10km", "100km"))),
+        "grid_form": Str(choices=("short", "long")),
         "root": Str(),
     },
-    one_of=("columns", "code_lengths", "hrc", "parent_child", "ssb_frame"),
-    doc="columns, code_lengths, hrc, parent_child or ssb_frame",
+    one_of=("columns", "code_lengths", "hrc", "parent_child", "ssb_frame", "grid"),
+    doc="columns, code_lengths, hrc, parent_child, ssb_frame or grid",
 )
 
 PROTECT_TABLE = Table(

@@ -46,7 +46,8 @@ request file (TOML; paths in it are relative to the file):
 
   [hierarchies.municipality]          # optional, one per hierarchical dimension; one of
   columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
-                                        # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total"
+                                        # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total";
+                                        # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
   [[tables]]                          # one per table
   name = "municipality_by_sex"        # output file name (plain, no path)
   source = "persons"                  # a keyed table of the database

@@ -621,6 +621,31 @@ class Session:
             )
         return Hierarchy.from_parent_child(pairs, root=root)
 
+    def hierarchy_from_grid(
+        self,
+        table: str,
+        column: str,
+        levels: Sequence[str] = ("10km", "100km"),
+        *,
+        form: str = "short",
+        root: str = "Total",
+    ) -> "Hierarchy":
+        """A grid hierarchy (Total > 100 km > 10 km > the column's squares) from the distinct
+        INSPIRE codes of ``table.column`` (docs/grid.md); malformed codes are counted in SQL
+        and reported with their counts, nothing built."""
+        from protab import grid
+
+        self._require_columns(table, [column], "grid column")
+        t, q = quote_ident(table), quote_ident(column)
+        bad = self._arrow(
+            f"SELECT {q} AS code, count(*) AS n FROM {t} WHERE NOT coalesce({grid.valid_code_sql(column)}, false) "
+            "GROUP BY 1 ORDER BY n DESC, code NULLS LAST"
+        )
+        if bad.height:
+            raise grid.malformed_codes_error(column, list(bad.head(5).iter_rows()), bad.height, int(bad["n"].sum()))
+        codes = self._arrow(f"SELECT DISTINCT CAST({q} AS VARCHAR) AS code FROM {t} ORDER BY 1")["code"]
+        return grid.grid_hierarchy(codes.alias(column), levels, form=form, root=root)
+
     def codes(self, table: str, column: str) -> list[str]:
         """The distinct non-missing values of a column (NULL and NaN left out), as strings, sorted."""
         cols = self._require_columns(table, [column])
