@@ -286,3 +286,9 @@ def test_a_ptable_installed_as_intervals_only_is_upgraded():
         assert s.sql(MACRO).sort(DIMS)["n_pert"].to_list() == want["n_pert"].to_list()
     with pt.Session(":memory:", progress=False) as s:
         assert upgrade_installed(s.con) is False  # nothing installed
+        # intervals that are no p-table (a gap in row 1) are left alone, and ckm() refuses
+        s.con.execute("INSERT INTO protab_ptable VALUES (0, 0, 0, 255), (1, 0, 0, 99), (1, 1, 120, 255)")
+        s.con.execute("INSERT INTO protab_ptable_meta VALUES (0, 1, 1, 256)")
+        assert upgrade_installed(s.con) is False
+        with pytest.raises(Exception, match="no p-table is installed"):
+            s.sql("SELECT ckm(1, 5)")

@@ -24,11 +24,12 @@ intervals (the Spark SQL lookup, ``protab tables``).
 from __future__ import annotations
 
 import numbers
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from protab.errors import InputError
+from protab.errors import InputError, ProtabError
 from protab.ptable._common import noise_at
 
 if TYPE_CHECKING:
@@ -121,27 +122,28 @@ def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: "PTable", modulus: 
     })
     ks = row["intervals"]
     intervals = ks.select("i", "v", "klo", "khi").to_arrow()
+    tag = uuid.uuid4().hex
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(_CREATE)
         for t in _TABLES:
             con.execute(f"DELETE FROM {t}")
-        con.register("_protab_install_intervals", intervals)
-        con.register("_protab_install_lookup", lookup)
+        con.register(f"_protab_install_intervals_{tag}", intervals)
+        con.register(f"_protab_install_lookup_{tag}", lookup)
         try:
-            con.execute("INSERT INTO protab_ptable SELECT i, v, klo, khi FROM _protab_install_intervals")
+            con.execute(f"INSERT INTO protab_ptable SELECT i, v, klo, khi FROM _protab_install_intervals_{tag}")
             con.execute(
                 "INSERT INTO protab_ptable_meta VALUES (?, ?, ?, ?)",
                 [row["imin"], row["imax"], row["period"], row["modulus"]],
             )
             con.execute(
                 "INSERT INTO protab_ptable_lookup SELECT imin, imax, period, ?, width, "
-                "classes, lo, hi, ends, noise FROM _protab_install_lookup",
+                f"classes, lo, hi, ends, noise FROM _protab_install_lookup_{tag}",
                 [row["modulus"]],
             )
         finally:
-            con.unregister("_protab_install_intervals")
-            con.unregister("_protab_install_lookup")
+            con.unregister(f"_protab_install_intervals_{tag}")
+            con.unregister(f"_protab_install_lookup_{tag}")
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -163,15 +165,21 @@ def upgrade_installed(con: "duckdb.DuckDBPyConnection") -> bool:
         return False
     if con.execute("SELECT count(*) FROM protab_ptable_lookup").fetchall()[0][0] != 0:
         return False
-    meta = con.execute("SELECT imin, imax, period, CAST(modulus AS VARCHAR) FROM protab_ptable_meta").fetchall()
-    if len(meta) != 1:
+    meta = con.execute("SELECT period, TRY_CAST(modulus AS BIGINT) FROM protab_ptable_meta").fetchall()
+    if len(meta) != 1 or None in meta[0]:
         return False
-    modulus = int(meta[0][3])
-    rows = con.execute(
-        "SELECT protab_i, protab_v, CAST(protab_klo AS BIGINT), CAST(protab_khi + 1 AS BIGINT) FROM protab_ptable"
-    ).fetchall()
-    frame = pl.DataFrame(rows, schema=["i", "v", "lb_n", "ub_n"], orient="row")
-    install_ptable(con, PTable(frame, den=modulus, period=int(meta[0][2])), modulus)
+    period, modulus = int(meta[0][0]), int(meta[0][1])
+    frame = pl.from_arrow(con.sql(
+        "SELECT protab_i AS i, protab_v AS v, TRY_CAST(protab_klo AS BIGINT) AS lb_n, "
+        "TRY_CAST(protab_khi + 1 AS BIGINT) AS ub_n FROM protab_ptable"
+    ).to_arrow_table())
+    if frame.null_count().sum_horizontal().item():
+        return False
+    try:
+        ptable = PTable(frame, den=modulus, period=period)
+        install_ptable(con, ptable, modulus)
+    except ProtabError:  # not a valid p-table: left as it is (ckm() refuses to run)
+        return False
     return True
 
 
