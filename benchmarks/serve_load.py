@@ -121,7 +121,7 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of load (at most 600)")
     ap.add_argument("--max-requests", type=int, default=5000)
-    ap.add_argument("--sessions", type=int, default=2, help="read-only sessions of the server")
+    ap.add_argument("--sessions", type=int, default=4, help="read-only sessions of the server")
     ap.add_argument("--cache", type=int, default=0, help="answer cache size of the server (default 0: off)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--folder", default=str(Path(tempfile.gettempdir()) / "protab-serve-bench"))

@@ -31,7 +31,8 @@ MAX_CELLS = 2000
 MAX_BODY = 65536
 PERSONS = 6000
 ALICE_DIMS = ["region", "municipality", "sex", "agegroup"]
-INLINE = {"bob": "tok-bob-inline-5b1e", "carol": "tok-carol-expired-77aa", "dave": "tok-dave-revoked-0c3d"}
+INLINE = {"bob": "tok-bob-inline-5b1e", "carol": "tok-carol-expired-77aa", "dave": "tok-dave-revoked-0c3d",
+          "erin": "tok-erin-no-region-2f6c"}
 
 
 def _sha(token: str) -> str:
@@ -118,6 +119,11 @@ def config_text(db: str, audit: str = "audit.jsonl", **overrides: object) -> str
         'datasets = ["persons"]',
         f'token_sha256 = "{_sha(INLINE["dave"])}"',
         "revoked = true",
+        "[users.erin.rights.persons]",  # municipality without region: served flat
+        'dims = ["municipality", "sex"]',
+        "measures = []",
+        "[users.erin]",
+        f'token_sha256 = "{_sha(INLINE["erin"])}"',
     ]
     return "\n".join(lines) + "\n"
 

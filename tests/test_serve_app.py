@@ -117,6 +117,20 @@ def test_table_request_equals_session_cell_key_with_hierarchy(served):
     assert ((values == 0) | (values >= F.THRESHOLD)).all()
 
 
+def test_hierarchy_needs_rights_to_its_upper_levels(served):
+    """erin may use municipality but not region: municipality is served flat to her (its region
+    level would be the region table), also from the answer cache, and her catalogue shows no levels."""
+    body = {"dataset": "persons", "dims": ["municipality"]}
+    alice = _frame(_call(served, "POST", "/v1/table", body))
+    erin = _frame(_call(served, "POST", "/v1/table", body, token="erin"))
+    assert set(alice["municipality_level"]) == {0, 1, 2} and set(erin["municipality_level"]) == {0, 1}
+    assert erin.filter(pl.col("municipality_level") == 1).equals(
+        alice.filter(pl.col("municipality_level") == 2).with_columns(pl.col("municipality_level") - 1))
+    cat = _call(served, "GET", "/v1/catalog", token="erin").json()
+    assert [(d["name"], d["levels"]) for d in cat["datasets"][0]["dims"]] == [("municipality", []), ("sex", [])]
+    assert _sql(served, "SELECT region, count(*) FROM persons GROUP BY region", token="erin").status_code == 403
+
+
 def test_levels_keep_one_level_and_the_total(served):
     body = {"dataset": "persons", "dims": ["municipality"], "levels": {"municipality": "region"}}
     got = _frame(_call(served, "POST", "/v1/table", body))

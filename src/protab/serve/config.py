@@ -31,7 +31,7 @@ serve.toml (paths relative to the file):
   min_population = 10              # least records a filter may select or remove (default 10)
   max_cells = 10000                # largest answer in cells (default 10000)
   max_sql_length = 10000  max_limit = 1000000  max_body_bytes = 1048576
-  sessions = 2  threads = 2  cache_size = 256  memory_limit = "4GB"
+  sessions = 4  threads = 2  cache_size = 256  memory_limit = "4GB"
 
   [ptable]                         # secret: file = "ptable.csv" or maximum_entropy = {D, V, js}
   maximum_entropy = { D = 5, V = 3, js = 2 }
@@ -60,7 +60,7 @@ DEFAULTS: dict[str, Any] = {
     "max_sql_length": 10_000,
     "max_limit": 1_000_000,
     "max_body_bytes": 1 << 20,
-    "sessions": 2,
+    "sessions": 4,
     "cache_size": 256,
 }
 
@@ -191,7 +191,7 @@ class ServeConfig:
     max_sql_length: int = 10_000
     max_limit: int = 1_000_000
     max_body_bytes: int = 1 << 20
-    sessions: int = 2
+    sessions: int = 4
     threads: int | None = None
     cache_size: int = 256
     memory_limit: str | None = None

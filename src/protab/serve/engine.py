@@ -437,7 +437,9 @@ class Engine:
                 cols += [f"{req['measure']}_pert", f"{req['measure']}_mean_pert"]
             return frame.select(cols)
 
-        return self._cached(("table", summary), compute, summary)
+        # the dimensions served with their hierarchy depend on the user's rights: part of the key
+        served_with = tuple(d for d in dims if dims[d] is ds.hierarchies.get(d))
+        return self._cached(("table", summary, served_with), compute, summary)
 
     def _table_request(self, body: Any, user: UserConfig) -> dict[str, Any]:
         """The table request checked against the catalogue and the user's rights, normalised
