@@ -515,7 +515,7 @@ def gauss(
         blocks.append(extra)
     W1 = sparse.csc_matrix(sparse.hstack(blocks, format="csc")[row_order, :], dtype=np.int64)
     W1.sort_indices()
-    W = _Columns(W1)
+    W = _Columns(W1, dense=not not_primary)  # _covers_primary, _forget_rows read the flat arrays
     nA = order.size
     nB_orig = B_cols.size  # real primary cells (extra virtual ones follow)
     ncol = W.shape[1]
@@ -533,8 +533,11 @@ def gauss(
         if not rows.size:
             continue  # determined by what is published already
         rows, vals = rows.copy(), vals.copy()
-        p = int(rows[0])
-        alpha = vals[0]
+        # pivot: among the non-singleton rows, the one in the fewest columns (least fill-in);
+        # which one does not change any decision (see _pivot)
+        piv = _pivot(W, rows, n_plain)
+        p = int(rows[piv])
+        alpha = vals[piv]
         cols, cp = W.row(p)
         keep = cols > j
         cols, cp = cols[keep], cp[keep]
@@ -577,7 +580,7 @@ def gauss(
             continue
         # publish column j: clear row p from every affected column
         if cols.size:
-            exact = _eliminate(W, rows, vals, cols, cp, exact, tol)
+            exact = _eliminate(W, rows, vals, cols, cp, exact, tol, piv)
     if n_never and n_never == nA:
         _check_never(W, nA, B_start_nonempty, B_cols, nB_orig)
 
@@ -590,6 +593,20 @@ def gauss(
                 f"{show_values(np.flatnonzero(bad).tolist())} derivable; the table is numerically too hard"
             )
     return suppressed
+
+
+def _pivot(W: _Columns, rows: np.ndarray, n_plain: int) -> int:
+    """Index in ``rows`` of the pivot: the non-singleton row (``< n_plain``) that is in the fewest
+    columns (Markowitz's choice for a given pivot column); singleton rows only in their order.
+
+    The decisions do not depend on which non-singleton row is chosen: a candidate's reduced
+    column has no non-singleton entry exactly when its non-singleton part lies in that of the
+    published span, and "publishing c makes b derivable" is ``b − λc ∈ span``; both are
+    properties of the span, not of the pivots, while singleton rows keep the package's order."""
+    n_n = int(np.searchsorted(rows, n_plain))
+    if n_n <= 1:
+        return 0
+    return int(np.argmin(W.count[rows[:n_n]]))
 
 
 def _covers_primary(W: _Columns, rows: np.ndarray, is_B: np.ndarray) -> bool:
@@ -614,7 +631,7 @@ def _forget_rows(W: _Columns, rows: np.ndarray, j: int) -> None:
     gpos, lens = W.gather(cols)
     keep = ~np.isin(W.idx[gpos], rows)
     counts = np.bincount(np.repeat(np.arange(cols.size), lens)[keep], minlength=cols.size)
-    W.replace(cols, gpos, W.idx[gpos][keep], W.val[gpos][keep], counts)
+    W.replace(cols, W.idx[gpos][keep], W.val[gpos][keep], counts, new=np.zeros(int(keep.sum()), dtype=bool))
 
 
 def _sub2sum(W0: sparse.csc_matrix, sing: np.ndarray, protect: np.ndarray) -> sparse.csc_matrix | None:
@@ -673,14 +690,26 @@ def _check_never(W: _Columns, nA: int, start_nonempty: np.ndarray, B_cols: np.nd
 
 
 class _Columns:
-    """The reduced columns, stored log-structured in flat arrays.
+    """The reduced columns, stored in flat arrays, with an index of the columns of every row.
 
-    Column ``c`` is ``idx/val[start[c] : start[c] + length[c]]`` (rows ascending). An
-    elimination step appends the rewritten columns at the end of the arrays and marks their
-    old entries invalid, so its cost is the size of the columns it touches; the arrays are
-    compacted when more than half of them is garbage."""
+    Column ``c`` occupies ``idx/val[start[c] : start[c] + seg[c]]`` (rows ascending); entries
+    that became zero stay there as invalid slots (``valid`` False) until the column is
+    rewritten, and ``length[c]`` counts the valid ones. An elimination step updates the entries
+    of the pivot rows in place and rewrites (appends at the end of the arrays) only the columns
+    that gain entries (fill-in); the arrays are compacted when full.
 
-    def __init__(self, W: sparse.csc_matrix) -> None:
+    The row index (:meth:`row`) holds (row, column) pairs, not positions, so moving a column
+    does not touch it: only fill-in adds pairs. Pairs whose entry became zero stay until the
+    index is rebuilt; :meth:`row` checks every pair against the column. The pairs are kept
+    log-structured: sorted runs, the last two merged while the older is not more than
+    ``_MERGE`` times the newer, and a small unsorted buffer of recent pairs."""
+
+    _PENDING = 8192  # pairs held unsorted before they become a run
+    _MERGE = 2
+
+    _DENSE = 16  # a column with more than 1/_DENSE of the rows non-zero is kept as a dense vector
+
+    def __init__(self, W: sparse.csc_matrix, dense: bool = True) -> None:
         n = W.data.size
         cap = max(16, 2 * n)
         self.shape = W.shape
@@ -694,104 +723,209 @@ class _Columns:
         self.owner[:n] = np.repeat(np.arange(W.shape[1]), lens)
         self.valid[:n] = True
         self.start = W.indptr[:-1].astype(np.int64)
+        self.seg = lens.copy()
         self.length = lens
+        self.vmax = np.zeros(W.shape[1])  # a bound on the absolute entries of each column
+        if n:
+            has = lens > 0
+            self.vmax[has] = np.maximum.reduceat(np.abs(W.data).astype(float), W.indptr[:-1][has])
+        self.count = np.bincount(W.indices, minlength=W.shape[0]).astype(np.int64)  # non-zeros per row
+        self.home = np.arange(W.shape[1])  # a column moved by :meth:`move` lives on under another number
         self.end = n  # used part of the arrays
-        self.live = n
         self._index_rows()
+        # dense columns: rows of D (slot[c] >= 0); their (row, column) pairs are not indexed
+        self.dense_at = max(1, W.shape[0] // self._DENSE) if dense else np.iinfo(np.int64).max
+        self.slot = np.full(W.shape[1], -1, dtype=np.int64)
+        self.D = np.zeros((0, W.shape[0]), dtype=np.int64)
+        self.slot_col = np.zeros(0, dtype=np.int64)  # column of each slot (-1: free)
+        big = np.flatnonzero(lens > self.dense_at)
+        if big.size:
+            pos, _ = self._segments(big)
+            self._densify(big, self.idx[pos], self.val[pos], lens[big])
+
+    # ------------------------------------------------------------------ row index
 
     def _index_rows(self) -> None:
-        """The row index of :meth:`row`: sorted runs of (row, position), log-structured — every
-        block of appended entries is one run, and the last two runs merge while the older is
-        not more than twice the newer, so there are O(log n) runs and each entry is re-sorted
-        O(log n) times. Within a row, positions ascend (older runs hold smaller positions)."""
-        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
-        self._pending: list[np.ndarray] = []  # recent blocks, scanned until they fill a run
-        self._pending_n = 0
-        self._add_run(np.arange(self.end, dtype=np.int64))
-
-    _PENDING = 8192  # appended entries held unsorted before they become a run
-    _MERGE = 2  # the last two runs merge while the older is at most this many times the newer
-
-    def _append(self, pos: np.ndarray) -> None:
-        self._pending.append(pos)
-        self._pending_n += pos.size
-        if self._pending_n > self._PENDING:
-            self._add_run(np.concatenate(self._pending))
-            self._pending, self._pending_n = [], 0
-
-    def _add_run(self, pos: np.ndarray) -> None:
-        rows = self.idx[pos]
+        # every slot of a column's segment, zero ones included (they may come back in place)
+        live, _ = self._segments(np.flatnonzero(self.seg > 0))
+        rows = self.idx[live]
         order = np.argsort(rows, kind="stable")
-        self._runs.append((rows[order], pos[order]))
-        while len(self._runs) > 1 and self._runs[-2][0].size <= self._MERGE * self._runs[-1][0].size:
-            (r1, p1), (r2, p2) = self._runs[-2], self._runs[-1]
-            rows, pos = np.concatenate((r1, r2)), np.concatenate((p1, p2))
-            order = np.argsort(rows, kind="stable")
-            self._runs[-2:] = [(rows[order], pos[order])]
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = [(rows[order], self.owner[live][order])]
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._pending_n = 0
+        self._pairs = live.size  # pairs in the index (some may be stale)
 
-    def column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
-        s = self.start[c]
-        e = s + self.length[c]
-        return self.idx[s:e], self.val[s:e]
+    def _add_pairs(self, rows: np.ndarray, cols: np.ndarray) -> None:
+        if not rows.size:
+            return
+        self._pending.append((rows, cols))
+        self._pending_n += rows.size
+        self._pairs += rows.size
+        if self._pending_n <= self._PENDING:
+            return
+        rows = np.concatenate([r for r, _ in self._pending])
+        cols = np.concatenate([c for _, c in self._pending])
+        self._pending, self._pending_n = [], 0
+        if self._pairs > 2 * int(self.length.sum()) + 4 * self._PENDING:
+            self._index_rows()  # drop stale pairs
+            return
+        order = np.argsort(rows, kind="stable")
+        self._runs.append((rows[order], cols[order]))
+        while len(self._runs) > 1 and self._runs[-2][0].size <= self._MERGE * self._runs[-1][0].size:
+            (r1, c1), (r2, c2) = self._runs[-2], self._runs[-1]
+            at2 = np.searchsorted(r1, r2, side="right") + np.arange(r2.size)
+            from2 = np.zeros(r1.size + r2.size, dtype=bool)
+            from2[at2] = True
+            rows, cols = np.empty(from2.size, dtype=np.int64), np.empty(from2.size, dtype=np.int64)
+            rows[at2], cols[at2] = r2, c2
+            rows[~from2], cols[~from2] = r1, c1
+            self._runs[-2:] = [(rows, cols)]
+
+    def _find(self, cols: np.ndarray, p: int) -> np.ndarray:
+        """Position of row p in each of ``cols`` (-1 where absent): a binary search per segment."""
+        lo = self.start[cols].copy()
+        end = lo + self.seg[cols]
+        hi = end.copy()
+        top = self.idx.size - 1
+        while True:
+            active = lo < hi
+            if not active.any():
+                break
+            mid = np.minimum((lo + hi) // 2, top)
+            less = self.idx[mid] < p
+            lo = np.where(active & less, mid + 1, lo)
+            hi = np.where(active & ~less, mid, hi)
+        found = lo < end
+        found[found] = self.idx[lo[found]] == p
+        return np.where(found, lo, -1)
 
     def row(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Columns with a non-zero in row p, and the entries (in the order of their positions)."""
+        """Columns with a non-zero in row p (ascending) and their entries there."""
         parts = []
-        for rows, positions in self._runs:
+        for rows, cols in self._runs:
             lo, hi = np.searchsorted(rows, (p, p + 1))
             if hi > lo:
-                parts.append(positions[lo:hi])
+                parts.append(cols[lo:hi])
+        if len(self._pending) > 1:
+            self._pending = [(np.concatenate([r for r, _ in self._pending]),
+                              np.concatenate([c for _, c in self._pending]))]
         if self._pending:
-            if len(self._pending) > 1:
-                self._pending = [np.concatenate(self._pending)]
-            recent = self._pending[0]
-            parts.append(recent[self.idx[recent] == p])
-        pos = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else np.zeros(0, dtype=np.int64))
-        pos = np.sort(pos[self.valid[pos]])
-        return self.owner[pos], self.val[pos]
+            rows, cols = self._pending[0]
+            parts.append(cols[rows == p])
+        if parts:
+            cols = np.unique(self.home[np.unique(np.concatenate(parts))])
+            cols = cols[(self.length[cols] > 0) & (self.slot[cols] < 0)]
+            pos = self._find(cols, p)
+            ok = pos >= 0
+            ok[ok] = self.valid[pos[ok]]
+            cols, vals = cols[ok], self.val[pos[ok]]
+        else:
+            cols, vals = np.zeros(0, dtype=np.int64), self.val[:0]
+        if self.D.shape[0]:
+            d = self.D[:, p]
+            hit = np.flatnonzero(d)
+            if hit.size:
+                cols = np.concatenate((cols, self.slot_col[hit]))
+                vals = np.concatenate((vals, d[hit]))
+                order = np.argsort(cols)
+                cols, vals = cols[order], vals[order]
+        return cols, vals
+
+    # ------------------------------------------------------------------ columns
+
+    def column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.slot[c] >= 0:
+            v = self.D[self.slot[c]]
+            r = np.flatnonzero(v)
+            return r, v[r]
+        s = self.start[c]
+        e = s + self.seg[c]
+        if self.seg[c] == self.length[c]:
+            return self.idx[s:e], self.val[s:e]
+        v = self.valid[s:e]
+        return self.idx[s:e][v], self.val[s:e][v]
+
+    def _segments(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of the segments of ``cols`` (concatenated, invalid slots included) and their sizes."""
+        seg = self.seg[cols]
+        first = np.repeat(self.start[cols] - np.concatenate(([0], np.cumsum(seg)[:-1])), seg)
+        return first + np.arange(first.size), seg
 
     def gather(self, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of the entries of ``cols`` (concatenated) and the length of each."""
-        lens = self.length[cols]
-        total = int(lens.sum())
-        first = np.repeat(self.start[cols] - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
-        return first + np.arange(total), lens
+        """Positions of the non-zero entries of ``cols`` (concatenated) and the number of each."""
+        self._sparsify(cols[self.slot[cols] >= 0])
+        pos, _ = self._segments(cols)
+        return pos[self.valid[pos]], self.length[cols]
 
     def drop(self, c: int) -> None:
+        if self.slot[c] >= 0:
+            k = self.slot[c]
+            np.subtract.at(self.count, np.flatnonzero(self.D[k]), 1)
+            self.D[k] = 0
+            self.slot_col[k] = -1
+            self.slot[c] = -1
+            self.length[c] = 0
+            return
         s = self.start[c]
-        self.valid[s : s + self.length[c]] = False
-        self.live -= int(self.length[c])
-        self.length[c] = 0
+        e = s + self.seg[c]
+        np.subtract.at(self.count, self.idx[s:e][self.valid[s:e]], 1)
+        self.valid[s:e] = False
+        self.length[c] = self.seg[c] = 0
 
     def to_float(self) -> None:
         self.val = self.val.astype(float)
+        self.D = self.D.astype(float)
 
-    def replace(self, cols: np.ndarray, old_pos: np.ndarray, rows: np.ndarray, vals: np.ndarray, counts: np.ndarray) -> None:
-        """Give columns ``cols`` the new entries (grouped by column, ``counts`` each)."""
-        self.valid[old_pos] = False
-        self.live -= old_pos.size
+    def nonempty(self) -> np.ndarray:
+        return self.length > 0
+
+    def move(self, j: int, k: int) -> None:
+        """Column j becomes column k (an empty slot)."""
+        s = self.start[j]
+        self.owner[s : s + self.seg[j]] = k
+        self.start[k], self.seg[k], self.length[k], self.vmax[k] = s, self.seg[j], self.length[j], self.vmax[j]
+        self.length[j] = self.seg[j] = 0
+        self.home[j] = k
+        if self.slot[j] >= 0:
+            self.slot[k], self.slot[j] = self.slot[j], -1
+            self.slot_col[self.slot[k]] = k
+
+    def replace(self, cols: np.ndarray, rows: np.ndarray, vals: np.ndarray, counts: np.ndarray,
+                new: np.ndarray | None = None, recount: bool = True) -> None:
+        """Give columns ``cols`` the entries ``rows, vals`` (grouped by column, ``counts`` each,
+        rows ascending); ``new`` marks the entries whose (row, column) may not be indexed yet
+        (default: all); ``recount=False``: the row counts are already up to date."""
+        old, _ = self._segments(cols)
+        if recount:
+            np.subtract.at(self.count, self.idx[old][self.valid[old]], 1)
+            np.add.at(self.count, rows, 1)
+        self.valid[old] = False
+        self.length[cols] = self.seg[cols] = 0
         k = rows.size
         if self.end + k > self.idx.size:
             self._compact(extra=k)
+            new = None  # the rebuilt index lacks these columns
         e = self.end
+        owners = np.repeat(cols, counts)
         self.idx[e : e + k] = rows
         self.val[e : e + k] = vals
-        self.owner[e : e + k] = np.repeat(cols, counts)
+        self.owner[e : e + k] = owners
         self.valid[e : e + k] = True
-        self._append(np.arange(e, e + k, dtype=np.int64))
         self.start[cols] = e + np.concatenate(([0], np.cumsum(counts)[:-1]))
-        self.length[cols] = counts
+        self.seg[cols] = self.length[cols] = counts
+        has = counts > 0
+        if k:
+            self.vmax[cols[has]] = np.maximum.reduceat(np.abs(vals).astype(float), (self.start[cols] - e)[has])
         self.end = e + k
-        self.live += k
+        if new is None:
+            self._add_pairs(rows, owners)
+        else:
+            self._add_pairs(rows[new], owners[new])
 
     def _compact(self, extra: int) -> None:
         keep = np.flatnonzero(self.valid[: self.end])
         n = keep.size
         cap = max(self.idx.size, 2 * (n + extra))
-        new_pos = np.full(self.end, -1, dtype=np.int64)
-        new_pos[keep] = np.arange(n)
-        has = self.length > 0
-        self.start[has] = new_pos[self.start[has]]
         for name in ("idx", "val", "owner"):
             arr = getattr(self, name)
             out = np.zeros(cap, dtype=arr.dtype)
@@ -800,17 +934,131 @@ class _Columns:
         self.valid = np.zeros(cap, dtype=bool)
         self.valid[:n] = True
         self.end = n
+        # every column's non-zero entries are now one run of positions
+        self.seg[:] = 0
+        if n:
+            owner = self.owner[:n]
+            first = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+            cols = owner[first]
+            self.start[cols] = first
+            self.seg[cols] = np.diff(np.append(first, n))
         self._index_rows()
 
-    def nonempty(self) -> np.ndarray:
-        return self.length > 0
+    def _densify(self, cols: np.ndarray, rows: np.ndarray, vals: np.ndarray, counts: np.ndarray) -> None:
+        """Give sparse (or empty) columns ``cols`` the entries ``rows, vals`` as dense vectors."""
+        old, _ = self._segments(cols)
+        self.valid[old] = False
+        self.seg[cols] = 0
+        free = np.flatnonzero(self.slot_col < 0)
+        if free.size < cols.size:
+            grow = max(cols.size - free.size, self.D.shape[0], 4)
+            self.D = np.concatenate((self.D, np.zeros((grow, self.shape[0]), dtype=self.D.dtype)))
+            self.slot_col = np.concatenate((self.slot_col, np.full(grow, -1, dtype=np.int64)))
+            free = np.flatnonzero(self.slot_col < 0)
+        slots = free[: cols.size]
+        self.slot[cols] = slots
+        self.slot_col[slots] = cols
+        self.D[np.repeat(slots, counts), rows] = vals
+        self.length[cols] = counts
+        has = counts > 0
+        if rows.size:
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            self.vmax[cols[has]] = np.maximum.reduceat(np.abs(vals).astype(float), starts[has])
 
-    def move(self, j: int, k: int) -> None:
-        """Column j becomes column k (an empty slot)."""
-        s = self.start[j]
-        self.owner[s : s + self.length[j]] = k
-        self.start[k], self.length[k] = s, self.length[j]
-        self.length[j] = 0
+    def _sparsify(self, cols: np.ndarray) -> None:
+        """Dense columns ``cols`` back into the flat arrays."""
+        if not cols.size:
+            return
+        slots = self.slot[cols]
+        nz = self.D[slots] != 0
+        r = np.nonzero(nz)
+        rows, vals = r[1].astype(np.int64), self.D[slots][nz]
+        self.D[slots] = 0
+        self.slot_col[slots] = -1
+        self.slot[cols] = -1
+        self.replace(cols, rows, vals, nz.sum(axis=1), recount=False)
+
+    def _store(self, cols: np.ndarray, rows: np.ndarray, vals: np.ndarray, counts: np.ndarray,
+               new: np.ndarray) -> None:
+        """Rewrite columns ``cols`` (rows ascending, grouped, ``counts`` each; ``new`` = fill-in):
+        long ones as dense vectors, the others in the flat arrays."""
+        big = counts > self.dense_at
+        if not big.any():
+            self.replace(cols, rows, vals, counts, new=new, recount=False)
+            return
+        per = np.repeat(big, counts)
+        self._densify(cols[big], rows[per], vals[per], counts[big])
+        if (~big).any():
+            self.replace(cols[~big], rows[~per], vals[~per], counts[~big], new=new[~per], recount=False)
+
+    def update(self, rows: np.ndarray, vals: np.ndarray, cols: np.ndarray, f: np.ndarray) -> bool:
+        """``c ← c − f_c·a`` for the pivot column ``a`` (``rows``, ``vals``): entries of the pivot
+        rows are changed in place, columns with fill-in are rewritten. Returns False (nothing
+        done) when entries could pass ``_REDUCE_AT``."""
+        amax = float(np.abs(vals).max())
+        if (self.vmax[cols] + np.abs(f).astype(float) * amax).max() >= _REDUCE_AT:
+            return False
+        dense = self.slot[cols] >= 0
+        if dense.any():
+            dc, df = cols[dense], f[dense]
+            sl = self.slot[dc]
+            old = self.D[sl[:, None], rows[None, :]]
+            new = old - df[:, None] * vals[None, :]
+            self.D[sl[:, None], rows[None, :]] = new
+            change = (new != 0).astype(np.int64) - (old != 0)
+            self.count[rows] += change.sum(axis=0)
+            self.length[dc] += change.sum(axis=1)
+            self.vmax[dc] = np.maximum(self.vmax[dc], np.abs(new).max(axis=1))
+            cols, f = cols[~dense], f[~dense]
+            if not cols.size:
+                return True
+        m = self.shape[0]
+        nc, k = cols.size, rows.size
+        pos, seg = self._segments(cols)
+        local = np.arange(nc, dtype=np.int64)
+        key_old = np.repeat(local * m, seg) + self.idx[pos]
+        key_new = (local[:, None] * m + rows[None, :]).ravel()
+        delta = -(f[:, None] * vals[None, :]).ravel()
+        at = np.searchsorted(key_old, key_new)
+        hit = at < pos.size
+        hit[hit] = key_old[at[hit]] == key_new[hit]
+        hp = pos[at[hit]]
+        was = self.valid[hp]
+        new = np.where(was, self.val[hp], 0) + delta[hit]
+        now = new != 0
+        self.val[hp] = new
+        self.valid[hp] = now
+        result = delta.copy()
+        result[hit] = new
+        self.vmax[cols] = np.maximum(self.vmax[cols], np.abs(result).reshape(nc, k).max(axis=1))
+        kk = np.repeat(local, k)
+        fill = ~hit
+        change = np.zeros(nc * k, dtype=np.int64)
+        change[hit] = now.astype(np.int64) - was
+        change[fill] = 1
+        self.count[rows] += change.reshape(nc, k).sum(axis=0)
+        self.length[cols] += change.reshape(nc, k).sum(axis=1)
+        # columns with fill-in (or mostly invalid slots) are rewritten: old entries and fill merged
+        redo = np.bincount(kk[fill], minlength=nc) > 0
+        redo |= self.seg[cols] > 2 * self.length[cols] + 16
+        if not redo.any():
+            return True
+        rc = np.flatnonzero(redo)
+        sel = redo[np.repeat(local, seg)] & self.valid[pos]
+        old_key = key_old[sel]
+        fsel = fill & redo[kk]
+        fill_key = key_new[fsel]
+        at_fill = np.searchsorted(old_key, fill_key) + np.arange(fill_key.size)
+        is_fill = np.zeros(old_key.size + fill_key.size, dtype=bool)
+        is_fill[at_fill] = True
+        key = np.empty(is_fill.size, dtype=np.int64)
+        val = np.empty(is_fill.size, dtype=self.val.dtype)
+        key[at_fill], val[at_fill] = fill_key, delta[fsel]
+        key[~is_fill], val[~is_fill] = old_key, self.val[pos[sel]]
+        kcol = key // m
+        counts = np.bincount(kcol, minlength=nc)[rc]
+        self._store(cols[rc], key - kcol * m, val, counts, is_fill)
+        return True
 
 
 def _eliminate(
@@ -821,11 +1069,16 @@ def _eliminate(
     cp: np.ndarray,
     exact: bool,
     tol: float,
+    piv: int = 0,
 ) -> bool:
-    """Clear pivot row rows[0] from columns ``cols`` (entries ``cp`` there) using the pivot
-    column (``rows``, ``vals``): ``c ← (α/g)·c − (c_p/g)·a``. Returns whether still exact."""
+    """Clear pivot row rows[piv] from columns ``cols`` (entries ``cp`` there) using the pivot
+    column (``rows``, ``vals``). Where the pivot divides every ``c_p`` (always for ±1 pivots)
+    ``c ← c − (c_p/α)·a``, updating only the pivot rows; otherwise fraction free,
+    ``c ← (α/g)·c − (c_p/g)·a`` with ``g = gcd(α, c_p)``. Returns whether still exact."""
     m = W.shape[0]
-    alpha = vals[0]
+    alpha = vals[piv]
+    if exact and not (cp % alpha).any() and W.update(rows, vals, cols, cp // alpha):
+        return True
     pos, lens = W.gather(cols)
     old = W.val[pos]
     if exact:
@@ -867,7 +1120,7 @@ def _eliminate(
         gg = np.ones(cols.size, dtype=np.int64)
         gg[has] = np.gcd.reduceat(np.abs(val), starts_new[has])
         val = val // np.repeat(gg, counts)
-    W.replace(cols, pos, key - kcol * m, val, counts)
+    W.replace(cols, key - kcol * m, val, counts)
     return exact
 
 
@@ -1097,7 +1350,7 @@ def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, prot
     Wall = sparse.hstack([Wall, sparse.csc_matrix((m, nA), dtype=np.int64)], format="csc")  # room for new B
     Wall = sparse.csc_matrix(Wall, dtype=np.int64)
     Wall.sort_indices()
-    S1 = _Columns(Wall)
+    S1 = _Columns(Wall, dense=False)  # _reveals reads the flat arrays
     ncol = Wall.shape[1]
     is_B = np.zeros(ncol, dtype=bool)
     is_B[nA:nA + nB0] = True
@@ -1190,4 +1443,4 @@ def _reversed_copy(S: _Columns, ids: np.ndarray, ncol: int) -> tuple[_Columns, n
     live = np.flatnonzero(S.valid[: S.end])
     M = sparse.csc_matrix((S.val[live], (perm[S.idx[live]], S.owner[live])), shape=(m, ncol), dtype=np.int64)
     M.sort_indices()
-    return _Columns(M), ids[perm]
+    return _Columns(M, dense=False), ids[perm]
