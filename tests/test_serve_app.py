@@ -366,6 +366,31 @@ def test_differencing_attack_needs_an_isolating_filter_which_is_refused(served):
     assert again.json() == ok.json()
 
 
+def test_population_rule_from_code_counts_equals_the_scan(served):
+    """One condition is judged from the records per code counted at start-up; its verdicts equal
+    those of the scan that judges several conditions (including the boundaries: 1 record
+    removed, 1 record selected, NULL-free codes)."""
+    from protab.serve.config import load_config
+    from protab.serve.engine import Engine
+
+    engine = Engine(load_config(served["config"]))
+    try:
+        ds = engine.datasets["persons"]
+        ages = [str(a) for a in range(20)]
+        cases = [("age", "not in", ["19"]), ("age", "in", ["19"]), ("age", "in", ages[:19]), ("age", "in", ages),
+                 ("age", "not in", ["3"]), ("region", "in", ["R3"]), ("region", "not in", ["R1", "R2", "R3"]),
+                 ("sex", "in", ["X"]), ("municipality", "not in", ["R3-0"]), ("agegroup", "in", ["a15-19"])]
+        verdicts = []
+        with engine.session() as s:
+            for f in cases:
+                fast, scan = engine._population_ok(s, ds, [f]), engine._population_scan(s, ds, [f])
+                assert fast == scan, f
+                verdicts.append(fast)
+        assert verdicts == [False, False, False, True, True, True, False, False, True, True]
+    finally:
+        engine.close()
+
+
 # -- tokens: the command, and a running server sees changes at once ---------------------------
 def _token_cmd(*argv):
     from protab.serve import cli

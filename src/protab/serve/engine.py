@@ -83,6 +83,8 @@ class _Dataset:
 
     conf: DatasetConfig
     codes: dict[str, list[str]]
+    counts: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)  # records per code (internal)
+    total: int = 0
     hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
 
@@ -187,15 +189,20 @@ class Engine:
         if bad:
             raise SpecError(f"{where}: measures {show_values(bad)} are not numeric columns")
         t = quote_ident(ds.table)
-        nulls = s.sql("SELECT " + ", ".join(f"count(*) FILTER (WHERE {quote_ident(d)} IS NULL) AS {quote_ident(d)}"
-                                            for d in ds.dims) + f" FROM {t}").row(0)
-        with_nulls = [d for d, n in zip(ds.dims, nulls) if n]
-        if with_nulls and ds.null_code is None:
-            raise SpecError(f"{where}: dims {show_values(with_nulls)} have missing (NULL) values; set null_code = "
-                            "\"Unknown\" (or another code) for the dataset, or fix the data")
-        codes = {}
-        for d in ds.dims:
-            codes[d] = s.codes(ds.table, d) + ([ds.null_code] if d in with_nulls else [])  # type: ignore[list-item]
+        total = int(s.sql(f"SELECT count(*) FROM {t}").item())
+        codes, counts = {}, {}
+        for d in ds.dims:  # codes as text (as filters and tables compare them) and their records
+            f = s.sql(f"SELECT CAST({quote_ident(d)} AS VARCHAR) AS code, count(*) AS n FROM {t} GROUP BY 1 ORDER BY 1")
+            known = f.filter(pl.col("code").is_not_null())
+            codes[d] = known["code"].to_list()
+            counts[d] = dict(zip(codes[d], known["n"].to_list()))
+            if known.height < f.height:  # NULLs
+                if ds.null_code is None:
+                    raise SpecError(f"{where}: dimension {d!r} has missing (NULL) values; set null_code = "
+                                    "\"Unknown\" (or another code) for the dataset, or fix the data")
+                if ds.null_code in codes[d]:
+                    raise SpecError(f"{where}: null_code {ds.null_code!r} is also a code of dimension {d!r}")
+                codes[d].append(ds.null_code)
             if "Total" in codes[d]:
                 raise SpecError(f"{where}: dimension {d!r} has the code 'Total', the name protab gives margins")
         hierarchies = {}
@@ -204,7 +211,7 @@ class Engine:
                 hierarchies[d] = s.hierarchy_from_columns(ds.table, list(columns))
             except ProtabError as exc:
                 raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
-        return _Dataset(ds, codes, hierarchies)
+        return _Dataset(ds, codes, counts, total, hierarchies)
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
@@ -312,6 +319,19 @@ class Engine:
             raise QueryRefused(MIN_POPULATION_MESSAGE)
 
     def _population_ok(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
+        """The rule's verdict: from the records per code for one condition (no scan), else one scan."""
+        m = self.config.min_population
+        if len(filters) == 1:
+            col, op, values = filters[0]
+            vals = set(values)
+            selected = sum(n for code, n in ds.counts[col].items() if (code in vals) == (op == "in"))
+            removed = ds.total - selected  # NULLs pass neither 'in' nor 'not in'
+            return selected >= m and (removed == 0 or removed >= m)
+        return self._population_scan(s, ds, filters)
+
+    def _population_scan(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
+        """The rule's verdict from one scan: the records all conditions select, and per condition
+        the records that pass every other condition but not this one (values as bound parameters)."""
         conds = []
         for k, (col, op, _) in enumerate(filters, start=1):
             hit = f"list_contains(CAST(${k} AS VARCHAR[]), CAST({quote_ident(col)} AS VARCHAR))"
