@@ -677,9 +677,10 @@ class TableRun:
                         self.con.unregister(up)
                 self.cache[d.hierarchy] = (codes, bridge)
             else:
-                codes, bridge = self._code_tables(
-                    f"SELECT DISTINCT _d{k} AS leaf, _d{k} AS ancestor, 1 AS level FROM {self.inner} "
-                    f"UNION ALL SELECT DISTINCT _d{k}, CAST(? AS VARCHAR), 0 FROM {self.inner}",
+                codes, bridge = self._code_tables(  # the distinct codes found once, used twice
+                    f"WITH c AS MATERIALIZED (SELECT DISTINCT _d{k} AS leaf FROM {self.inner}) "
+                    f"SELECT leaf, leaf AS ancestor, 1 AS level FROM c "
+                    f"UNION ALL SELECT leaf, CAST(? AS VARCHAR), 0 FROM c",
                     [d.root], keep=False,
                 )
             codes_out.append(codes)
@@ -929,18 +930,21 @@ class TableRun:
         :meth:`_decode` gives them): sorted by the code numbers, which become codes by position
         in each codes table (numbers 1..n)."""
         nd = self.nd
-        sizes = [int(self.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) + 1 for t in self.codes]
-        if math.prod(sizes) < 2**62:  # one int64 sort key
-            key = pl.lit(0, pl.Int64)
+        codes = [self.arrow(f"SELECT code FROM {t} ORDER BY ord")["code"] for t in self.codes]
+        sizes = [len(c) + 1 for c in codes]
+        span = math.prod(sizes)
+        if span <= 8 * max(frame.height, 1 << 20):
+            # code numbers combine into one key below `span` (unique per cell): each row is put
+            # at its key in an array of that length, whose filled slots are the rows in order
+            key = np.zeros(frame.height, dtype=np.int64)
             for k in range(nd):
-                key = key * sizes[k] + pl.col(f"_o{k}").cast(pl.Int64)
-            frame = frame.sort(key)
+                key = key * sizes[k] + frame[f"_o{k}"].to_numpy().astype(np.int64)
+            slots = np.full(span, -1, dtype=np.int32 if frame.height < 2**31 else np.int64)
+            slots[key] = np.arange(frame.height, dtype=slots.dtype)
+            frame = frame[slots[slots >= 0]]
         else:
             frame = frame.sort([f"_o{k}" for k in range(nd)])
-        decoded = []
-        for k, t in enumerate(self.codes):
-            codes = self.arrow(f"SELECT code FROM {t} ORDER BY ord")["code"]
-            decoded.append(codes.gather(frame[f"_o{k}"] - 1).alias(f"_d{k}"))
+        decoded = [c.gather(frame[f"_o{k}"] - 1).alias(f"_d{k}") for k, c in enumerate(codes)]
         rest = [c for c in frame.columns if not c.startswith(("_o", "_l"))]
         return frame.with_columns(decoded).select(
             [f"_d{k}" for k in range(nd)] + [f"_l{k}" for k in range(nd)] + rest)
