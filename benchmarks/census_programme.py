@@ -212,10 +212,10 @@ def swap_stage(s: pt.Session, rate: float) -> tuple[str, str]:
         return "persons", "skipped: protab.swapping is missing (the TRS module has not landed)"
     spec = swapping.SwapSpec(
         household="hid",
-        geography=["region", "muni", "g1km"],
+        geography=["region", "province", "muni"],
         risk_variables=["hhsize", "citizenship"],
         similar=[["hhsize", "tenure"], ["hhsize"]],
-        carry_along=["province", "g10km", "g100km"],
+        carry_along=["g1km", "g10km", "g100km"],
         swap_rate=rate,
     )
     r = swapping.swap(s.con, "persons", spec, seed="census-swap-seed", out="persons_swapped", log="swap_log")

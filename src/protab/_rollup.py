@@ -936,9 +936,10 @@ class TableRun:
         if span <= 8 * max(frame.height, 1 << 20):
             # code numbers combine into one key below `span` (unique per cell): each row is put
             # at its key in an array of that length, whose filled slots are the rows in order
-            key = np.zeros(frame.height, dtype=np.int64)
+            expr = pl.lit(0, pl.Int64)
             for k in range(nd):
-                key = key * sizes[k] + frame[f"_o{k}"].to_numpy().astype(np.int64)
+                expr = expr * sizes[k] + pl.col(f"_o{k}").cast(pl.Int64)
+            key = frame.select(expr.alias("key"))["key"].to_numpy()
             slots = np.full(span, -1, dtype=np.int32 if frame.height < 2**31 else np.int64)
             slots[key] = np.arange(frame.height, dtype=slots.dtype)
             frame = frame[slots[slots >= 0]]
