@@ -228,7 +228,7 @@ def test_install_refuses_bad_arguments_and_leaves_the_installed_ptable():
             with pytest.raises(InputError, match="modulus"):
                 install_ptable(s.con, p, bad)
         with pytest.raises(InputError, match="count p-table"):
-            install_ptable(s.con, pt.NumericPTable.__new__(pt.NumericPTable), 256)
+            install_ptable(s.con, p.frame, 256)  # rows, not a PTable
         assert s.con.execute("SELECT * FROM protab_ptable_lookup").fetchall() == before
 
 
