@@ -387,6 +387,20 @@ def test_population_rule_from_code_counts_equals_the_scan(served):
                 assert fast == scan, f
                 verdicts.append(fast)
         assert verdicts == [False, False, False, True, True, True, False, False, True, True]
+        # several conditions: from the records per combination of dimensions, equal to the scan
+        several = [
+            [("region", "in", ["R3"]), ("age", "not in", ["19"])],
+            [("region", "in", ["R3"]), ("age", "in", ages[:19])],
+            [("region", "in", ["R1", "R2"]), ("age", "not in", ["19"])],  # the 19-year-old is in R3
+            [("region", "in", ["R3"]), ("sex", "not in", ["F"]), ("agegroup", "in", ["a15-19"])],
+            [("region", "not in", ["R1"]), ("sex", "in", ["X"])],
+            [("sex", "in", ["F"]), ("age", "in", ["19"])],
+        ]
+        assert ds.cells is not None
+        with engine.session() as s:
+            got = [engine._population_ok(s, ds, f) for f in several]
+            assert got == [engine._population_scan(s, ds, f) for f in several]
+        assert got == [False, False, True, True, False, False]
     finally:
         engine.close()
 

@@ -56,6 +56,9 @@ MIN_POPULATION_MESSAGE = (
 CATALOG_CODES = 1000
 #: hierarchies a session keeps as tables before it drops them (bounded memory)
 KEEP_HIERARCHIES = 64
+#: the minimum-population rule counts from the records per combination of a dataset's dimensions
+#: (made at start-up) when there are at most this many combinations, else by a scan per request
+MAX_POPULATION_CELLS = 500_000
 _FLOATS = ("FLOAT", "DOUBLE", "REAL")
 _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
@@ -85,6 +88,7 @@ class _Dataset:
     codes: dict[str, list[str]]
     counts: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)  # records per code (internal)
     total: int = 0
+    cells: pl.DataFrame | None = field(default=None, repr=False)  # records per combination of dims (internal)
     hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
 
@@ -205,13 +209,15 @@ class Engine:
                 codes[d].append(ds.null_code)
             if "Total" in codes[d]:
                 raise SpecError(f"{where}: dimension {d!r} has the code 'Total', the name protab gives margins")
+        text = ", ".join(f"CAST({quote_ident(d)} AS VARCHAR) AS {quote_ident(d)}" for d in ds.dims)
+        cells = s.sql(f"SELECT {text}, count(*) AS _n FROM {t} GROUP BY ALL LIMIT {MAX_POPULATION_CELLS + 1}")
         hierarchies = {}
         for d, columns in ds.hierarchies.items():
             try:
                 hierarchies[d] = s.hierarchy_from_columns(ds.table, list(columns))
             except ProtabError as exc:
                 raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
-        return _Dataset(ds, codes, counts, total, hierarchies)
+        return _Dataset(ds, codes, counts, total, cells if cells.height <= MAX_POPULATION_CELLS else None, hierarchies)
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
@@ -319,7 +325,8 @@ class Engine:
             raise QueryRefused(MIN_POPULATION_MESSAGE)
 
     def _population_ok(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
-        """The rule's verdict: from the records per code for one condition (no scan), else one scan."""
+        """The rule's verdict: for one condition from the records per code, for several from the
+        records per combination of dimensions (both counted at start-up), else by a scan."""
         m = self.config.min_population
         if len(filters) == 1:
             col, op, values = filters[0]
@@ -327,7 +334,19 @@ class Engine:
             selected = sum(n for code, n in ds.counts[col].items() if (code in vals) == (op == "in"))
             removed = ds.total - selected  # NULLs pass neither 'in' nor 'not in'
             return selected >= m and (removed == 0 or removed >= m)
-        return self._population_scan(s, ds, filters)
+        if ds.cells is None:
+            return self._population_scan(s, ds, filters)
+        conds = []
+        for col, op, values in filters:
+            hit = pl.col(col).is_in(list(values))
+            conds.append((hit if op == "in" else ~hit).fill_null(False))  # NULL passes neither
+        n = pl.col("_n")
+        row = ds.cells.select(
+            n.filter(pl.all_horizontal(conds)).sum(),
+            *[n.filter(pl.all_horizontal([~c, *conds[:k], *conds[k + 1:]])).sum().alias(f"r{k}")
+              for k, c in enumerate(conds)],
+        ).row(0)
+        return not (row[0] < m or any(0 < r < m for r in row[1:]))
 
     def _population_scan(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
         """The rule's verdict from one scan: the records all conditions select, and per condition
