@@ -459,8 +459,8 @@ class TableRun:
                 f"coalesce(sum(_n) FILTER (WHERE _d{k} IS NULL), 0)",
                 f"count(*) FILTER (WHERE _d{k} IS NULL)",
             ]
-            if d.hierarchy is not None:
-                items.append(f"coalesce(list(DISTINCT _d{k}) FILTER (WHERE _d{k} IS NOT NULL), [])")
+            if d.hierarchy is not None:  # its codes are read below, as Arrow
+                items.append("NULL")
             else:
                 items.append(f"coalesce(bool_or(_d{k} = ?), false)")
                 params.append(d.root)
@@ -516,7 +516,7 @@ class TableRun:
         if not self._n_inner:
             cond = " that pass the where conditions" if self.spec.where else ""
             raise InputError(f"table {self.table!r} has no records{cond}, so there is no table to publish")
-        for d, (n_distinct, nulls, null_cells, codes) in zip(self.spec.dimensions, per_dim):
+        for k, (d, (n_distinct, nulls, null_cells, codes)) in enumerate(zip(self.spec.dimensions, per_dim)):
             if null_cells:  # only without null_code
                 nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""
                 raise InputError(
@@ -524,9 +524,10 @@ class TableRun:
                     "record(s); remove them, or publish them as a category with "
                     "TableSpec(..., null_code='Unknown')"
                 )
-            self._leaf_counts.append(len(d.hierarchy.leaves) if d.hierarchy is not None else int(n_distinct))
+            self._leaf_counts.append(int(d.hierarchy._is_leaf.sum()) if d.hierarchy is not None else int(n_distinct))
             n_codes.append(int(n_distinct))
             if d.hierarchy is not None:
+                codes = self.arrow(f"SELECT DISTINCT _d{k} AS code FROM {self.inner} WHERE _d{k} IS NOT NULL")["code"]
                 d.hierarchy.check_codes(codes, table=self.table, column=d.column)
             elif codes:  # the margin's name occurs as a code
                 raise SpecError(
