@@ -12,6 +12,7 @@ import pytest
 from refdata import HANDBOOK
 
 import protab as pt
+from protab.ptable._install import lookup_layout
 from protab.session import sql_text
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
@@ -32,13 +33,12 @@ def run_cli(*statements: str) -> str:
 
 
 def install_statements(ptable: pt.PTable, modulus: int) -> list[str]:
-    """The rows `protab ptable install` writes, as INSERTs (numbers only)."""
-    ks = ptable.keyspace(modulus)
-    values = ", ".join(f"({i}, {v}, {lo}, {hi})" for i, v, lo, hi in ks.select("i", "v", "klo", "khi").rows())
-    imin = int(ks["i"].min())
+    """The row install_ptable writes for ckm(), as an INSERT (numbers only)."""
+    row = lookup_layout(ptable, modulus)
+    lists = ", ".join("[" + ", ".join(str(x) for x in row[k].tolist()) + "]" for k in ("lo", "hi", "ends", "noise"))
     return [
-        f"INSERT INTO protab_ptable VALUES {values}",
-        f"INSERT INTO protab_ptable_meta VALUES ({imin}, {ptable.imax}, {ptable.period}, {modulus})",
+        f"INSERT INTO protab_ptable_lookup VALUES ({row['imin']}, {row['imax']}, {row['period']}, {modulus}, "
+        f"{row['width']}, {row['classes']}, {lists})"
     ]
 
 

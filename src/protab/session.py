@@ -36,8 +36,9 @@ from scipy import sparse
 from protab import _progress
 from protab._frames import as_polars, require_columns
 from protab._progress import bar
-from protab._rollup import TableRun, code_sql, keyspace_arrow, quote_ident
+from protab._rollup import TableRun, code_sql, quote_ident
 from protab.errors import InputError, SpecError, show_values
+from protab.ptable._install import install_ptable, upgrade_installed
 from protab.table import TableSpec
 
 try:
@@ -177,13 +178,15 @@ class Session:
             text = text.replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO")
             stored = self._con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE NOT temporary AND schema_name = 'main' "
-                "AND table_name IN ('protab_ptable', 'protab_ptable_meta')"
+                "AND table_name IN ('protab_ptable', 'protab_ptable_meta', 'protab_ptable_lookup')"
             ).fetchall()[0][0]
-            if stored == 2:  # an installed p-table: use it, do not shadow it with empty ones
+            if stored == 3:  # an installed p-table: use it, do not shadow it with empty ones
                 text = re.sub(r"CREATE TABLE IF NOT EXISTS[^;]*;", "", text)
             else:
                 text = text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS")
         self._con.execute(text)
+        if not read_only:
+            upgrade_installed(self._con)  # a p-table installed by an older protab: add ckm()'s lookup
 
     # -- lifecycle ------------------------------------------------------------------------
     def close(self) -> None:
@@ -1120,23 +1123,7 @@ class Session:
         m = self.record_key(table)[1] if table is not None else int(modulus)  # type: ignore[arg-type]
         if m < 2:
             raise InputError("install_ptable: the key modulus must be at least 2")
-        ks = ptable.keyspace(m)
-        imin = int(ks["i"].min())  # type: ignore[arg-type]
-        with self._transaction():
-            self._con.execute("DELETE FROM protab_ptable")
-            self._con.execute("DELETE FROM protab_ptable_meta")
-            tmp = f"_protab_pt_{uuid.uuid4().hex}"
-            self._con.register(tmp, keyspace_arrow(ks))
-            try:
-                self._con.execute(
-                    f"INSERT INTO protab_ptable SELECT i, v, klo, khi FROM {quote_ident(tmp)}"
-                )
-            finally:
-                self._con.unregister(tmp)
-            self._con.execute(
-                "INSERT INTO protab_ptable_meta VALUES (?, ?, ?, ?)",
-                [imin, int(ptable.imax), int(ptable.period), m],
-            )
+        install_ptable(self._con, ptable, m)
 
     def _trim_hierarchies(self, keep: int) -> None:
         """Drop the cached code and bridge tables of hierarchies when there are more than
