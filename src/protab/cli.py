@@ -818,6 +818,10 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", help="report folder (overrides the request's output)")
     rp.add_argument("--db", help="DuckDB file of the microdata (overrides the request's [original] database; "
                                  "only when [original] names a table)")
+
+    from protab.serve import cli as serve_cli  # argparse only: Starlette loads when the server starts
+
+    serve_cli.add_parsers(sub)
     return p
 
 
@@ -859,6 +863,10 @@ def _run(args: argparse.Namespace) -> None:
         protect(args.request, args.db, args.out)
     elif args.cmd == "publish":
         publish(args.request, args.to, args.db, replace=args.replace)
+    elif args.cmd in ("serve", "serve-token"):
+        from protab.serve import cli as serve_cli
+
+        serve_cli.run(args)
     elif args.cmd == "report":
         from protab.report import run_request
 

@@ -1,16 +1,6 @@
-"""protab's query service for SQL analysts: the SQL validator (the single gate every front uses)."""
-
-from protab.serve.validator import (
-    ALLOWED_FORM,
-    DatasetRights,
-    Filter,
-    Measure,
-    Query,
-    QueryError,
-    QueryForbidden,
-    QueryRefused,
-    validate,
-)
+"""protab's query service for SQL analysts: the SQL validator (the single gate every front uses),
+the ASGI app (``create_app``) and its configuration. Needs the ``serve`` extra
+(``pip install 'protab[serve]'``)."""
 
 __all__ = [
     "ALLOWED_FORM",
@@ -28,10 +18,12 @@ __all__ = [
 ]
 
 _LAZY = {"create_app": "protab.serve.app", "ServeConfig": "protab.serve.config", "load_config": "protab.serve.config"}
+_LAZY.update({name: "protab.serve.validator" for name in __all__ if name not in _LAZY})
 
 
 def __getattr__(name: str) -> object:
-    """The app's names on first use (PEP 562), so that the command line does not import Starlette."""
+    """Names on first use (PEP 562), so that the command line imports neither Starlette nor sqlglot
+    (the ``serve`` extra) until the service runs."""
     if name in _LAZY:
         import importlib
 
