@@ -47,16 +47,22 @@ def add_parsers(subparsers: Any) -> None:
                                description="Tokens live in the config's tokens_file as SHA-256 hashes; a new "
                                            "token is printed once. The running service sees changes at once.")
     tsub = tp.add_subparsers(dest="tcmd", required=True, metavar="{add,revoke,list}")
-    add = tsub.add_parser("add", help="a new token for a user of the config (printed once)")
-    add.add_argument("--config", required=True, help="serve.toml")
+    add = tsub.add_parser("add", help="a new token for a user of the config (printed once)",
+                          description="Make a new token for a user of the config; it is printed once, only its "
+                                      "hash is kept.")
+    add.add_argument("--config", required=True, help="the service's configuration (serve.toml)")
     add.add_argument("--user", required=True, help="a user of the config ([users.NAME])")
     add.add_argument("--expires", help="last day the token works (UTC), e.g. 2027-06-30; default: no expiry")
-    rev = tsub.add_parser("revoke", help="revoke a token (--id) or every token of a user (--user)")
-    rev.add_argument("--config", required=True, help="serve.toml")
+    rev = tsub.add_parser("revoke", help="revoke a token (--id) or every token of a user (--user)",
+                          description="Revoke one token by its id, or every token of a user; the running "
+                                      "service refuses them at once.")
+    rev.add_argument("--config", required=True, help="the service's configuration (serve.toml)")
     rev.add_argument("--id", dest="token_id", help="the token's id (see list)")
     rev.add_argument("--user", help="revoke every token of this user")
-    ls = tsub.add_parser("list", help="the tokens: id, user, created, expires, state (no hashes)")
-    ls.add_argument("--config", required=True, help="serve.toml")
+    ls = tsub.add_parser("list", help="the tokens: id, user, created, expires, state (no hashes)",
+                         description="List the tokens of the config's tokens file: id, user, created, expires "
+                                     "and state; never the tokens or their hashes.")
+    ls.add_argument("--config", required=True, help="the service's configuration (serve.toml)")
 
 
 def serve(config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
