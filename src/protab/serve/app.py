@@ -42,6 +42,10 @@ from protab.serve.validator import QueryError
 STATIC = Path(__file__).parent / "static"
 ENDPOINTS = "GET /v1/catalog, POST /v1/query, POST /v1/table"
 _NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+#: the page loads its own script and styles only, and is not framed by other sites
+_PAGE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+         "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                                    "form-action 'self'; frame-ancestors 'none'"}
 _INTERNAL = "the service could not answer this request (an internal error, recorded for the office)"
 
 
@@ -196,7 +200,7 @@ async def _index(request: Request) -> Response:
     page = STATIC / "index.html"
     if not page.is_file():
         raise HTTPException(404)
-    return FileResponse(page, headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
+    return FileResponse(page, headers=_PAGE)
 
 
 def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any], *,
