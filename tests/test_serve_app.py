@@ -231,6 +231,8 @@ def test_catalog_lists_what_the_user_may_use(served):
 def test_static_page_is_served(served):
     r = httpx.get(served["url"] + "/")
     assert r.status_code == 200 and "<html" in r.text.lower()
+    assert "default-src 'self'" in r.headers["content-security-policy"]
+    assert httpx.get(served["url"] + "/static/app.js").status_code == 200
 
 
 # -- refused requests: status and message ------------------------------------------------------
