@@ -17,7 +17,7 @@ Before any scan: the request's cells are estimated from the code counts of the c
 select, and the records each condition alone removes (those passing every other condition
 but not this one), must be 0 (for the latter) or at least ``min_population`` — so two
 answers whose populations differ by fewer records cannot be asked for (the differencing
-attack; Hundepool et al. 2012, Statistical Disclosure Control, §5.4 on table servers).
+attack on table servers; Hundepool et al. 2012, Statistical Disclosure Control).
 Answers are deterministic (same records, same keys, same p-table), so a bounded LRU cache
 keyed by (dataset, normalised request) serves repeats.
 """
