@@ -67,9 +67,15 @@ def add_parsers(subparsers: Any) -> None:
 
 def serve(config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Check the config and the database, then serve on uvicorn until interrupted."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from protab.serve.app import create_app
+        from protab.serve.app import create_app
+    except ModuleNotFoundError as exc:
+        raise ProtabError(
+            f"protab serve needs the serve extra (missing: {exc.name}); install it with "
+            "pip install 'protab[serve]' (or make test, which installs the dev extra)"
+        ) from None
 
     if not 0 < port < 65536:
         raise ProtabError(f"--port must be from 1 to 65535, not {port}")
