@@ -183,6 +183,11 @@ class _Run:
         self.tmp: list[str] = []
         self.rounds = 0
         self.round_limit_hit = False
+        self.cols: dict[str, str] = {}  # the input's columns and types
+        self.columns: list[str] = []
+        self.const: list[str] = []  # similarity and carry-along columns, household-level
+        self.props_params: list[Any] = []
+        self.target = self.n_hh = 0
 
     def t(self, name: str) -> str:
         full = f"{self.prefix}_{name}"
