@@ -926,26 +926,42 @@ class TableRun:
         joins = " ".join(f"JOIN {t} k{k} ON c._o{k} = k{k}.ord" for k, t in enumerate(self.codes))
         return cols, joins, ", ".join(f"c._o{k}" for k in range(self.nd))
 
+    def _in_order(self, frame: pl.DataFrame, codes: list[pl.DataFrame]) -> pl.DataFrame:
+        """Cells given by their number ``_cell`` (the code numbers of the dimensions in mixed
+        radix: unique, and in publication order) as published: in that order, with each
+        dimension's code and level (``_d*``, ``_l*``, read by position from its codes table
+        ``codes[k]``: code, level in code-number order 1..n) before the values.
+
+        When the numbers span few more slots than there are cells, each row is put at its
+        number in an array of slots whose filled ones are the rows in order (linear, no
+        comparison sort); else the numbers are sorted."""
+        sizes = [c.height + 1 for c in codes]
+        number = frame["_cell"].to_numpy()
+        span = math.prod(sizes)
+        if span <= 8 * max(frame.height, 1 << 20):
+            slots = np.full(span, -1, dtype=np.int32 if frame.height < 2**31 else np.int64)
+            slots[number] = np.arange(frame.height, dtype=slots.dtype)
+            ordered = np.flatnonzero(slots >= 0)
+            order = slots[ordered]
+        else:
+            order = np.argsort(number)
+            ordered = number[order]
+        out = frame.drop("_cell")[order]
+        dims, levels = [], []
+        for k in reversed(range(self.nd)):
+            pos = pl.Series(ordered % sizes[k] - 1)
+            ordered = ordered // sizes[k]
+            dims.insert(0, codes[k]["code"].gather(pos).alias(f"_d{k}"))
+            levels.insert(0, codes[k]["level"].gather(pos).alias(f"_l{k}"))
+        return pl.DataFrame(dims + levels).hstack(out)
+
     def _decode_frame(self, frame: pl.DataFrame) -> pl.DataFrame:
         """Cells with code numbers ``_o*`` in publication order with their codes ``_d*`` (as
         :meth:`_decode` gives them): sorted by the code numbers, which become codes by position
         in each codes table (numbers 1..n)."""
         nd = self.nd
         codes = [self.arrow(f"SELECT code FROM {t} ORDER BY ord")["code"] for t in self.codes]
-        sizes = [len(c) + 1 for c in codes]
-        span = math.prod(sizes)
-        if span <= 8 * max(frame.height, 1 << 20):
-            # code numbers combine into one key below `span` (unique per cell): each row is put
-            # at its key in an array of that length, whose filled slots are the rows in order
-            expr = pl.lit(0, pl.Int64)
-            for k in range(nd):
-                expr = expr * sizes[k] + pl.col(f"_o{k}").cast(pl.Int64)
-            key = frame.select(expr.alias("key"))["key"].to_numpy()
-            slots = np.full(span, -1, dtype=np.int32 if frame.height < 2**31 else np.int64)
-            slots[key] = np.arange(frame.height, dtype=slots.dtype)
-            frame = frame[slots[slots >= 0]]
-        else:
-            frame = frame.sort([f"_o{k}" for k in range(nd)])
+        frame = frame.sort([f"_o{k}" for k in range(nd)])
         decoded = [c.gather(frame[f"_o{k}"] - 1).alias(f"_d{k}") for k, c in enumerate(codes)]
         rest = [c for c in frame.columns if not c.startswith(("_o", "_l"))]
         return frame.with_columns(decoded).select(
@@ -1074,6 +1090,19 @@ class TableRun:
             )
             if threshold is not None:
                 params += [int(threshold)] * 2
+        codes = None
+        if magnitude is None and rules is None:
+            # count tables leave SQL as one number per cell that orders them (see _in_order)
+            codes = [self.arrow(f"SELECT code, level FROM {t} ORDER BY ord") for t in self.codes]
+            sizes = [c.height + 1 for c in codes]
+            if math.prod(sizes) < 2**62:
+                number = "CAST(c._o0 AS BIGINT)"
+                for k in range(1, self.nd):
+                    number = f"({number} * ? + c._o{k})"
+                items.append(f"{number} AS _cell")
+                params += sizes[1:]
+            else:
+                codes = None
         # the entry of the cell's row class whose key range holds the cell key, found by a hash
         # join on (row class, bucket of the key) and checked against the range
         key = "(CASE WHEN c._n < 0 THEN (? - c._k) % ? ELSE c._k END)"
@@ -1092,6 +1121,11 @@ class TableRun:
         values.append("c._np")
         if self.spec.weight is not None:
             values.append("c._wp")
+        if codes is not None:
+            frame = self.arrow(f"{ctes}SELECT {', '.join(['c._cell'] + values)} FROM (SELECT c.*, {', '.join(items)} {join}) c",
+                               params)
+            frame = self._in_order(frame, codes)
+            return frame.rename(output_names(self.spec, frame.columns))
         if magnitude is None and rules is None:
             # code numbers out, sorted and turned into codes in polars (no joins, no SQL sort)
             nums = [f"c._o{k}" for k in range(self.nd)] + [f"c._l{k}" for k in range(self.nd)]
