@@ -736,9 +736,10 @@ class _Columns:
         # dense columns: rows of D (slot[c] >= 0); their (row, column) pairs are not indexed
         self.dense_at = max(1, W.shape[0] // self._DENSE) if dense else np.iinfo(np.int64).max
         self.slot = np.full(W.shape[1], -1, dtype=np.int64)
-        self.D = np.zeros((0, W.shape[0]), dtype=np.int64)
+        # int32: dense columns only hold entries below _REDUCE_AT (the in-place update keeps them there)
+        self.D = np.zeros((0, W.shape[0]), dtype=np.int32)
         self.slot_col = np.zeros(0, dtype=np.int64)  # column of each slot (-1: free)
-        big = np.flatnonzero(lens > self.dense_at)
+        big = np.flatnonzero((lens > self.dense_at) & (self.vmax < _REDUCE_AT))
         if big.size:
             pos, _ = self._segments(big)
             self._densify(big, self.idx[pos], self.val[pos], lens[big])
@@ -782,7 +783,16 @@ class _Columns:
             self._runs[-2:] = [(rows, cols)]
 
     def _find(self, cols: np.ndarray, p: int) -> np.ndarray:
-        """Position of row p in each of ``cols`` (-1 where absent): a binary search per segment."""
+        """Position of row p in each of ``cols`` (-1 where absent): one search over the segments
+        when they are short, else a binary search per segment."""
+        if int(self.seg[cols].sum()) <= 16384:
+            pos, seg = self._segments(cols)
+            local = np.arange(cols.size, dtype=np.int64)
+            key = np.repeat(local * self.shape[0], seg) + self.idx[pos]
+            at = np.searchsorted(key, local * self.shape[0] + p)
+            found = at < key.size
+            found[found] = key[at[found]] == (local * self.shape[0] + p)[found]
+            return np.where(found, pos[np.minimum(at, max(key.size - 1, 0))] if key.size else -1, -1)
         lo = self.start[cols].copy()
         end = lo + self.seg[cols]
         hi = end.copy()
@@ -826,7 +836,7 @@ class _Columns:
             hit = np.flatnonzero(d)
             if hit.size:
                 cols = np.concatenate((cols, self.slot_col[hit]))
-                vals = np.concatenate((vals, d[hit]))
+                vals = np.concatenate((vals, d[hit].astype(self.val.dtype)))
                 order = np.argsort(cols)
                 cols, vals = cols[order], vals[order]
         return cols, vals
@@ -837,7 +847,7 @@ class _Columns:
         if self.slot[c] >= 0:
             v = self.D[self.slot[c]]
             r = np.flatnonzero(v)
-            return r, v[r]
+            return r, v[r].astype(self.val.dtype)
         s = self.start[c]
         e = s + self.seg[c]
         if self.seg[c] == self.length[c]:
@@ -951,7 +961,7 @@ class _Columns:
         self.seg[cols] = 0
         free = np.flatnonzero(self.slot_col < 0)
         if free.size < cols.size:
-            grow = max(cols.size - free.size, self.D.shape[0], 4)
+            grow = max(cols.size - free.size, self.D.shape[0] // 2, 4)
             self.D = np.concatenate((self.D, np.zeros((grow, self.shape[0]), dtype=self.D.dtype)))
             self.slot_col = np.concatenate((self.slot_col, np.full(grow, -1, dtype=np.int64)))
             free = np.flatnonzero(self.slot_col < 0)
@@ -972,7 +982,7 @@ class _Columns:
         slots = self.slot[cols]
         nz = self.D[slots] != 0
         r = np.nonzero(nz)
-        rows, vals = r[1].astype(np.int64), self.D[slots][nz]
+        rows, vals = r[1].astype(np.int64), self.D[slots][nz].astype(self.val.dtype)
         self.D[slots] = 0
         self.slot_col[slots] = -1
         self.slot[cols] = -1
