@@ -1,0 +1,682 @@
+"""A PostgreSQL wire-protocol front of the query service, so that psql, psycopg and other
+PostgreSQL clients can send the SQL that ``POST /v1/query`` accepts.
+
+It speaks the part of protocol 3.0 that such clients use (PostgreSQL documentation, chapter
+"Frontend/Backend Protocol"): start-up, cleartext password, the simple query protocol and the
+extended one (Parse, Bind, Describe, Execute, Close, Sync, Flush). It computes nothing: every
+statement that asks for data goes to :meth:`Engine.query <protab.serve.engine.Engine.query>`,
+so the validator is the only gate, as over HTTP. The password of the login is the user's
+bearer token, checked by :class:`~protab.serve.auth.TokenStore`; the login's user name must be
+the token's user. Every statement, and every refused login, is written to the audit log
+before its answer is sent. Refusals become PostgreSQL errors: 42501 outside the user's rights,
+42000 for a query the service refuses, 28P01 for a bad login, XX000 for the service's own
+failure (its cause goes to the audit log only).
+
+Answered without the engine, because they tell nothing about the data: ``SET`` (accepted and
+ignored), ``SHOW`` of the server's parameters, ``BEGIN``/``COMMIT``/``ROLLBACK`` (the service is
+read-only), ``SELECT version()``, ``current_schema()``, ``current_database()``, ``current_user``.
+Anything else, such as the ``pg_catalog`` look-ups of graphical clients, reaches the validator
+and is refused with its message. No TLS: clients are told so and continue in clear (as with
+``sslmode=prefer``), so serve on localhost or behind a TLS-terminating proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import struct
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from sqlglot import exp, parse_one
+from sqlglot.errors import SqlglotError
+
+from protab.errors import ProtabError
+from protab.serve.audit import AuditLog
+from protab.serve.auth import AuthError, TokenStore
+from protab.serve.config import UserConfig
+from protab.serve.engine import Engine
+from protab.serve.validator import QueryError, QueryForbidden, validate
+
+SERVER_VERSION = "16.0 (protab)"
+_SSL_REQUEST, _GSS_REQUEST, _CANCEL_REQUEST, _PROTOCOL_3 = 80877103, 80877104, 80877102, 196608
+_TEXT, _INT8, _FLOAT8 = 25, 20, 701  # type oids of pg_type
+_INTERNAL = "the service could not answer this statement (an internal error, recorded for the office)"
+_MAX_STARTUP = 10_000
+ENDPOINT = "PGWIRE query"
+
+
+class PgError(Exception):
+    """An ErrorResponse: SQLSTATE ``code`` and ``message``; ``fatal`` ends the connection."""
+
+    def __init__(self, code: str, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.code, self.fatal = code, fatal
+
+
+def _sqlstate(exc: QueryError) -> str:
+    return "42501" if isinstance(exc, QueryForbidden) else "42000"
+
+
+@dataclass
+class _Result:
+    """What a statement answers: column names and type oids, rows, and the command tag."""
+
+    columns: list[tuple[str, int]] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    tag: str = "SELECT 0"
+
+
+@dataclass
+class _Portal:
+    sql: str
+    result: _Result | None = None
+    formats: list[int] = field(default_factory=list)
+    sent: int = 0
+
+
+# -- messages ---------------------------------------------------------------------------------
+def _msg(kind: bytes, payload: bytes = b"") -> bytes:
+    return kind + struct.pack("!i", len(payload) + 4) + payload
+
+
+def _cstr(s: str) -> bytes:
+    return s.encode("utf-8") + b"\x00"
+
+
+def _error_msg(code: str, message: str, fatal: bool = False) -> bytes:
+    sev = "FATAL" if fatal else "ERROR"
+    return _msg(b"E", b"S" + _cstr(sev) + b"V" + _cstr(sev) + b"C" + _cstr(code) + b"M" + _cstr(message) + b"\x00")
+
+
+def _row_description(columns: list[tuple[str, int]], formats: list[int]) -> bytes:
+    out = [struct.pack("!h", len(columns))]
+    for k, (name, oid) in enumerate(columns):
+        size = 8 if oid in (_INT8, _FLOAT8) else -1
+        out.append(_cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, _format(formats, k)))
+    return _msg(b"T", b"".join(out))
+
+
+def _format(formats: list[int], k: int) -> int:
+    if not formats:
+        return 0
+    return formats[0] if len(formats) == 1 else formats[k]
+
+
+def _encode(value: Any, oid: int, fmt: int) -> bytes:
+    if fmt == 1:
+        if oid == _INT8:
+            return struct.pack("!q", int(value))
+        if oid == _FLOAT8:
+            return struct.pack("!d", float(value))
+        return str(value).encode("utf-8")
+    if isinstance(value, float):
+        return repr(value).encode()
+    return str(value).encode("utf-8")
+
+
+def _data_row(row: tuple[Any, ...], columns: list[tuple[str, int]], formats: list[int]) -> bytes:
+    out = [struct.pack("!h", len(row))]
+    for k, v in enumerate(row):
+        if v is None:
+            out.append(struct.pack("!i", -1))
+        else:
+            b = _encode(v, columns[k][1], _format(formats, k))
+            out.append(struct.pack("!i", len(b)) + b)
+    return _msg(b"D", b"".join(out))
+
+
+class _Reader:
+    """Reads a message payload."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def int16(self) -> int:
+        (v,) = struct.unpack_from("!h", self.data, self.pos)
+        self.pos += 2
+        return v
+
+    def int32(self) -> int:
+        (v,) = struct.unpack_from("!i", self.data, self.pos)
+        self.pos += 4
+        return v
+
+    def cstr(self) -> str:
+        end = self.data.index(b"\x00", self.pos)
+        s = self.data[self.pos:end].decode("utf-8")
+        self.pos = end + 1
+        return s
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise PgError("08P01", "malformed message")
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
+
+# -- statements answered by the front ---------------------------------------------------------
+_SET = re.compile(r"set\s+(session\s+|local\s+)?[a-z_][a-z0-9_.]*\s*(=|to)\s*[^;]*", re.I | re.S)
+_DEALLOCATE = re.compile(r'deallocate\s+(prepare\s+)?("?[a-z_][a-z0-9_]*"?)', re.I)
+_SHOW = re.compile(r"show\s+([a-z_][a-z0-9_.]*)", re.I)
+_TX = {"begin": "BEGIN", "start transaction": "BEGIN", "commit": "COMMIT", "end": "COMMIT", "rollback": "ROLLBACK",
+       "abort": "ROLLBACK"}
+_FUNCS = re.compile(r"select\s+((pg_catalog\.)?(version|current_schema|current_database)\(\)|current_user|"
+                    r"session_user)", re.I)
+
+
+def _normal(sql: str) -> str:
+    s = sql.strip()
+    while s.endswith(";"):
+        s = s[:-1].rstrip()
+    return s
+
+
+class PgWireServer:
+    """The PostgreSQL front of one engine, token store and audit log, listening on ``host:port``
+    (port 0: a free one). :meth:`start` serves from a thread, :meth:`stop` ends it."""
+
+    def __init__(self, engine: Engine, tokens: TokenStore, audit: AuditLog, host: str = "127.0.0.1",
+                 port: int = 5432, *, max_connections: int = 64) -> None:
+        self.engine, self.tokens, self.audit = engine, tokens, audit
+        self.host, self.port = host, port
+        self.max_message = max(engine.config.max_body_bytes, engine.config.max_sql_length + 1024)
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ready = threading.Event()
+        self._failed: BaseException | None = None
+
+    # -- life cycle -------------------------------------------------------------------------
+    def start(self) -> int:
+        """Listen and serve from a daemon thread; returns the port (raises if it cannot listen)."""
+        self._thread = threading.Thread(target=self._run, name="protab-pgwire", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failed is not None:
+            raise self._failed
+        return self.port
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._server = loop.run_until_complete(asyncio.start_server(self._connection, self.host, self.port))
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as exc:  # handed to start()
+            self._failed = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for t in list(self._tasks):
+            t.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stop(self, timeout: float = 10) -> None:
+        """Stop listening, close the connections (a statement under way finishes first) and the thread."""
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+
+    # -- one connection ---------------------------------------------------------------------
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            if not self._slots.acquire(blocking=False):
+                await self._startup(reader, writer, None)
+                writer.write(_error_msg("53300", "too many connections to the protab service", fatal=True))
+                return
+            try:
+                user = await self._startup(reader, writer, self._login)
+                if user is not None:
+                    await _Session(self, user, reader, writer).run()
+            finally:
+                self._slots.release()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass
+        except PgError as exc:
+            writer.write(_error_msg(exc.code, str(exc), fatal=True))
+        finally:
+            self._tasks.discard(task)
+            try:
+                await writer.drain()
+                writer.close()
+                await writer.wait_closed()
+            except (ConnectionError, asyncio.CancelledError, RuntimeError):
+                pass
+
+    async def _startup(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                       login: Callable[..., Any] | None) -> UserConfig | None:
+        while True:
+            (length,) = struct.unpack("!i", await reader.readexactly(4))
+            if not 8 <= length <= _MAX_STARTUP:
+                raise PgError("08P01", "invalid start-up packet")
+            body = await reader.readexactly(length - 4)
+            (code,) = struct.unpack_from("!i", body)
+            if code in (_SSL_REQUEST, _GSS_REQUEST):
+                writer.write(b"N")  # no TLS, no GSSAPI: the client goes on in clear or gives up
+                await writer.drain()
+                continue
+            if code == _CANCEL_REQUEST:
+                return None  # statements are not cancelled: the connection just closes
+            if code != _PROTOCOL_3:
+                raise PgError("0A000", f"unsupported protocol version {code >> 16}.{code & 0xFFFF}; use 3.0")
+            parts = body[4:].split(b"\x00")
+            params = {parts[k].decode("utf-8", "replace"): parts[k + 1].decode("utf-8", "replace")
+                      for k in range(0, len(parts) - 1, 2) if parts[k]}
+            if login is None:
+                return None
+            return await login(reader, writer, params)
+
+    async def _login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     params: dict[str, str]) -> UserConfig | None:
+        name = params.get("user", "")
+        writer.write(_msg(b"R", struct.pack("!i", 3)))  # AuthenticationCleartextPassword
+        await writer.drain()
+        kind = await reader.readexactly(1)
+        (length,) = struct.unpack("!i", await reader.readexactly(4))
+        if kind != b"p" or not 4 < length <= 4096:
+            raise PgError("08P01", "expected a password message")
+        password = (await reader.readexactly(length - 4)).rstrip(b"\x00").decode("utf-8", "replace")
+        loop = asyncio.get_running_loop()
+        try:
+            user = await loop.run_in_executor(None, self.tokens.authenticate, f"Bearer {password}")
+            if user.name != name:
+                raise AuthError(f"the token is not {name[:60]!r}'s; connect as its user")
+        except AuthError as exc:
+            await self._audit(user=None, query=None, status=401, reason=f"login as {name[:60]!r}: {exc}")
+            raise PgError("28P01", f"password authentication failed for user {name[:60]!r}: {exc} "
+                          "(the password is your protab token)", fatal=True) from None
+        except Exception as exc:  # a broken tokens file: the office's problem
+            await self._audit(user=None, query=None, status=500, reason=f"token store: {type(exc).__name__}: {exc}")
+            raise PgError("XX000", _INTERNAL, fatal=True) from None
+        status = {"server_version": SERVER_VERSION, "server_encoding": "UTF8", "client_encoding": "UTF8",
+                  "DateStyle": "ISO, MDY", "TimeZone": "UTC", "integer_datetimes": "on", "IntervalStyle": "postgres",
+                  "standard_conforming_strings": "on", "is_superuser": "off", "session_authorization": name,
+                  "application_name": params.get("application_name", "")[:60]}
+        out = [_msg(b"R", struct.pack("!i", 0))]
+        out += [_msg(b"S", _cstr(k) + _cstr(v)) for k, v in status.items()]
+        out.append(_msg(b"K", struct.pack("!ii", secrets.randbits(31), secrets.randbits(31))))
+        out.append(_msg(b"Z", b"I"))
+        writer.write(b"".join(out))
+        await writer.drain()
+        return user
+
+    async def _audit(self, **fields: Any) -> None:
+        record = {"user": None, "endpoint": ENDPOINT, "query": None, "status": 200, "accepted": False,
+                  "reason": None, "cells": None, "cached": None, "format": None, "ms": None}
+        record.update(fields)
+        record["accepted"] = record["status"] == 200
+        await asyncio.get_running_loop().run_in_executor(None, lambda: self.audit.write(**record))
+
+
+class _Session:
+    """The statements of one logged-in connection."""
+
+    def __init__(self, server: PgWireServer, user: UserConfig, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.server, self.user, self.reader, self.writer = server, user, reader, writer
+        self.statements: dict[str, tuple[str, list[int]]] = {}
+        self.portals: dict[str, _Portal] = {}
+        self.tx = b"I"  # I idle, T in a transaction, E in a failed transaction
+        self.skip_to_sync = False
+
+    async def run(self) -> None:
+        limit = self.server.max_message
+        while True:
+            kind = await self.reader.readexactly(1)
+            (length,) = struct.unpack("!i", await self.reader.readexactly(4))
+            if length < 4 or length - 4 > limit:
+                raise PgError("08P01", f"message of {length} bytes: larger than the service's limit of {limit}")
+            body = await self.reader.readexactly(length - 4)
+            if kind == b"X":
+                return
+            if kind == b"Q":
+                await self.simple(_Reader(body).cstr())
+            elif kind == b"S":
+                self.skip_to_sync = False
+                self.writer.write(_msg(b"Z", self.tx))
+            elif kind == b"H":
+                pass
+            elif self.skip_to_sync:
+                continue  # after an error, the extended protocol discards messages until Sync
+            else:
+                try:
+                    if kind == b"D":
+                        await self.describe(_Reader(body))
+                    elif kind == b"E":
+                        await self.execute(_Reader(body))
+                    else:
+                        self.extended(kind, _Reader(body))
+                except PgError as exc:
+                    self.fail(exc)
+            await self.writer.drain()
+
+    def fail(self, exc: PgError) -> None:
+        self.writer.write(_error_msg(exc.code, str(exc)))
+        if self.tx == b"T":
+            self.tx = b"E"
+        self.skip_to_sync = True
+
+    # -- the simple protocol ----------------------------------------------------------------
+    async def simple(self, sql: str) -> None:
+        try:
+            if not _normal(sql):
+                self.writer.write(_msg(b"I"))
+            else:
+                result = await self.answer(sql)
+                self.writer.write(_row_description(result.columns, []) if result.columns else b"")
+                self.writer.write(b"".join(_data_row(r, result.columns, []) for r in result.rows))
+                self.writer.write(_msg(b"C", _cstr(result.tag)))
+        except PgError as exc:
+            self.fail(exc)
+        self.skip_to_sync = False
+        self.writer.write(_msg(b"Z", self.tx))
+
+    # -- the extended protocol --------------------------------------------------------------
+    def extended(self, kind: bytes, r: _Reader) -> None:
+        if kind == b"P":
+            name, sql = r.cstr(), r.cstr()
+            oids = [r.int32() for _ in range(r.int16())]
+            self.statements[name] = (sql, oids)
+            self.writer.write(_msg(b"1"))
+        elif kind == b"B":
+            portal, name = r.cstr(), r.cstr()
+            if name not in self.statements:
+                raise PgError("26000", f"prepared statement {name[:60]!r} does not exist")
+            sql, oids = self.statements[name]
+            pformats = [r.int16() for _ in range(r.int16())]
+            values: list[bytes | None] = []
+            for _ in range(r.int16()):
+                n = r.int32()
+                values.append(None if n == -1 else r.take(n))
+            rformats = [r.int16() for _ in range(r.int16())]
+            self.portals[portal] = _Portal(_bind(sql, oids, pformats, values), formats=rformats)
+            self.writer.write(_msg(b"2"))
+        elif kind == b"C":
+            what, name = r.take(1), r.cstr()
+            (self.statements if what == b"S" else self.portals).pop(name, None)
+            self.writer.write(_msg(b"3"))
+        else:
+            raise PgError("0A000", f"protocol message {kind.decode('latin-1')!r} is not supported by the protab service")
+
+    async def describe(self, r: _Reader) -> None:
+        what, name = r.take(1), r.cstr()
+        if what == b"S":
+            if name not in self.statements:
+                raise PgError("26000", f"prepared statement {name[:60]!r} does not exist")
+            sql, oids = self.statements[name]
+            n = _count_params(sql)
+            oids = (oids + [0] * n)[:n]
+            self.writer.write(_msg(b"t", struct.pack("!h", n) + b"".join(struct.pack("!i", o or _TEXT) for o in oids)))
+            columns = self.columns(sql)
+            self.writer.write(_row_description(columns, []) if columns else _msg(b"n"))
+            return
+        portal = self.portals.get(name)
+        if portal is None:
+            raise PgError("34000", f"portal {name[:60]!r} does not exist")
+        if portal.result is None:  # run it now and keep the answer for Execute: one engine call, one audit line
+            portal.result = await self.answer(portal.sql)
+        cols = portal.result.columns
+        self.writer.write(_row_description(cols, portal.formats) if cols else _msg(b"n"))
+
+    async def execute(self, r: _Reader) -> None:
+        name, max_rows = r.cstr(), r.int32()
+        portal = self.portals.get(name)
+        if portal is None:
+            raise PgError("34000", f"portal {name[:60]!r} does not exist")
+        if portal.result is None:
+            portal.result = await self.answer(portal.sql)
+        res = portal.result
+        if not res.columns and res.tag == "":
+            self.writer.write(_msg(b"I"))
+            return
+        end = len(res.rows) if max_rows <= 0 else min(len(res.rows), portal.sent + max_rows)
+        self.writer.write(b"".join(_data_row(row, res.columns, portal.formats) for row in res.rows[portal.sent:end]))
+        portal.sent = end
+        if end < len(res.rows):
+            self.writer.write(_msg(b"s"))
+        else:
+            self.writer.write(_msg(b"C", _cstr(res.tag)))
+
+    def columns(self, sql: str) -> list[tuple[str, int]]:
+        """The columns of a statement from the validator alone (no data), for Describe of a statement."""
+        local = self.local(sql)
+        if local is not None:
+            return local.columns
+        try:
+            q = validate(_bind(sql, [], [], [b""] * _count_params(sql)), self.server.engine.catalog_rights,
+                         self.server.engine.user_rights(self.user), max_length=self.server.engine.config.max_sql_length,
+                         max_limit=self.server.engine.config.max_limit)
+        except QueryError as exc:
+            raise PgError(_sqlstate(exc), str(exc)) from None
+        oids = {m.alias: _INT8 if m.func == "count" else _FLOAT8 for m in q.measures}
+        return [(c, oids.get(c, _TEXT)) for c in q.columns]
+
+    # -- answers ----------------------------------------------------------------------------
+    def local(self, sql: str) -> _Result | None:
+        """The answer of a session statement the front answers itself, else None."""
+        s = _normal(sql)
+        low = " ".join(s.lower().split())
+        if not s:
+            return _Result(tag="")
+        if low in _TX:
+            tag = _TX[low]
+            self.tx = b"T" if tag == "BEGIN" else b"I"
+            return _Result(tag=tag)
+        if self.tx == b"E":
+            raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
+        if ";" in s:
+            return None  # several statements: the validator refuses them
+        if _SET.fullmatch(s):
+            return _Result(tag="SET")
+        m = _DEALLOCATE.fullmatch(s)
+        if m:  # SQL-level prepared statements are the protocol's named statements
+            name = m.group(2)
+            if name.lower() == "all":
+                self.statements = {k: v for k, v in self.statements.items() if k == ""}
+                return _Result(tag="DEALLOCATE ALL")
+            self.statements.pop(name.strip('"'), None)
+            return _Result(tag="DEALLOCATE")
+        if low == "discard all":
+            self.statements.clear()
+            self.portals.clear()
+            return _Result(tag="DISCARD ALL")
+        m = _SHOW.fullmatch(s)
+        if m:
+            name = m.group(1).lower()
+            values = {"server_version": SERVER_VERSION, "server_encoding": "UTF8", "client_encoding": "UTF8",
+                      "datestyle": "ISO, MDY", "timezone": "UTC", "standard_conforming_strings": "on",
+                      "transaction_isolation": "read committed", "search_path": "public", "integer_datetimes": "on",
+                      "max_identifier_length": "63", "transaction_read_only": "on", "default_transaction_read_only": "on"}
+            if name not in values:
+                raise PgError("42704", f"unrecognized configuration parameter {name[:60]!r}")
+            return _Result([(name, _TEXT)], [(values[name],)], "SHOW")
+        m = _FUNCS.fullmatch(s)
+        if m:
+            fn = (m.group(3) or m.group(1)).lower()
+            value = {"version": f"PostgreSQL {SERVER_VERSION}", "current_schema": "public",
+                     "current_database": "protab", "current_user": self.user.name,
+                     "session_user": self.user.name}[fn]
+            return _Result([(fn, _TEXT)], [(value,)], "SELECT 1")
+        return None
+
+    async def answer(self, sql: str) -> _Result:
+        """A statement's answer: the front's own for session statements, else Engine.query; audited."""
+        t0 = time.perf_counter()
+        record: dict[str, Any] = {"user": self.user.name, "query": sql}
+        try:
+            result = self.local(sql)
+            if result is None:
+                loop = asyncio.get_running_loop()
+                answer = await loop.run_in_executor(None, self.server.engine.query, sql, self.user)
+                record.update(query=answer.summary, cells=answer.cells, cached=answer.cached)
+                oids = [_TEXT if dt == pl.String else _FLOAT8 if dt.is_float() else _INT8 if dt.is_integer() else _TEXT
+                        for dt in answer.frame.dtypes]
+                result = _Result(list(zip(answer.frame.columns, oids)), answer.frame.rows(),
+                                 f"SELECT {answer.frame.height}")
+            status, reason, error = 200, None, None
+        except PgError as exc:
+            status, reason, error = 400, str(exc), exc
+        except QueryError as exc:
+            status, reason, error = exc.status, str(exc), PgError(_sqlstate(exc), str(exc))
+        except Exception as exc:  # the service's own failure: its cause to the audit log only
+            status, reason, error = 500, f"{type(exc).__name__}: {exc}", PgError("XX000", _INTERNAL)
+        record.update(status=status, reason=reason, ms=round(1000 * (time.perf_counter() - t0), 1))
+        try:
+            await self.server._audit(**record)
+        except Exception:  # no line, no answer
+            raise PgError("XX000", "the service could not write its audit log; the statement was not answered") from None
+        if error is not None:
+            raise error
+        return result
+
+
+def _count_params(sql: str) -> int:
+    try:
+        tree = parse_one(sql, read="duckdb")
+    except SqlglotError:
+        return 0
+    nums = [int(p.this) for p in tree.find_all(exp.Placeholder) if str(p.this).isdigit()]
+    return max(nums, default=0)
+
+
+def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | None]) -> str:
+    """The statement with its parameters ($1, $2, ...) replaced by literals in sqlglot's tree
+    (never pasted into the text); the validator then checks the result as any other query."""
+    if not values:
+        return sql
+    literals: list[exp.Expression] = []
+    for k, v in enumerate(values):
+        fmt = formats[0] if len(formats) == 1 else formats[k] if formats else 0
+        oid = oids[k] if k < len(oids) else 0
+        if v is None:
+            literals.append(exp.Null())
+        elif fmt == 0:
+            text = v.decode("utf-8")
+            literals.append(exp.Literal.number(int(text)) if oid in (20, 21, 23) else exp.Literal.string(text))
+        elif oid in (20, 21, 23):
+            literals.append(exp.Literal.number(int.from_bytes(v, "big", signed=True)))
+        elif oid in (25, 1043, 0, 705):
+            literals.append(exp.Literal.string(v.decode("utf-8")))
+        else:
+            raise PgError("0A000", f"parameter ${k + 1}: binary values of type oid {oid} are not supported; "
+                          "send codes as text or whole numbers")
+    try:
+        tree = parse_one(sql, read="duckdb")
+    except SqlglotError as exc:
+        raise PgError("42601", f"syntax error: {str(exc)[:200]}") from None
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder) and str(node.this).isdigit():
+            k = int(node.this) - 1
+            if not 0 <= k < len(literals):
+                raise PgError("08P01", f"the statement uses ${k + 1} but {len(literals)} parameters were bound")
+            return literals[k].copy()
+        return node
+
+    return tree.transform(swap).sql(dialect="duckdb")
+
+
+# -- running it beside the HTTP app ------------------------------------------------------------
+def attach(app: Any, host: str = "127.0.0.1", port: int = 5432) -> PgWireServer:
+    """Start the front for a :func:`~protab.serve.app.create_app` app, on its engine, with a token
+    store and an audit log of its config (the audit lines of both fronts go to the same file),
+    and stop it when the app shuts down, before the app closes its engine."""
+    from contextlib import asynccontextmanager
+
+    from starlette.concurrency import run_in_threadpool
+
+    cfg = app.state.config
+    audit = AuditLog(cfg.audit_log)
+    server = PgWireServer(app.state.engine, TokenStore(cfg), audit, host, port)
+    try:
+        server.start()
+    except OSError as exc:
+        audit.close()
+        raise ProtabError(f"--pg-port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(a: Any) -> AsyncIterator[Any]:
+        async with inner(a) as state:
+            try:
+                yield state
+            finally:
+                await run_in_threadpool(server.stop)
+                audit.close()
+
+    app.router.lifespan_context = lifespan
+    return server
+
+
+def serve(config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000,
+          pg_port: int = 5432) -> None:
+    """``protab serve`` with the PostgreSQL front on ``pg_port`` beside HTTP on ``port`` (one engine)."""
+    import sys
+
+    import uvicorn
+
+    from protab.serve.app import create_app
+
+    for name, p in (("--port", port), ("--pg-port", pg_port)):
+        if not 0 < p < 65536:
+            raise ProtabError(f"{name} must be from 1 to 65535, not {p}")
+    app = create_app(config, database=database)
+    server = attach(app, host, pg_port)
+    cfg = app.state.config
+    print(f"protab serve: {len(cfg.datasets)} dataset(s) from {cfg.database}, audit log {cfg.audit_log}; "
+          f"listening on http://{host}:{port}/ and postgresql://{host}:{server.port}/", file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
+    finally:
+        server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m protab.serve.pgwire --config serve.toml [--db FILE] [--host H] [--port 8000] [--pg-port 5432]``."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m protab.serve.pgwire",
+                                description="protab's query service over HTTP and the PostgreSQL protocol")
+    p.add_argument("--config", required=True, help="the service's TOML configuration (serve.toml)")
+    p.add_argument("--db", help="the microdata DuckDB file (overrides the config's database); opened read-only")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    p.add_argument("--pg-port", type=int, default=5432, help="PostgreSQL protocol port (default 5432)")
+    args = p.parse_args(argv)
+    try:
+        serve(args.config, args.db, args.host, args.port, args.pg_port)
+    except ProtabError as exc:
+        print(f"protab serve: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
