@@ -1,0 +1,299 @@
+"""The PostgreSQL wire-protocol front of the query service (issue 13): the real service
+(``python -m protab.serve.pgwire``: HTTP and PostgreSQL on one engine) in a subprocess, queried
+with psycopg and psql; its answers must equal those of the HTTP API (which test_serve_app checks
+against ``Session.cell_key``), refusals must be PostgreSQL errors, every statement audited."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import serve_fixtures as F
+
+psycopg = pytest.importorskip("psycopg")
+httpx = pytest.importorskip("httpx")
+
+ROLLUP = "SELECT region, sex, count(*) AS n FROM persons GROUP BY ROLLUP(region, sex) ORDER BY region, sex"
+SUMS = ("SELECT region, count(*) AS n, sum(income) AS s, avg(income) AS a FROM persons "
+        "WHERE agegroup IN ('a0-4', 'a5-9') GROUP BY region ORDER BY region")
+FILTERED = ("SELECT region, count(*) AS n FROM persons WHERE sex = 'F' AND agegroup IN ('a0-4', 'a5-9') "
+            "GROUP BY region ORDER BY region")
+BOUND = ("SELECT region, count(*) AS n FROM persons WHERE sex = %s AND agegroup IN (%s, %s) "
+         "GROUP BY region ORDER BY region")
+
+
+class PgServer:
+    """``python -m protab.serve.pgwire`` on two free ports; waits for both."""
+
+    def __init__(self, config: Path, timeout: float = 60) -> None:
+        self.port, self.pg_port = F.free_port(), F.free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.err = config.parent / f"pg-{self.pg_port}.err"
+        cmd = [sys.executable, "-m", "protab.serve.pgwire", "--config", str(config), "--port", str(self.port),
+               "--pg-port", str(self.pg_port)]
+        with open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
+                    with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):
+                        return
+            except (httpx.TransportError, OSError):
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the service did not start: {self.err.read_text()}")
+            time.sleep(0.1)
+
+    def dsn(self, user: str, token: str) -> str:
+        return psycopg.conninfo.make_conninfo(host="127.0.0.1", port=self.pg_port, dbname="protab", user=user,
+                                              password=token, connect_timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pgwire")
+    db = F.build_database(folder / "micro.duckdb")
+    config, tokens = F.write_setup(folder, db)
+    server = PgServer(config)
+    try:
+        yield {"server": server, "tokens": tokens, "config": config, "audit": folder / "audit.jsonl"}
+    finally:
+        server.stop()
+
+
+def _connect(served, user="bob", **kw):
+    return psycopg.connect(served["server"].dsn(user, served["tokens"][user]), **kw)
+
+
+def _http(served, sql, user="bob"):
+    r = httpx.post(served["server"].url + "/v1/query", json={"sql": sql}, timeout=30,
+                   headers={"Authorization": f"Bearer {served['tokens'][user]}"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    return body["columns"], [tuple(row) for row in body["rows"]]
+
+
+@pytest.mark.parametrize("sql", [ROLLUP, SUMS, FILTERED])
+@pytest.mark.parametrize("binary", [False, True])
+def test_answers_equal_the_http_api(served, sql, binary):
+    columns, rows = _http(served, sql)
+    with _connect(served, autocommit=True) as conn:
+        cur = conn.cursor(binary=binary)
+        cur.execute(sql)
+        assert [d.name for d in cur.description] == columns
+        assert cur.fetchall() == rows
+    assert len(rows) >= 3
+
+
+def test_alice_rights_apply_as_over_http(served):
+    sql = "SELECT municipality, count(*) AS n FROM persons WHERE region = 'R1' GROUP BY municipality ORDER BY municipality"
+    with _connect(served, "alice", autocommit=True) as conn:
+        assert conn.execute(sql).fetchall() == _http(served, sql, "alice")[1]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="age"):
+            conn.execute("SELECT age, count(*) FROM persons GROUP BY age")
+
+
+def test_types_follow_the_measures(served):
+    with _connect(served, autocommit=True) as conn:
+        cur = conn.execute(SUMS)
+        oids = {d.name: d.type_code for d in cur.description}
+    assert oids == {"region": 25, "n": 20, "s": 701, "a": 701}  # text, int8, float8 of pg_type
+
+
+def test_bound_parameters_equal_literals(served):
+    with _connect(served) as conn:
+        bound = conn.execute(BOUND, ["F", "a0-4", "a5-9"]).fetchall()
+        assert bound == conn.execute(FILTERED).fetchall() == _http(served, FILTERED)[1]
+        limited = conn.execute("SELECT region, count(*) AS n FROM persons GROUP BY region ORDER BY region LIMIT %s",
+                               [2]).fetchall()
+        assert [r[0] for r in limited] == ["R1", "R2"]
+        for _ in range(6):  # psycopg prepares a statement from its 5th execution (Describe of a statement)
+            prepared = conn.execute(BOUND, ["F", "a0-4", "a5-9"], prepare=True).fetchall()
+        assert prepared == bound
+
+
+def test_a_bound_value_is_a_code_not_sql(served):
+    """A value with quotes stays one code of the filter: no records, so the population rule refuses it."""
+    with _connect(served, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.SyntaxErrorOrAccessRuleViolation, match="minimum-population"):
+            conn.execute("SELECT region, count(*) AS n FROM persons WHERE sex = %s GROUP BY region",
+                         ["F' OR sex <> 'F"])
+
+
+def test_bind_rewrites_the_tree_not_the_text():
+    from sqlglot import exp, parse_one
+
+    from protab.serve.pgwire import _bind
+
+    value = "it's $2 -- x"
+    sql = _bind("SELECT sex, count(*) FROM persons WHERE region = $1 GROUP BY sex LIMIT $2", [0, 20], [0, 0],
+                [value.encode(), b"7"])
+    tree = parse_one(sql, read="duckdb")
+    eq = tree.find(exp.EQ)
+    assert eq.expression.is_string and eq.expression.this == value
+    assert tree.args["limit"].expression.this == "7"
+
+
+REFUSED = [
+    ("SELECT * FROM persons", psycopg.errors.SyntaxErrorOrAccessRuleViolation, "SELECT * is not accepted"),
+    ("SELECT kind, count(*) FROM secret GROUP BY kind", psycopg.errors.InsufficientPrivilege,
+     "no rights to dataset 'secret'"),
+    ("SELECT pid, count(*) FROM persons GROUP BY pid", psycopg.errors.SyntaxErrorOrAccessRuleViolation, "pid"),
+    ("SELECT typname FROM pg_catalog.pg_type", psycopg.errors.SyntaxErrorOrAccessRuleViolation, "Allowed form"),
+    ("DELETE FROM persons", psycopg.errors.SyntaxErrorOrAccessRuleViolation, "only a SELECT"),
+    ("SELECT region, count(*) FROM persons WHERE age = 19 GROUP BY region",
+     psycopg.errors.SyntaxErrorOrAccessRuleViolation, "minimum-population"),
+    ("SHOW data_directory", psycopg.errors.UndefinedObject, "unrecognized configuration parameter"),
+]
+
+
+@pytest.mark.parametrize(("sql", "error", "message"), REFUSED)
+def test_refusals_are_postgresql_errors(served, sql, error, message):
+    with _connect(served) as conn:
+        with pytest.raises(error, match=re.escape(message)):
+            conn.execute(sql)
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+            conn.execute(ROLLUP)
+        conn.rollback()  # the connection goes on after the error
+        assert conn.execute(ROLLUP).fetchall() == _http(served, ROLLUP)[1]
+
+
+def test_server_side_cursors_are_refused_and_the_connection_goes_on(served):
+    with _connect(served) as conn:
+        with pytest.raises(psycopg.errors.SyntaxErrorOrAccessRuleViolation, match="DECLARE"):
+            with conn.cursor(name="c1") as cur:
+                cur.execute(ROLLUP)
+        conn.rollback()
+        assert len(conn.execute(ROLLUP).fetchall()) == 10
+
+
+@pytest.mark.parametrize(("user", "token", "message"), [
+    ("bob", "not-a-token", "invalid token"),
+    ("carol", "carol", "expired"),
+    ("dave", "dave", "revoked"),
+    ("alice", "alice_revoked", "revoked"),
+    ("alice", "bob", "the token is not 'alice'"),
+])
+def test_bad_logins_are_refused(served, user, token, message):
+    secret = served["tokens"].get(token, token)
+    with pytest.raises(psycopg.OperationalError, match=f"password authentication failed for user '{user}'.*{message}"):
+        psycopg.connect(served["server"].dsn(user, secret))
+
+
+def test_session_statements_of_clients(served):
+    with _connect(served) as conn:
+        conn.execute("SET extra_float_digits = 3")
+        conn.execute("SET application_name = 'DBeaver 24'")
+        assert conn.execute("SHOW standard_conforming_strings").fetchone() == ("on",)
+        assert conn.execute("SELECT version()").fetchone()[0].startswith("PostgreSQL 16")
+        assert conn.execute("select current_schema()").fetchone() == ("public",)
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS  # psycopg sent BEGIN
+        conn.commit()
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.info.server_version == 160000
+
+
+def test_statements_are_audited_without_tokens(served):
+    with _connect(served, "erin", autocommit=True) as conn:
+        conn.execute("SELECT sex, count(*) AS n FROM persons GROUP BY sex").fetchall()
+        with pytest.raises(psycopg.Error):
+            conn.execute("SELECT region, count(*) FROM persons GROUP BY region")
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(served["server"].dsn("erin", "tok-erin-wrong"))
+    text = served["audit"].read_text(encoding="utf-8")
+    lines = [json.loads(x) for x in text.splitlines()]
+    pg = [x for x in lines if x["endpoint"] == "PGWIRE query"]
+    ok = [x for x in pg if x["user"] == "erin" and x["accepted"]]
+    assert ok and ok[-1]["cells"] == 2 and "GROUP BY" in ok[-1]["query"]
+    assert any(x["user"] == "erin" and x["status"] == 403 for x in pg)
+    assert any(x["status"] == 401 and "'erin'" in x["reason"] for x in pg)
+    for tok in served["tokens"].values():
+        assert tok not in text
+    assert "tok-erin-wrong" not in text
+
+
+def test_four_concurrent_clients_agree(served):
+    expected = {s: _http(served, BOUND.replace("%s", "'{}'").format(s, "a0-4", "a5-9"))[1] for s in "FM"}
+    results, errors = {}, []
+
+    def client(k):
+        try:
+            with _connect(served, autocommit=True) as conn:
+                results[k] = [(s, conn.execute(BOUND, [s, "a0-4", "a5-9"]).fetchall()) for s in "FMFMFM"]
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert len(results) == 4
+    for answers in results.values():
+        for s, rows in answers:
+            assert rows == expected[s]
+
+
+def test_ssl_request_is_declined_in_the_protocol(served):
+    with socket.create_connection(("127.0.0.1", served["server"].pg_port), timeout=5) as s:
+        s.sendall(struct.pack("!ii", 8, 80877103))
+        assert s.recv(1) == b"N"
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql (postgresql-client) is not installed")
+def test_psql(served):
+    server = served["server"]
+    env = {"PGPASSWORD": served["tokens"]["bob"], "PATH": "/usr/bin:/bin"}
+    base = ["psql", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", "bob", "-d", "protab", "-X", "-A", "-t",
+            "-F", ","]
+    r = subprocess.run(base + ["-c", ROLLUP], capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 0, r.stderr
+    rows = [tuple(line.split(",")) for line in r.stdout.splitlines()]
+    expected = [tuple("" if v is None else str(v) for v in row) for row in _http(served, ROLLUP)[1]]
+    assert rows == expected
+    r = subprocess.run(base + ["-c", "SELECT * FROM persons"], capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 1 and "ERROR:  SELECT * is not accepted" in r.stderr
+
+
+def test_stops_cleanly_with_clients_connected(tmp_path):
+    db = F.build_database(tmp_path / "micro.duckdb", persons=500)
+    config, tokens = F.write_setup(tmp_path, db, min_population=1)
+    server = PgServer(config)
+    try:
+        conn = psycopg.connect(server.dsn("bob", tokens["bob"]), autocommit=True)
+        assert conn.execute("SELECT sex, count(*) AS n FROM persons GROUP BY sex").fetchall()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(15) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after its shutdown
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", server.pg_port), timeout=2).close()
+        with pytest.raises(psycopg.OperationalError):
+            conn.execute("SELECT sex, count(*) AS n FROM persons GROUP BY sex")
+        conn.close()
+    finally:
+        server.stop()
+    assert "Traceback" not in server.err.read_text()
