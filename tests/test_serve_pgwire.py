@@ -297,3 +297,59 @@ def test_stops_cleanly_with_clients_connected(tmp_path):
     finally:
         server.stop()
     assert "Traceback" not in server.err.read_text()
+
+
+def _messages(sock, until=b"Z"):
+    """Backend messages (kind, payload) up to and including one of kind ``until`` (or the end)."""
+    out, buf = [], b""
+    while True:
+        while len(buf) >= 5 and len(buf) >= 1 + struct.unpack("!i", buf[1:5])[0]:
+            n = struct.unpack("!i", buf[1:5])[0]
+            out.append((buf[:1], buf[5:1 + n]))
+            buf = buf[1 + n:]
+            if out[-1][0] == until:
+                return out
+        chunk = sock.recv(65536)
+        if not chunk:
+            return out
+        buf += chunk
+
+
+def _fields(payload):
+    """The fields of an ErrorResponse: {code letter: text}."""
+    return {p[:1].decode(): p[1:].decode() for p in payload.split(b"\x00") if p}
+
+
+def _raw(kind, payload=b""):
+    return kind + struct.pack("!i", len(payload) + 4) + payload
+
+
+def test_malformed_messages_get_errors_and_the_service_goes_on(served):
+    server, token = served["server"], served["tokens"]["bob"]
+    with socket.create_connection(("127.0.0.1", server.pg_port), timeout=10) as s:
+        params = b"user\x00bob\x00database\x00protab\x00\x00"
+        s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
+        assert _messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))  # cleartext password asked
+        s.sendall(_raw(b"p", token.encode() + b"\x00"))
+        assert [k for k, _ in _messages(s)][0] == b"R"
+        s.sendall(_raw(b"Q", b"\xff\xfe\x00"))  # not UTF-8
+        got = _messages(s)
+        assert got[0][0] == b"E" and _fields(got[0][1])["C"] == "08P01" and got[-1] == (b"Z", b"I")
+        s.sendall(_raw(b"B", b"\x00nostmt\x00\x00\x00\x00\x00\x00\x00") + _raw(b"d", b"xx") + _raw(b"S"))
+        got = _messages(s)
+        assert [k for k, _ in got] == [b"E", b"Z"]  # after the first error, messages up to Sync are skipped
+        assert _fields(got[0][1])["C"] == "26000"
+        s.sendall(_raw(b"d", b"xx") + _raw(b"S"))
+        got = _messages(s)
+        assert _fields(got[0][1])["C"] == "0A000" and got[-1][0] == b"Z"
+        s.sendall(_raw(b"B", b"\x00") + _raw(b"S"))  # truncated Bind
+        got = _messages(s)
+        assert _fields(got[0][1])["C"] == "08P01" and got[-1][0] == b"Z"
+        s.sendall(_raw(b"Q", ROLLUP.encode() + b"\x00"))
+        kinds = [k for k, _ in _messages(s)]
+        assert kinds == [b"T"] + [b"D"] * 10 + [b"C", b"Z"]
+        s.sendall(b"Q" + struct.pack("!i", 2**30))  # larger than the service takes: the connection ends
+        got = _messages(s, until=b"never")
+        assert got[0][0] == b"E" and _fields(got[0][1])["S"] == "FATAL"
+    with _connect(served, autocommit=True) as conn:  # the service goes on
+        assert len(conn.execute(ROLLUP).fetchall()) == 10

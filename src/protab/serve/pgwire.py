@@ -48,6 +48,8 @@ _SSL_REQUEST, _GSS_REQUEST, _CANCEL_REQUEST, _PROTOCOL_3 = 80877103, 80877104, 8
 _TEXT, _INT8, _FLOAT8 = 25, 20, 701  # type oids of pg_type
 _INTERNAL = "the service could not answer this statement (an internal error, recorded for the office)"
 _MAX_STARTUP = 10_000
+#: seconds a client has from connecting to being logged in
+LOGIN_SECONDS = 30
 ENDPOINT = "PGWIRE query"
 
 
@@ -245,11 +247,11 @@ class PgWireServer:
         self._tasks.add(task)
         try:
             if not self._slots.acquire(blocking=False):
-                await self._startup(reader, writer, None)
+                await asyncio.wait_for(self._startup(reader, writer, None), LOGIN_SECONDS)
                 writer.write(_error_msg("53300", "too many connections to the protab service", fatal=True))
                 return
             try:
-                user = await self._startup(reader, writer, self._login)
+                user = await asyncio.wait_for(self._startup(reader, writer, self._login), LOGIN_SECONDS)
                 if user is not None:
                     await _Session(self, user, reader, writer).run()
             finally:
@@ -258,6 +260,16 @@ class PgWireServer:
             pass
         except PgError as exc:
             writer.write(_error_msg(exc.code, str(exc), fatal=True))
+        except TimeoutError:
+            writer.write(_error_msg("08P01", f"no login within {LOGIN_SECONDS} seconds", fatal=True))
+        except (struct.error, ValueError):
+            writer.write(_error_msg("08P01", "malformed start-up or login message", fatal=True))
+        except Exception as exc:  # the service's own failure ends this connection only; its cause to the audit log
+            writer.write(_error_msg("XX000", _INTERNAL, fatal=True))
+            try:
+                await self._audit(status=500, reason=f"connection: {type(exc).__name__}: {exc}")
+            except Exception:  # the log cannot be written either: the connection ends all the same
+                pass
         finally:
             self._tasks.discard(task)
             try:
@@ -354,7 +366,11 @@ class _Session:
             if kind == b"X":
                 return
             if kind == b"Q":
-                await self.simple(_Reader(body).cstr())
+                try:
+                    sql = _Reader(body).cstr()
+                except ValueError:
+                    sql = None
+                await self.simple(sql)
             elif kind == b"S":
                 self.skip_to_sync = False
                 self.writer.write(_msg(b"Z", self.tx))
@@ -372,6 +388,8 @@ class _Session:
                         self.extended(kind, _Reader(body))
                 except PgError as exc:
                     self.fail(exc)
+                except (struct.error, ValueError):
+                    self.fail(PgError("08P01", f"malformed {kind.decode('latin-1')!r} message"))
             await self.writer.drain()
 
     def fail(self, exc: PgError) -> None:
@@ -381,8 +399,10 @@ class _Session:
         self.skip_to_sync = True
 
     # -- the simple protocol ----------------------------------------------------------------
-    async def simple(self, sql: str) -> None:
+    async def simple(self, sql: str | None) -> None:
         try:
+            if sql is None:
+                raise PgError("08P01", "malformed query message (not UTF-8 text ending in a zero byte)")
             if not _normal(sql):
                 self.writer.write(_msg(b"I"))
             else:
@@ -576,6 +596,8 @@ def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | No
             literals.append(exp.Null())
         elif fmt == 0:
             text = v.decode("utf-8")
+            if oid in (20, 21, 23) and not text.lstrip("-").isdigit():
+                raise PgError("22P02", f"parameter ${k + 1}: {text[:40]!r} is not a whole number")
             literals.append(exp.Literal.number(int(text)) if oid in (20, 21, 23) else exp.Literal.string(text))
         elif oid in (20, 21, 23):
             literals.append(exp.Literal.number(int.from_bytes(v, "big", signed=True)))
