@@ -353,3 +353,43 @@ def test_malformed_messages_get_errors_and_the_service_goes_on(served):
         assert got[0][0] == b"E" and _fields(got[0][1])["S"] == "FATAL"
     with _connect(served, autocommit=True) as conn:  # the service goes on
         assert len(conn.execute(ROLLUP).fetchall()) == 10
+
+
+JDBC_JAR = Path("/usr/share/java/postgresql.jar")  # Debian's libpostgresql-jdbc-java (the driver DBeaver uses)
+JDBC_SOURCE = """
+import java.sql.*;
+public class Probe {
+  public static void main(String[] a) throws Exception {
+    try (Connection c = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + a[0] + "/protab", a[1], a[2])) {
+      c.setAutoCommit(false);
+      try (PreparedStatement p = c.prepareStatement(a[3])) {
+        for (int k = 0; k < 7; k++) {  // the driver prepares on the server from the 5th execution
+          p.setString(1, "F");
+          try (ResultSet r = p.executeQuery()) {
+            StringBuilder b = new StringBuilder("rows");
+            while (r.next()) b.append(";").append(r.getString(1)).append(",").append(r.getLong(2));
+            System.out.println(b);
+          }
+        }
+      }
+      c.commit();
+      try (Statement s = c.createStatement()) { s.executeQuery("SELECT * FROM persons"); }
+      catch (SQLException e) { System.out.println("refused " + e.getSQLState()); }
+    }
+  }
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("java") is None or not JDBC_JAR.is_file(),
+                    reason="java or Debian's PostgreSQL JDBC driver (libpostgresql-jdbc-java) is not installed")
+def test_jdbc_driver(served, tmp_path):
+    sql = "SELECT region, count(*) AS n FROM persons WHERE sex = ? GROUP BY region ORDER BY region"
+    src = tmp_path / "Probe.java"
+    src.write_text(JDBC_SOURCE, encoding="utf-8")
+    r = subprocess.run(["java", "-cp", str(JDBC_JAR), str(src), str(served["server"].pg_port), "bob",
+                        served["tokens"]["bob"], sql], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    expected = "rows" + "".join(f";{a},{b}" for a, b in _http(served, sql.replace("?", "'F'"))[1])
+    assert lines == [expected] * 7 + ["refused 42000"]
