@@ -16,8 +16,10 @@ Answered without the engine, because they tell nothing about the data: ``SET`` (
 ignored), ``SHOW`` of the server's parameters, ``BEGIN``/``COMMIT``/``ROLLBACK`` (the service is
 read-only), ``SELECT version()``, ``current_schema()``, ``current_database()``, ``current_user``.
 Anything else, such as the ``pg_catalog`` look-ups of graphical clients, reaches the validator
-and is refused with its message. No TLS: clients are told so and continue in clear (as with
-``sslmode=prefer``), so serve on localhost or behind a TLS-terminating proxy.
+and is refused with its message. No TLS: clients are told so and continue in clear (libpq's
+default ``sslmode=prefer``), and the token travels as a cleartext password; PostgreSQL clients
+negotiate TLS inside the protocol, so a plain TLS proxy does not help: serve on localhost and let
+remote analysts come through an SSH tunnel (docs/pgwire_evaluation.md).
 """
 
 from __future__ import annotations
