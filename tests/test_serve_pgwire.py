@@ -133,6 +133,10 @@ def test_bound_parameters_equal_literals(served):
         for _ in range(6):  # psycopg prepares a statement from its 5th execution (Describe of a statement)
             prepared = conn.execute(BOUND, ["F", "a0-4", "a5-9"], prepare=True).fetchall()
         assert prepared == bound
+        for _ in range(6):  # a whole-number parameter in LIMIT, prepared on the server too
+            top = conn.execute("SELECT region, count(*) AS n FROM persons GROUP BY region ORDER BY region LIMIT %s",
+                               [2], prepare=True).fetchall()
+        assert top == limited
 
 
 def test_a_bound_value_is_a_code_not_sql(served):

@@ -453,7 +453,7 @@ class _Session:
             n = _count_params(sql)
             oids = (oids + [0] * n)[:n]
             self.writer.write(_msg(b"t", struct.pack("!h", n) + b"".join(struct.pack("!i", o or _TEXT) for o in oids)))
-            columns = self.columns(sql)
+            columns = self.columns(sql, oids, n)
             self.writer.write(_row_description(columns, []) if columns else _msg(b"n"))
             return
         portal = self.portals.get(name)
@@ -483,13 +483,15 @@ class _Session:
         else:
             self.writer.write(_msg(b"C", _cstr(res.tag)))
 
-    def columns(self, sql: str) -> list[tuple[str, int]]:
-        """The columns of a statement from the validator alone (no data), for Describe of a statement."""
-        local = self.local(sql)
+    def columns(self, sql: str, oids: list[int], n: int) -> list[tuple[str, int]]:
+        """The columns of a statement with ``n`` parameters of types ``oids`` from the validator
+        alone (no data, placeholder values), for Describe of a statement."""
+        local = self.local(sql, dry=True)
         if local is not None:
             return local.columns
+        placeholders = [b"0" if oid in (20, 21, 23) else b"" for oid in (oids + [0] * n)[:n]]
         try:
-            q = validate(_bind(sql, [], [], [b""] * _count_params(sql)), self.server.engine.catalog_rights,
+            q = validate(_bind(sql, oids, [], placeholders), self.server.engine.catalog_rights,
                          self.server.engine.user_rights(self.user), max_length=self.server.engine.config.max_sql_length,
                          max_limit=self.server.engine.config.max_limit)
         except QueryError as exc:
@@ -498,15 +500,17 @@ class _Session:
         return [(c, oids.get(c, _TEXT)) for c in q.columns]
 
     # -- answers ----------------------------------------------------------------------------
-    def local(self, sql: str) -> _Result | None:
-        """The answer of a session statement the front answers itself, else None."""
+    def local(self, sql: str, dry: bool = False) -> _Result | None:
+        """The answer of a session statement the front answers itself, else None; ``dry``: the
+        answer's shape only, without changing the session (for Describe)."""
         s = _normal(sql)
         low = " ".join(s.lower().split())
         if not s:
             return _Result(tag="")
         if low in _TX:
             tag = _TX[low]
-            self.tx = b"T" if tag == "BEGIN" else b"I"
+            if not dry:
+                self.tx = b"T" if tag == "BEGIN" else b"I"
             return _Result(tag=tag)
         if self.tx == b"E":
             raise PgError("25P02", "current transaction is aborted, commands ignored until end of transaction block")
@@ -517,12 +521,16 @@ class _Session:
         m = _DEALLOCATE.fullmatch(s)
         if m:  # SQL-level prepared statements are the protocol's named statements
             name = m.group(2)
+            if dry:
+                return _Result(tag="DEALLOCATE")
             if name.lower() == "all":
                 self.statements = {k: v for k, v in self.statements.items() if k == ""}
                 return _Result(tag="DEALLOCATE ALL")
             self.statements.pop(name.strip('"'), None)
             return _Result(tag="DEALLOCATE")
         if low == "discard all":
+            if dry:
+                return _Result(tag="DISCARD ALL")
             self.statements.clear()
             self.portals.clear()
             return _Result(tag="DISCARD ALL")
