@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test lint java chromium clean
+.PHONY: demo test lint java chromium pgclients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,7 +41,16 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "note: no chromium/chromedriver; the browser test will be skipped (install chromium chromium-driver)"; fi; }
 
-test: $(VENV)/.dev java chromium
+# The PostgreSQL front's tests (tests/test_serve_pgwire.py) also run psql and the JDBC driver
+# (DBeaver's): Debian's postgresql-client and libpostgresql-jdbc-java, installed when missing and root
+pgclients:
+	@{ command -v psql >/dev/null 2>&1 && [ -e /usr/share/java/postgresql.jar ]; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing postgresql-client and libpostgresql-jdbc-java for the PostgreSQL front's tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client libpostgresql-jdbc-java >/dev/null; \
+	  else echo "note: no psql/JDBC driver; those PostgreSQL-front tests will be skipped (install postgresql-client libpostgresql-jdbc-java)"; fi; }
+
+test: $(VENV)/.dev java chromium pgclients
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.dev

@@ -19,6 +19,7 @@ SERVE_EPILOG = """\
 examples:
   protab serve --config serve.toml                      # http://127.0.0.1:8000/
   protab serve --db census.duckdb --config serve.toml --host 0.0.0.0 --port 8080
+  protab serve --config serve.toml --pg-port 5432       # also psql -h 127.0.0.1 -p 5432 -U alice
   protab serve-token add --config serve.toml --user alice --expires 2027-06-30
   protab serve-token list --config serve.toml
   protab serve-token revoke --config serve.toml --id 3fa2c9e1
@@ -32,6 +33,8 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", help="the microdata DuckDB file (overrides the config's database); opened read-only")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    p.add_argument("--pg-port", type=int, default=None,
+                   help="also serve the PostgreSQL protocol on this port (psql, psycopg, JDBC); off by default")
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -65,7 +68,9 @@ def add_parsers(subparsers: Any) -> None:
     ls.add_argument("--config", required=True, help="the service's configuration (serve.toml)")
 
 
-def serve(config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve(
+    config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000, pg_port: int | None = None
+) -> None:
     """Check the config and the database, then serve on uvicorn until interrupted."""
     try:
         import uvicorn
@@ -79,7 +84,13 @@ def serve(config: str, database: str | None = None, host: str = "127.0.0.1", por
 
     if not 0 < port < 65536:
         raise ProtabError(f"--port must be from 1 to 65535, not {port}")
+    if pg_port is not None and not 0 < pg_port < 65536:
+        raise ProtabError(f"--pg-port must be from 1 to 65535, not {pg_port}")
     app = create_app(config, database=database)
+    if pg_port is not None:
+        from protab.serve.pgwire import attach
+
+        attach(app, host, pg_port)
     cfg = app.state.config
     print(f"protab serve: {len(cfg.datasets)} dataset(s) from {cfg.database}, audit log {cfg.audit_log}; "
           f"listening on http://{host}:{port}/", file=sys.stderr, flush=True)
@@ -90,7 +101,7 @@ def serve(config: str, database: str | None = None, host: str = "127.0.0.1", por
 def run(args: argparse.Namespace) -> None:
     """Run ``protab serve`` or ``protab serve-token`` (ProtabError for bad input)."""
     if args.cmd == "serve":
-        serve(args.config, args.db, args.host, args.port)
+        serve(args.config, args.db, args.host, args.port, args.pg_port)
         return
     from protab.serve import auth
     from protab.serve.config import load_config
