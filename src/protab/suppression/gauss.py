@@ -767,7 +767,7 @@ class _Columns:
         rows = np.concatenate([r for r, _ in self._pending])
         cols = np.concatenate([c for _, c in self._pending])
         self._pending, self._pending_n = [], 0
-        if self._pairs > 2 * int(self.length.sum()) + 4 * self._PENDING:
+        if self._pairs > 3 * int(self.seg.sum()) + 4 * self._PENDING:
             self._index_rows()  # drop stale pairs
             return
         order = np.argsort(rows, kind="stable")
@@ -935,7 +935,7 @@ class _Columns:
     def _compact(self, extra: int) -> None:
         keep = np.flatnonzero(self.valid[: self.end])
         n = keep.size
-        cap = max(self.idx.size, 2 * (n + extra))
+        cap = max(self.idx.size, 3 * (n + extra))
         for name in ("idx", "val", "owner"):
             arr = getattr(self, name)
             out = np.zeros(cap, dtype=arr.dtype)
@@ -962,7 +962,9 @@ class _Columns:
         free = np.flatnonzero(self.slot_col < 0)
         if free.size < cols.size:
             grow = max(cols.size - free.size, self.D.shape[0] // 2, 4)
-            self.D = np.concatenate((self.D, np.zeros((grow, self.shape[0]), dtype=self.D.dtype)))
+            D = np.zeros((self.D.shape[0] + grow, self.shape[0]), dtype=self.D.dtype)
+            D[: self.D.shape[0]] = self.D
+            self.D = D
             self.slot_col = np.concatenate((self.slot_col, np.full(grow, -1, dtype=np.int64)))
             free = np.flatnonzero(self.slot_col < 0)
         slots = free[: cols.size]
