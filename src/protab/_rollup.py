@@ -6,11 +6,14 @@ the pairs of step 4 are the model matrix of idea 2):
 
 1. one scan of the microdata to *inner cells* (count, weight sum, sums as exact decimals,
    record-key sum modulo the key modulus);
-2. codes become integers (``codes`` tables, in publication order) and every hierarchy a
-   ``bridge(leaf, anc, level)`` relation, the leaf itself and the total included; the
-   roll-up joins one dimension's bridge at a time and groups integers only, dropping rows
-   that no published crossing can hold as soon as they appear;
-3. perturbation is a join of cells with the p-table's integer key ranges;
+2. codes become integers (``codes`` tables, in publication order, with each code's parent
+   in a tree) and every hierarchy a ``bridge(leaf, anc, level)`` relation, the leaf itself
+   and the total included; the roll-up takes one dimension at a time and groups integers
+   only: level by level through the parents when the dimension's leaves share one level
+   (flat dimensions, grids), else through the bridge, dropping rows that no published
+   crossing can hold as soon as they appear;
+3. perturbation is a join of cells with the p-table's integer key ranges (on row class and
+   key bucket); count tables then leave SQL as one ordering number per cell;
 4. the (inner, published) pairs of the same joins are the sparse model matrix X.
 
 Identifiers are internal (``_d0``, ``_o0``, …) or quoted; every value is a bound parameter.
@@ -860,7 +863,7 @@ class TableRun:
         parts.append(f"SELECT {', '.join(e if e.startswith('r.') else f'{depth} AS _l{k}' for e in keep)}, "
                      f"{', '.join('r.' + v for v in values)} FROM {prev} r WHERE {where}")
         src = prev
-        for level in range(depth - 1, -1, -1):
+        for level in range(depth - 1, -1, -1) if self.spec.margins else ():  # no margins: leaves only
             name = f"_u{k}_{level}"
             others = [e for e in keep if e != f"r._o{k}" and not e.startswith("c.level")]
             aggs = self._aggregates(values, params)
