@@ -197,7 +197,7 @@ def build_sdcmicro(src: Path, work: Path) -> Path:
 
 
 def run_sdcmicro(
-    exe: Path, con: duckdb.DuckDBPyConnection, work: Path, spec: SwapSpec, seed: int
+    exe: Path, con: duckdb.DuckDBPyConnection, work: Path, spec: SwapSpec, seed: int, timeout: float
 ) -> tuple[float, float]:
     csv_in, csv_out = work / "in.csv", work / "out.csv"
     t0 = time.perf_counter()
@@ -215,7 +215,7 @@ def run_sdcmicro(
         ",".join(spec.risk_variables),
         ",".join(spec.carry_along),
     ]
-    done = subprocess.run(args, capture_output=True, text=True)
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     if done.returncode:
         raise SystemExit(f"sdcMicro's recordSwap failed: {done.stderr[-2000:]}")
     inner = float(done.stdout.split("seconds=")[1].split()[0])
@@ -238,6 +238,7 @@ def main() -> None:
     ap.add_argument("--sdcmicro-src", type=Path, help="a checkout of sdcTools/sdcMicro to compare with")
     ap.add_argument("--sizes", type=float, nargs="+", help="persons (default 1e5; --large adds 1e6 and 4e7)")
     ap.add_argument("--large", action="store_true")
+    ap.add_argument("--sdcmicro-timeout", type=float, default=1800.0, help="seconds before recordSwap is stopped")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--seed", type=int, default=20211)
     ap.add_argument("--scenario", choices=sorted(SPECS), default="census", help="risk variables and profiles")
@@ -271,7 +272,12 @@ def main() -> None:
                 f"rounds {summary['matching_rounds']})",
             )
             if exe is not None:
-                inner, total = run_sdcmicro(exe, con, work, spec, args.seed)
+                try:
+                    inner, total = run_sdcmicro(exe, con, work, spec, args.seed, args.sdcmicro_timeout)
+                except subprocess.TimeoutExpired:
+                    print(f"  sdcMicro  not finished after {args.sdcmicro_timeout:.0f} s (stopped)", flush=True)
+                    con.close()
+                    continue
                 ms = measure(con, "sdc_out", spec)
                 report("sdcMicro", inner, ms, f"   (with CSV in/out {total:.2f} s)")
                 print(f"  ratio sdcMicro/protab time: {inner / secs:.2f}", flush=True)
