@@ -217,6 +217,16 @@ def test_table_filters_isolating_one_record_are_refused(served, filters):
     assert r.status_code == 400 and r.json()["error"].startswith(MIN_POP)
 
 
+def test_odd_table_filter_values_stay_codes(served):
+    """Quotes, NUL bytes, line separators and long values in a table request's filters are codes that
+    match no record: the table is the one of 'R1' alone (the population rule and the scan agree)."""
+    r1 = _post(served, "/v1/table", {"dataset": "persons", "dims": ["sex"], "filters": {"region": "R1"}}).json()
+    for odd in ["x'); DROP TABLE persons; --", "R2\x00x", "R2'", "\\", "\u2028", "\u0158" * 20000, '"',
+                "R1' OR '1'='1", 10 ** 40]:
+        body = {"dataset": "persons", "dims": ["sex"], "filters": {"region": ["R1", odd]}}
+        assert _post(served, "/v1/table", body).json() == r1
+
+
 def test_bound_parameters_cannot_isolate_one_record(served):
     with _pg(served, autocommit=True) as conn:
         for value in [19, "19"]:
