@@ -345,6 +345,27 @@ RULES = Table(
     },
 )
 
+SWAP = Table(
+    {
+        "source": Str(),
+        "out": Str(),
+        "log": Str(),
+        "replace": Bool(),
+        "seed_env": Str(),
+        "seed_file": Str(),
+        "household": Str(),
+        "geography": _NAMES,
+        "risk_variables": _NAMES,
+        "similar": List(_NAMES),
+        "swap_rate": Num(0, 1),
+        "k_anonymity": Int(0),
+        "carry_along": _NAMES,
+    },
+    required=("source", "out", "household", "geography", "risk_variables", "similar", "swap_rate"),
+    one_of=("seed_env", "seed_file"),
+    doc="seed_env = 'VAR' or seed_file = 'path' (the swap seed is never in the request itself)",
+)
+
 PROTECT = Table(
     {
         "database": Str(),
@@ -354,6 +375,7 @@ PROTECT = Table(
         "magnitude": MAGNITUDE,
         "rules": RULES,
         "hierarchies": Dict(HIERARCHY),
+        "swap": SWAP,
         "tables": List(PROTECT_TABLE),
     },
     required=("tables",),

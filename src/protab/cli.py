@@ -48,6 +48,15 @@ request file (TOML; paths in it are relative to the file):
   columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
                                         # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total";
                                         # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
+  [swap]                              # optional: targeted record swapping first (docs/swapping.md)
+  source = "persons"                  #   writes the swapped records to table `out` of the database
+  out = "persons_swapped"             #   (replace = true to overwrite), then tables may read it;
+  household = "hid"                   #   log = "swap_log" keeps the (internal) swap log
+  geography = ["region", "municipality"]
+  risk_variables = ["agegroup", "sex"]
+  similar = [["hsize"]]               #   similarity profiles, first preferred
+  swap_rate = 0.05
+  seed_env = "PROTAB_SWAP_SEED"       #   or seed_file = "swap.seed" (never the seed itself)
   [[tables]]                          # one per table
   name = "municipality_by_sex"        # output file name (plain, no path)
   source = "persons"                  # a keyed table of the database
@@ -446,6 +455,8 @@ def _protect_request(
         raise SpecError("request: [rules] apply to tables with sums; no table has sums")
     magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
     rules = load_rules(cfg["rules"]) if "rules" in cfg else None
+    if "swap" in cfg:  # after every other check: the one step that writes to the database
+        _swap(cfg["swap"], db, base)
     rows, frames = [], {}
     suppressed: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = {}
     with Session(db, read_only=True) as s:  # protect only reads: the database is left as it was
@@ -476,6 +487,29 @@ def _protect_request(
                                                       rules=rules)
             rows.append(row)
     return frames, rows
+
+
+def _swap(cfg: dict[str, Any], db: str, base: Path) -> None:
+    """The [swap] section: targeted record swapping of ``source`` into table ``out`` of the
+    database (written in one transaction; the tables of the request then read ``out``)."""
+    from protab.session import Session
+    from protab.swapping import SwapSpec
+
+    seed_file = base / cfg["seed_file"] if "seed_file" in cfg else None
+    seed = _read_seed(cfg.get("seed_env"), seed_file, "[swap] needs seed_env or seed_file")
+    spec = SwapSpec(
+        household=cfg["household"], geography=cfg["geography"], risk_variables=cfg["risk_variables"],
+        similar=cfg["similar"], swap_rate=cfg["swap_rate"], k_anonymity=cfg.get("k_anonymity", 3),
+        carry_along=cfg.get("carry_along", ()),
+    )
+    with Session(db) as s:
+        summary = s.swap(cfg["source"], spec, seed=seed, out=cfg["out"], log=cfg.get("log"),
+                         replace=cfg.get("replace", False))
+    share = summary.get("share_risky_swapped")
+    _say(f"  swapped {summary['swapped_households']:,} of {summary['households']:,} households "
+         f"(rate {summary['achieved_swap_rate']:.4f}; risky households swapped: "
+         f"{'none risky' if share is None else f'{share:.1%}'}; without donor: "
+         f"{summary['households_without_donor']:,}) into {cfg['out']!r}")
 
 
 def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
@@ -635,18 +669,23 @@ def macro_path() -> Path:
 def _seed(args: argparse.Namespace) -> str:
     if args.seed_env and args.seed_file:
         raise InputError("give the seed once: --seed-env or --seed-file, not both")
-    if args.seed_env:
-        val = os.environ.get(args.seed_env)
+    return _read_seed(args.seed_env, args.seed_file, "give the secret seed with --seed-env VAR or --seed-file PATH")
+
+
+def _read_seed(env: str | None, file: str | os.PathLike[str] | None, missing: str) -> str:
+    """A secret seed from an environment variable or a file (never from the command line)."""
+    if env:
+        val = os.environ.get(env)
         if not val or not val.strip():
-            raise InputError(f"the environment variable {args.seed_env} is not set or empty")
+            raise InputError(f"the environment variable {env} is not set or empty")
         return val
-    if args.seed_file:
-        with reading(args.seed_file, "the seed file"):
-            val = Path(args.seed_file).read_text(encoding="utf-8").strip()
+    if file:
+        with reading(file, "the seed file"):
+            val = Path(file).read_text(encoding="utf-8").strip()
         if not val:
-            raise InputError(f"the seed file {args.seed_file!r} is empty")
+            raise InputError(f"the seed file {str(file)!r} is empty")
         return val
-    raise InputError("give the secret seed with --seed-env VAR or --seed-file PATH")
+    raise InputError(missing)
 
 
 def _ons_modulus(fmt: str, bits: int) -> dict[str, int]:

@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
     from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
+    from protab.swapping import SwapSpec
 
 #: The database file a Session opens when none is named (in the working directory).
 DEFAULT_DATABASE = "protab.duckdb"
@@ -623,6 +624,33 @@ class Session:
                 "missing (NULL or NaN) codes; fill them in or drop those records"
             )
         return Hierarchy.from_parent_child(pairs, root=root)
+
+    def swap(
+        self, table: str, spec: "SwapSpec", *, seed: str | int, out: str, log: str | None = None,
+        replace: bool = False,
+    ) -> dict[str, Any]:
+        """Targeted record swapping of whole households (docs/swapping.md; after sdcMicro's
+        recordSwap): writes the swapped microdata to ``out`` and the swap log (internal) to
+        ``log`` in one transaction, and returns the summary (households, risky, swapped,
+        achieved swap rate, share of risky households swapped, per-level counts, households
+        without a donor). ``out`` keeps the record keys of ``table``, so the swapped data feed
+        the cell key method directly (TRS + CKM, the census combination)."""
+        from protab.swapping import swap as _swap
+
+        self._require(table)
+        try:
+            key: tuple[str, int] | None = self.record_key(table)
+        except InputError:
+            key = None
+        with self._out_of_memory(table), self._step("swapping households"):
+            summary = _swap(self._con, table, spec, seed=seed, out=out, log=log, replace=replace)
+        self._keys.pop(out, None)
+        if key is not None and key[0] in self.columns(out):  # the swapped records keep their keys
+            self._con.execute(
+                f"COMMENT ON COLUMN {quote_ident(out)}.{quote_ident(key[0])} "
+                f"IS 'protab record key; modulus={int(key[1])}'"
+            )
+        return summary
 
     def hierarchy_from_grid(
         self,
