@@ -135,10 +135,11 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 def _storage(mode: str):
     """Exercise both storages of the reduced columns on small tables: 'sparse' (no dense
-    columns) and 'dense' (every column of 2 or more entries dense), with a tiny buffer so that
-    the row index forms and merges runs."""
-    dense = {"sparse": 1, "dense": 10**6}[mode]
-    return mock.patch.multiple(_Columns, _DENSE=dense, _PENDING=3)
+    columns; row lookups by binary search) and 'dense' (every column of 2 or more entries
+    dense), with a tiny buffer so that the row index forms and merges runs."""
+    if mode == "sparse":
+        return mock.patch.multiple(_Columns, _DENSE=1, _FIND_SCAN=0, _PENDING=3)
+    return mock.patch.multiple(_Columns, _DENSE=10**6, _PENDING=3)
 
 
 def _check(X, counts, order_kind, draw_order, method, protect_zeros):

@@ -725,6 +725,7 @@ class _Columns:
     _MERGE = 2
 
     _DENSE = 16  # a column with more than 1/_DENSE of the rows non-zero is kept as a dense vector
+    _FIND_SCAN = 16384  # row lookups scan segments up to this total size, else binary search
 
     def __init__(self, W: sparse.csc_matrix, dense: bool = True) -> None:
         n = W.data.size
@@ -802,7 +803,7 @@ class _Columns:
     def _find(self, cols: np.ndarray, p: int) -> np.ndarray:
         """Position of row p in each of ``cols`` (-1 where absent): one search over the segments
         when they are short, else a binary search per segment."""
-        if int(self.seg[cols].sum()) <= 16384:
+        if int(self.seg[cols].sum()) <= self._FIND_SCAN:
             pos, seg = self._segments(cols)
             local = np.arange(cols.size, dtype=np.int64)
             key = np.repeat(local * self.shape[0], seg) + self.idx[pos]
