@@ -88,11 +88,11 @@ def test_cube_equals_session_cell_key(served):
 
 def test_filtered_query_with_sums_equals_session_cell_key(served):
     sql = ("SELECT agegroup, count(*) AS n, sum(income) AS s, avg(income) AS a FROM persons "
-           "WHERE region IN ('R1', 'R2') AND sex = 'F' GROUP BY agegroup")
+           "WHERE region = 'R1' AND sex = 'F' GROUP BY agegroup")
     got = _frame(_sql(served, sql)).sort("agegroup")
     db = served["db"]
     spec = pt.TableSpec({"agegroup": _codes(db, "agegroup")}, sums=["income"],
-                        where=[("region", "in", ["R1", "R2"]), ("sex", "in", ["F"])])
+                        where=[("region", "in", ["R1"]), ("sex", "in", ["F"])])
     want = _cell_key(db, spec).filter(pl.col("agegroup_level") == 1).sort("agegroup")
     assert got["agegroup"].to_list() == want["agegroup"].to_list()
     assert got["n"].to_list() == want["n_pert"].to_list()
@@ -101,14 +101,14 @@ def test_filtered_query_with_sums_equals_session_cell_key(served):
 
 
 def test_table_request_equals_session_cell_key_with_hierarchy(served):
-    body = {"dataset": "persons", "dims": ["municipality", "sex"], "filters": {"agegroup": ["a0-4", "a5-9"]}}
+    body = {"dataset": "persons", "dims": ["municipality", "sex"], "filters": {"agegroup": "a0-4"}}
     got = _frame(_call(served, "POST", "/v1/table", body))
     assert got.columns == ["municipality", "sex", "municipality_level", "sex_level", "n_pert"]
     db = served["db"]
     with pt.Session(db, read_only=True) as s:
         h = s.hierarchy_from_columns("persons", ["region", "municipality"])
     want = _cell_key(db, pt.TableSpec({"municipality": h, "sex": _codes(db, "sex")},
-                                      where=[("agegroup", "in", ["a0-4", "a5-9"])]))
+                                      where=[("agegroup", "in", ["a0-4"])]))
     key = ["municipality", "sex"]
     assert got.sort(key).equals(want.select(got.columns).sort(key).cast(dict(got.schema)))
     assert set(got["municipality_level"]) == {0, 1, 2}
@@ -170,7 +170,7 @@ def test_order_by_and_limit_apply_after_protection(served):
 
 
 def test_concurrent_requests_agree(served):
-    sqls = [f"SELECT sex, count(*) FROM persons WHERE agegroup <> '{g}' GROUP BY sex"
+    sqls = [f"SELECT sex, count(*) FROM persons WHERE agegroup = '{g}' GROUP BY sex"
             for g in ("a0-4", "a5-9", "a10-14")] * 3
     out: list[object] = [None] * len(sqls)
 
@@ -341,70 +341,60 @@ def test_refusal_catalogue_is_large():
 # -- the differencing attack -----------------------------------------------------------------
 def test_differencing_attack_needs_an_isolating_filter_which_is_refused(served):
     """One person is 19 (in region R3). Two answers whose populations differ by that record alone
-    would give away its sex; every filter that makes them is refused, with one message that tells
-    no count. Filters that remove many records are answered."""
-    refused = [
+    would give away its sex. Filters that make a new population (several values, exclusions) are
+    refused unless the column is grouped in every cell; a one-value filter selects a cell of a
+    larger crosstab (same records, same noise); a population whose perturbed total is below the
+    minimum is refused with one message that tells no count."""
+    new_population = [
         "SELECT sex, count(*) FROM persons WHERE region = 'R3' AND age <> 19 GROUP BY sex",
         "SELECT sex, count(*) FROM persons WHERE region = 'R3' AND age IN (" + ", ".join(map(str, range(19)))
         + ") GROUP BY sex",
         "SELECT sex, count(*) FROM persons WHERE age <> 19 GROUP BY sex",
-        "SELECT sex, count(*) FROM persons WHERE age = 19 GROUP BY sex",
-        "SELECT sex, count(*) FROM persons WHERE region = 'R3' AND age = 19 GROUP BY sex",
+        "SELECT age, sex, count(*) FROM persons WHERE age NOT IN (18, 19) GROUP BY ROLLUP(age, sex)",
     ]
+    for sql in new_population:
+        r = _sql(served, sql, token="bob")
+        assert r.status_code == 400 and "several values" in r.json()["error"], sql
+    table = {"dataset": "persons", "dims": ["sex"], "filters": {"age": [str(a) for a in range(19)]}}
+    r = _call(served, "POST", "/v1/table", table, token="bob")
+    assert r.status_code == 400 and "several values" in r.json()["error"]
+    small = ["SELECT sex, count(*) FROM persons WHERE age = 19 GROUP BY sex",
+             "SELECT sex, count(*) FROM persons WHERE region = 'R3' AND age = 19 GROUP BY sex"]
     messages = set()
-    for sql in refused:
+    for sql in small:
         r = _sql(served, sql, token="bob")
         assert r.status_code == 400, sql
         messages.add(r.json()["error"])
-    assert len(messages) == 1 and not any(ch.isdigit() for ch in messages.pop())
-    table = {"dataset": "persons", "dims": ["sex"], "filters": {"age": [str(a) for a in range(19)]}}
-    assert _call(served, "POST", "/v1/table", table, token="bob").status_code == 400
-    # the same population asked for without a filter, and filters that remove many records, are answered
-    assert _sql(served, "SELECT sex, count(*) FROM persons WHERE region = 'R3' GROUP BY sex", "bob").status_code == 200
-    ok = _sql(served, "SELECT sex, count(*) FROM persons WHERE region = 'R3' AND age <> 3 GROUP BY sex", "bob")
-    assert ok.status_code == 200
-    # and the noise of overlapping cells is the same, so averaging repeated answers gains nothing
-    again = _sql(served, "SELECT sex, count(*) FROM persons WHERE age <> 3 AND region = 'R3' GROUP BY sex", "bob")
-    assert again.json() == ok.json()
+    assert len(messages) == 1 and "minimum-population" in next(iter(messages))
+    assert not any(ch.isdigit() for ch in messages.pop())
+    # a one-value filter gives the cells of the larger crosstab, value for value
+    one = _frame(_sql(served, "SELECT sex, count(*) AS n FROM persons WHERE region = 'R3' GROUP BY sex", "bob"))
+    cross = _frame(_sql(served, "SELECT region, sex, count(*) AS n FROM persons GROUP BY region, sex", "bob"))
+    assert one.sort("sex")["n"].to_list() == cross.filter(pl.col("region") == "R3").sort("sex")["n"].to_list()
+    # an exclusion on a grouped column only picks rows of the answer
+    picked = _frame(_sql(served, "SELECT age, sex, count(*) AS n FROM persons WHERE age <> 3 GROUP BY age, sex", "bob"))
+    full = _frame(_sql(served, "SELECT age, sex, count(*) AS n FROM persons GROUP BY age, sex", "bob"))
+    assert picked.sort(["age", "sex"]).equals(full.filter(pl.col("age") != "3").sort(["age", "sex"]))
 
 
-def test_population_rule_from_code_counts_equals_the_scan(served):
-    """One condition is judged from the records per code counted at start-up; its verdicts equal
-    those of the scan that judges several conditions (including the boundaries: 1 record
-    removed, 1 record selected, NULL-free codes)."""
-    from protab.serve.config import load_config
-    from protab.serve.engine import Engine
-
-    engine = Engine(load_config(served["config"]))
-    try:
-        ds = engine.datasets["persons"]
-        ages = [str(a) for a in range(20)]
-        cases = [("age", "not in", ["19"]), ("age", "in", ["19"]), ("age", "in", ages[:19]), ("age", "in", ages),
-                 ("age", "not in", ["3"]), ("region", "in", ["R3"]), ("region", "not in", ["R1", "R2", "R3"]),
-                 ("sex", "in", ["X"]), ("municipality", "not in", ["R3-0"]), ("agegroup", "in", ["a15-19"])]
-        verdicts = []
-        with engine.session() as s:
-            for f in cases:
-                fast, scan = engine._population_ok(s, ds, [f]), engine._population_scan(s, ds, [f])
-                assert fast == scan, f
-                verdicts.append(fast)
-        assert verdicts == [False, False, False, True, True, True, False, False, True, True]
-        # several conditions: from the records per combination of dimensions, equal to the scan
-        several = [
-            [("region", "in", ["R3"]), ("age", "not in", ["19"])],
-            [("region", "in", ["R3"]), ("age", "in", ages[:19])],
-            [("region", "in", ["R1", "R2"]), ("age", "not in", ["19"])],  # the 19-year-old is in R3
-            [("region", "in", ["R3"]), ("sex", "not in", ["F"]), ("agegroup", "in", ["a15-19"])],
-            [("region", "not in", ["R1"]), ("sex", "in", ["X"])],
-            [("sex", "in", ["F"]), ("age", "in", ["19"])],
-        ]
-        assert ds.cells is not None
-        with engine.session() as s:
-            got = [engine._population_ok(s, ds, f) for f in several]
-            assert got == [engine._population_scan(s, ds, f) for f in several]
-        assert got == [False, False, True, True, False, False]
-    finally:
-        engine.close()
+def test_population_rule_judges_the_perturbed_total(served):
+    """The rule refuses exactly the filters whose population's perturbed total (the cell key
+    method's value of the filtered grand total, computed here in-process) is below the minimum."""
+    db = served["db"]
+    cases = [{"age": "19"}, {"age": "3"}, {"region": "R3", "age": "19"}, {"region": "R3"}, {"sex": "F", "age": "0"},
+             {"municipality": "R3-0", "agegroup": "a15-19"}, {"municipality": "R1-0"}]
+    seen = set()
+    for filters in cases:
+        r = _call(served, "POST", "/v1/table", {"dataset": "persons", "dims": ["sex"], "filters": filters}, token="bob")
+        spec = pt.TableSpec({"sex": _codes(db, "sex")}, where=[(k, "in", [v]) for k, v in filters.items()])
+        try:
+            total = _cell_key(db, spec).filter(pl.col("sex_level") == 0)["n_pert"][0]
+        except pt.InputError:  # no records at all
+            total = None
+        ok = total is not None and total >= F.MIN_POPULATION
+        assert (r.status_code == 200) == ok, (filters, r.status_code)
+        seen.add(ok)
+    assert seen == {True, False}  # both verdicts occur among the cases
 
 
 # -- tokens: the command, and a running server sees changes at once ---------------------------

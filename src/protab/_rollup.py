@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from protab.errors import InputError, SpecError, show_values
+from protab.errors import InputError, NoRecordsError, SpecError, show_values
 from protab.table import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -518,7 +518,7 @@ class TableRun:
         n_codes: list[int] = []
         if not self._n_inner:
             cond = " that pass the where conditions" if self.spec.where else ""
-            raise InputError(f"table {self.table!r} has no records{cond}, so there is no table to publish")
+            raise NoRecordsError(f"table {self.table!r} has no records{cond}, so there is no table to publish")
         for k, (d, (n_distinct, nulls, null_cells, codes)) in enumerate(zip(self.spec.dimensions, per_dim)):
             if null_cells:  # only without null_code
                 nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""

@@ -18,6 +18,10 @@ class InputError(ProtabError, ValueError):
     """Bad microdata input: unknown table or column, NULLs, wrong types, bad ids."""
 
 
+class NoRecordsError(InputError):
+    """A table request whose table (or filtered subset, ``TableSpec(where=...)``) has no records."""
+
+
 class HierarchyError(ProtabError, ValueError):
     """A hierarchy with a real mistake (a cycle, a link given twice with both signs), or that
     does not cover the codes in the data."""

@@ -13,11 +13,19 @@ computes a protected number itself.
   formula, filters and a measure, answered as ``Session.cell_key`` answers.
 
 Before any scan: the request's cells are estimated from the code counts of the catalogue
-(refused above ``max_cells``). Filters pass the minimum-population rule: the records they
-select, and the records each condition alone removes (those passing every other condition
-but not this one), must be 0 (for the latter) or at least ``min_population`` — so two
-answers whose populations differ by fewer records cannot be asked for (the differencing
-attack on table servers; Hundepool et al. 2012, Statistical Disclosure Control).
+(refused above ``max_cells``). Filters never make a new population whose differences with
+other answers could isolate a few records (the differencing attack on table servers;
+Hundepool et al. 2012, Statistical Disclosure Control):
+
+- a filter with one value (``dim = 'x'``) makes every answer cell a cell of the crosstab
+  with ``dim`` added: the same records, the same cell key, the same value in every answer;
+- a filter with several values or an exclusion (``IN`` of several, ``<>``, ``NOT IN``) is
+  allowed only on a dimension every grouping set groups by (for tables: a dimension of the
+  table, answered at its finest level), where it only picks rows of the answer.
+
+The minimum-population rule then asks that the filtered population's *perturbed* total be at
+least ``min_population`` (a verdict from exact counts would tell whether a group is empty or
+small without noise).
 Answers are deterministic (same records, same keys, same p-table), so a bounded LRU cache
 keyed by (dataset, normalised request) serves repeats.
 """
@@ -48,9 +56,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
 
 MIN_POPULATION_MESSAGE = (
-    "refused by the minimum-population rule: the records a query's filters select, and the records each "
-    "filter condition removes from the others, must be none or at least the service's minimum; widen or "
-    "drop a filter condition"
+    "refused by the minimum-population rule: the records a query's filters select must be, after "
+    "perturbation, at least the service's minimum; widen or drop a filter condition"
+)
+SET_FILTER_MESSAGE = (
+    "a filter with several values (IN with more than one value, <>, NOT IN) may only be on a dimension "
+    "that the query also groups by in every grouping set (it then only picks rows of the answer); on "
+    "other dimensions filter with = one value. A filter that makes a new population would let two "
+    "answers differ by a few records"
 )
 #: codes of a dimension listed in the catalogue when there are at most this many
 CATALOG_CODES = 1000
@@ -58,7 +71,6 @@ CATALOG_CODES = 1000
 KEEP_HIERARCHIES = 64
 #: the minimum-population rule counts from the records per combination of a dataset's dimensions
 #: (made at start-up) when there are at most this many combinations, else by a scan per request
-MAX_POPULATION_CELLS = 500_000
 _FLOATS = ("FLOAT", "DOUBLE", "REAL")
 _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
@@ -86,9 +98,6 @@ class _Dataset:
 
     conf: DatasetConfig
     codes: dict[str, list[str]]
-    counts: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)  # records per code (internal)
-    total: int = 0
-    cells: pl.DataFrame | None = field(default=None, repr=False)  # records per combination of dims (internal)
     hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
 
@@ -162,7 +171,6 @@ class Engine:
         self.catalog_rights = {n: DatasetRights(frozenset(d.conf.dims), frozenset(d.conf.measures))
                                for n, d in self.datasets.items()}
         self._cache = _LRU(config.cache_size)
-        self._verdicts = _LRU(4096)  # minimum-population verdicts by (dataset, filters)
         self._flat = _LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
         self._warm_up()
 
@@ -193,13 +201,11 @@ class Engine:
         if bad:
             raise SpecError(f"{where}: measures {show_values(bad)} are not numeric columns")
         t = quote_ident(ds.table)
-        total = int(s.sql(f"SELECT count(*) FROM {t}").item())
-        codes, counts = {}, {}
-        for d in ds.dims:  # codes as text (as filters and tables compare them) and their records
-            f = s.sql(f"SELECT CAST({quote_ident(d)} AS VARCHAR) AS code, count(*) AS n FROM {t} GROUP BY 1 ORDER BY 1")
+        codes = {}
+        for d in ds.dims:  # codes as text (as filters and tables compare them)
+            f = s.sql(f"SELECT DISTINCT CAST({quote_ident(d)} AS VARCHAR) AS code FROM {t} ORDER BY 1")
             known = f.filter(pl.col("code").is_not_null())
             codes[d] = known["code"].to_list()
-            counts[d] = dict(zip(codes[d], known["n"].to_list()))
             if known.height < f.height:  # NULLs
                 if ds.null_code is None:
                     raise SpecError(f"{where}: dimension {d!r} has missing (NULL) values; set null_code = "
@@ -209,15 +215,13 @@ class Engine:
                 codes[d].append(ds.null_code)
             if "Total" in codes[d]:
                 raise SpecError(f"{where}: dimension {d!r} has the code 'Total', the name protab gives margins")
-        text = ", ".join(f"CAST({quote_ident(d)} AS VARCHAR) AS {quote_ident(d)}" for d in ds.dims)
-        cells = s.sql(f"SELECT {text}, count(*) AS _n FROM {t} GROUP BY ALL LIMIT {MAX_POPULATION_CELLS + 1}")
         hierarchies = {}
         for d, columns in ds.hierarchies.items():
             try:
                 hierarchies[d] = s.hierarchy_from_columns(ds.table, list(columns))
             except ProtabError as exc:
                 raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
-        return _Dataset(ds, codes, counts, total, cells if cells.height <= MAX_POPULATION_CELLS else None, hierarchies)
+        return _Dataset(ds, codes, hierarchies)
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
@@ -311,57 +315,22 @@ class Engine:
                 codes = [c for c in codes if (c in vals) == (op == "in")]
         return codes
 
-    def _min_population(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> None:
-        """Refuse filters that select, or that differ by one condition from a population of, fewer
-        than ``min_population`` records (one scan; the values are bound parameters)."""
+    def _min_population(self, frame: pl.DataFrame, dims: Sequence[str], filters: Sequence[object]) -> None:
+        """The minimum-population rule: the filtered population, as its *perturbed* total (the
+        table's grand total, published by the same cell key method in every answer over the same
+        records), must be at least ``min_population``. A verdict from perturbed values tells no
+        more than the service publishes anyway (a verdict from exact counts would be an oracle)."""
         if not filters:
             return
-        key = (ds.name, tuple((col, op, tuple(v)) for col, op, v in filters))
-        verdict = self._verdicts.get(key)
-        if verdict is None:
-            verdict = self._population_ok(s, ds, filters)
-            self._verdicts.put(key, verdict)
-        if not verdict:
+        total = frame.filter(pl.all_horizontal([pl.col(f"{d}_level") == 0 for d in dims]))["n_pert"]
+        if total.is_empty() or total[0] is None or total[0] < self.config.min_population:
             raise QueryRefused(MIN_POPULATION_MESSAGE)
 
-    def _population_ok(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
-        """The rule's verdict: for one condition from the records per code, for several from the
-        records per combination of dimensions (both counted at start-up), else by a scan."""
-        m = self.config.min_population
-        if len(filters) == 1:
-            col, op, values = filters[0]
-            vals = set(values)
-            selected = sum(n for code, n in ds.counts[col].items() if (code in vals) == (op == "in"))
-            removed = ds.total - selected  # NULLs pass neither 'in' nor 'not in'
-            return selected >= m and (removed == 0 or removed >= m)
-        if ds.cells is None:
-            return self._population_scan(s, ds, filters)
-        conds = []
-        for col, op, values in filters:
-            hit = pl.col(col).is_in(list(values))
-            conds.append((hit if op == "in" else ~hit).fill_null(False))  # NULL passes neither
-        n = pl.col("_n")
-        row = ds.cells.select(
-            n.filter(pl.all_horizontal(conds)).sum(),
-            *[n.filter(pl.all_horizontal([~c, *conds[:k], *conds[k + 1:]])).sum().alias(f"r{k}")
-              for k, c in enumerate(conds)],
-        ).row(0)
-        return not (row[0] < m or any(0 < r < m for r in row[1:]))
-
-    def _population_scan(self, s: Session, ds: _Dataset, filters: Sequence[tuple[str, str, Sequence[str]]]) -> bool:
-        """The rule's verdict from one scan: the records all conditions select, and per condition
-        the records that pass every other condition but not this one (values as bound parameters)."""
-        conds = []
-        for k, (col, op, _) in enumerate(filters, start=1):
-            hit = f"list_contains(CAST(${k} AS VARCHAR[]), CAST({quote_ident(col)} AS VARCHAR))"
-            conds.append(f"coalesce({'NOT ' if op == 'not in' else ''}{hit}, false)")
-        aggs = [f"count(*) FILTER (WHERE {' AND '.join(conds)})"]
-        for k, c in enumerate(conds):
-            aggs.append(f"count(*) FILTER (WHERE {' AND '.join([f'NOT {c}'] + conds[:k] + conds[k + 1:])})")
-        row = s.sql(f"SELECT {', '.join(aggs)} FROM {quote_ident(ds.conf.table)}",
-                    [list(v) for _, _, v in filters]).row(0)
-        m = self.config.min_population
-        return not (row[0] < m or any(0 < r < m for r in row[1:]))
+    @staticmethod
+    def _set_filters(filters: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
+        """Columns of filters that select several values or exclude values (IN of several, <>,
+        NOT IN): each makes a new population unless its column is grouped in every cell."""
+        return [col for col, op, values in filters if op == "not in" or len(values) > 1]
 
     def _cached(self, key: Any, compute: Callable[[], pl.DataFrame], summary: str) -> Answer:
         hit = self._cache.get(key)
@@ -379,8 +348,13 @@ class Engine:
         return Answer(hit[1], summary, cached)
 
     def _protect(self, s: Session, ds: _Dataset, spec: Any, sums: bool) -> pl.DataFrame:
-        frame = s.cell_key(ds.conf.table, spec, self.ptable, threshold=self.config.threshold or None,
-                           magnitude=ds.magnitude if sums else None)
+        from protab.errors import NoRecordsError
+
+        try:
+            frame = s.cell_key(ds.conf.table, spec, self.ptable, threshold=self.config.threshold or None,
+                               magnitude=ds.magnitude if sums else None)
+        except NoRecordsError:  # filters that select nobody: the same answer as a small population
+            raise QueryRefused(MIN_POPULATION_MESSAGE) from None
         s._trim_hierarchies(KEEP_HIERARCHIES)  # a long-lived session sees ever new code lists
         return frame
 
@@ -397,6 +371,9 @@ class Engine:
                 "only (no magnitude parameters are configured for it); use count(*)"
             )
         filters = [(f.column, f.op, f.values) for f in q.filters]
+        loose = [c for c in self._set_filters(filters) if not all(c in g for g in q.grouping_sets)]
+        if loose:
+            raise QueryRefused(f"{SET_FILTER_MESSAGE} (filter on {loose[0]!r}). {ALLOWED_FORM}")
         codes = {d: self._codes(ds, d, filters) for d in q.dims}
         self._check_cells(sum(math.prod(len(codes[d]) for d in g) for g in q.grouping_sets))
         return self._cached(("query", q.normalised), lambda: self._answer_query(q, ds, codes, filters), q.normalised)
@@ -408,7 +385,6 @@ class Engine:
         dims = list(q.dims) or [ds.conf.dims[0]]
         sums = list(dict.fromkeys(m.column for m in q.measures if m.column is not None))
         with self.session() as s:
-            self._min_population(s, ds, filters)
             spec = TableSpec(
                 {d: self._flat_hierarchy(ds, d, codes.get(d) or ds.codes[d]) for d in dims},
                 crossings=[g for g in q.grouping_sets if g] or [(dims[0],)],
@@ -416,6 +392,7 @@ class Engine:
                 where=[(col, op, list(v)) for col, op, v in filters],
             )
             frame = self._protect(s, ds, spec, bool(sums))
+        self._min_population(frame, dims, filters)
         values = []
         for m in q.measures:
             src = "n_pert" if m.func == "count" else f"{m.column}_pert" if m.func == "sum" else f"{m.column}_mean_pert"
@@ -446,6 +423,14 @@ class Engine:
         ds = self.datasets[req["dataset"]]
         rights = self.user_rights(user)[ds.name]
         filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
+        loose = [c for c in self._set_filters(filters) if c not in req["dims"] or c in req["levels"]]
+        if loose:
+            raise QueryRefused(
+                f"a filter with several values may only be on a dimension of the table, shown at its finest "
+                f"level (the answer then holds that level only); on other dimensions filter with one value "
+                f"(filter on {loose[0]!r})"
+            )
+        picked = self._set_filters(filters)  # shown at their finest level only
         dims: dict[str, Any] = {}
         for d in req["dims"]:
             h = self._hierarchy_for(ds, d, rights)
@@ -467,8 +452,10 @@ class Engine:
 
         def compute() -> pl.DataFrame:
             with self.session() as s:
-                self._min_population(s, ds, filters)
                 frame = self._protect(s, ds, spec, bool(req["measure"]))
+            self._min_population(frame, list(dims), filters)
+            for d in picked:
+                frame = frame.filter(pl.col(f"{d}_level") == pl.col(f"{d}_level").max())
             for d, level in req["levels"].items():
                 frame = frame.filter(pl.col(f"{d}_level").is_in([0, level]))
             cols = list(dims) + [f"{d}_level" for d in dims] + ["n_pert"]
