@@ -451,18 +451,18 @@ class TableRun:
         up exactly, negative frequencies; then the size of the request (``max_cells``)."""
         spec = self.spec
         sources = self._value_sources()
-        # one query: the number of inner cells; per dimension the number of its codes, how
-        # many records have none, and its codes (hierarchies: to check them against it) or
-        # whether the margin code occurs (flat); then the checks of the values. Codes of flat
-        # dimensions stay in the database: an identifier column has millions.
+        # one query: the number of inner cells; per dimension the number of its codes (flat;
+        # a hierarchy's codes are read below, as Arrow, to check them against it), how many
+        # records have none, and (flat) whether the margin code occurs; then the checks of the
+        # values. Codes of flat dimensions stay in the database: an identifier column has millions.
         items, params = ["count(*)"], []
         for k, d in enumerate(spec.dimensions):
             items += [
-                f"count(DISTINCT _d{k})",
+                f"count(DISTINCT _d{k})" if d.hierarchy is None else "NULL",
                 f"coalesce(sum(_n) FILTER (WHERE _d{k} IS NULL), 0)",
                 f"count(*) FILTER (WHERE _d{k} IS NULL)",
             ]
-            if d.hierarchy is not None:  # its codes are read below, as Arrow
+            if d.hierarchy is not None:
                 items.append("NULL")
             else:
                 items.append(f"coalesce(bool_or(_d{k} = ?), false)")
@@ -527,10 +527,12 @@ class TableRun:
                     "record(s); remove them, or publish them as a category with "
                     "TableSpec(..., null_code='Unknown')"
                 )
+            if d.hierarchy is not None:
+                codes = self.arrow(f"SELECT DISTINCT _d{k} AS code FROM {self.inner} WHERE _d{k} IS NOT NULL")["code"]
+                n_distinct = codes.len()
             self._leaf_counts.append(int(d.hierarchy._is_leaf.sum()) if d.hierarchy is not None else int(n_distinct))
             n_codes.append(int(n_distinct))
             if d.hierarchy is not None:
-                codes = self.arrow(f"SELECT DISTINCT _d{k} AS code FROM {self.inner} WHERE _d{k} IS NOT NULL")["code"]
                 d.hierarchy.check_codes(codes, table=self.table, column=d.column)
             elif codes:  # the margin's name occurs as a code
                 raise SpecError(
