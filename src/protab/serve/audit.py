@@ -6,7 +6,9 @@ the reason of a refusal, the number of cells answered and the time taken. A line
 flushed and ``os.fsync``'ed before the answer is sent, so that every answer an analyst saw is
 in the log even if the server is killed (kill -9) or the machine loses power right after.
 The log never holds a token, a seed, a record key or a p-table parameter: callers pass the
-fields above only.
+fields above only. Lines are ASCII JSON (every other character escaped as ``\\uXXXX``), so no
+text a user sent, such as U+2028, U+2029 or U+0085, can look like a line break to a reader that
+splits on Unicode line breaks (Python's ``str.splitlines``, many log shippers).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class AuditLog:
         record = {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")}
         for k, v in fields.items():
             record[k] = v[:MAX_FIELD] + "…" if isinstance(v, str) and len(v) > MAX_FIELD else v
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+        line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
         with self._lock:
             view = memoryview(line)
             while view:
