@@ -26,12 +26,13 @@ psycopg = pytest.importorskip("psycopg")
 httpx = pytest.importorskip("httpx")
 
 ROLLUP = "SELECT region, sex, count(*) AS n FROM persons GROUP BY ROLLUP(region, sex) ORDER BY region, sex"
-SUMS = ("SELECT region, count(*) AS n, sum(income) AS s, avg(income) AS a FROM persons "
-        "WHERE agegroup IN ('a0-4', 'a5-9') GROUP BY region ORDER BY region")
-FILTERED = ("SELECT region, count(*) AS n FROM persons WHERE sex = 'F' AND agegroup IN ('a0-4', 'a5-9') "
-            "GROUP BY region ORDER BY region")
-BOUND = ("SELECT region, count(*) AS n FROM persons WHERE sex = %s AND agegroup IN (%s, %s) "
-         "GROUP BY region ORDER BY region")
+# filters of several values only on dimensions grouped by (the service's rule)
+SUMS = ("SELECT region, agegroup, count(*) AS n, sum(income) AS s, avg(income) AS a FROM persons "
+        "WHERE agegroup IN ('a0-4', 'a5-9') GROUP BY region, agegroup ORDER BY region, agegroup")
+FILTERED = ("SELECT region, agegroup, count(*) AS n FROM persons WHERE sex = 'F' AND agegroup IN ('a0-4', 'a5-9') "
+            "GROUP BY region, agegroup ORDER BY region, agegroup")
+BOUND = ("SELECT region, agegroup, count(*) AS n FROM persons WHERE sex = %s AND agegroup IN (%s, %s) "
+         "GROUP BY region, agegroup ORDER BY region, agegroup")
 
 
 class PgServer:
@@ -120,7 +121,7 @@ def test_types_follow_the_measures(served):
     with _connect(served, autocommit=True) as conn:
         cur = conn.execute(SUMS)
         oids = {d.name: d.type_code for d in cur.description}
-    assert oids == {"region": 25, "n": 20, "s": 701, "a": 701}  # text, int8, float8 of pg_type
+    assert oids == {"region": 25, "agegroup": 25, "n": 20, "s": 701, "a": 701}  # text, int8, float8 of pg_type
 
 
 def test_bound_parameters_equal_literals(served):
@@ -397,3 +398,169 @@ def test_jdbc_driver(served, tmp_path):
     lines = r.stdout.splitlines()
     expected = "rows" + "".join(f";{a},{b}" for a, b in _http(served, sql.replace("?", "'F'"))[1])
     assert lines == [expected] * 7 + ["refused 42000"]
+
+
+# -- limits of the front (the attacks of test_serve_attacks, on small limits) ---------------------
+def test_deep_nesting_is_refused_audited_and_the_connection_goes_on(served):
+    """900 parentheses around a bound parameter: 42000 at Bind (and at Describe of a prepared
+    statement), as over HTTP; an audit line with the user; the connection goes on."""
+    deep = "SELECT region, count(*) FROM persons WHERE " + "(" * 900 + "sex = %s" + ")" * 900 + " GROUP BY region"
+    with _connect(served, "erin", autocommit=True) as conn:
+        for prepare in (False, True):
+            with pytest.raises(psycopg.errors.SyntaxErrorOrAccessRuleViolation, match="nested too deeply"):
+                conn.execute(deep, ["F"], prepare=prepare)
+        assert len(conn.execute("SELECT sex, count(*) AS n FROM persons GROUP BY sex").fetchall()) == 2
+    lines = [json.loads(x) for x in served["audit"].read_text(encoding="utf-8").splitlines()]
+    assert any(x["user"] == "erin" and x["status"] == 400 and "nested too deeply" in x["reason"] for x in lines)
+
+
+def test_audit_lines_are_ascii(tmp_path):
+    """Unicode line breaks (U+2028, U+2029, U+0085), other non-ASCII text and a lone surrogate are
+    escaped: one ASCII line that str.splitlines does not cut, and reads back the same."""
+    from protab.serve.audit import AuditLog
+
+    text = "WHERE region = 'R1\u2028\u2029\x85\u0158\ud800'"
+    log = AuditLog(tmp_path / "a.jsonl")
+    log.write(user="bob", query=text)
+    log.close()
+    raw = (tmp_path / "a.jsonl").read_bytes()
+    assert raw.isascii() and raw.count(b"\n") == 1
+    assert len(raw.decode("ascii").splitlines()) == 1
+    assert json.loads(raw)["query"] == text
+
+
+@pytest.fixture
+def limited(tmp_path, monkeypatch):
+    """The front in this process with small limits: 2 connection slots, 1 s to log in, 1 s idle,
+    2 connections waiting to log in per address and 4 in all, 8 statements and portals each and
+    256 KiB of them per connection."""
+    from protab.serve import pgwire
+    from protab.serve.audit import AuditLog
+    from protab.serve.auth import TokenStore
+    from protab.serve.config import load_config
+    from protab.serve.engine import Engine
+
+    monkeypatch.setattr(pgwire, "MAX_STATEMENTS", 8)
+    monkeypatch.setattr(pgwire, "MAX_STORED_BYTES", 1 << 18)
+    db = F.build_database(tmp_path / "micro.duckdb", persons=500)
+    config, tokens = F.write_setup(tmp_path, db, min_population=1)
+    cfg = load_config(config)
+    engine, audit = Engine(cfg), AuditLog(tmp_path / "limited.jsonl")
+    server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0, max_connections=2, login_seconds=1,
+                                 idle_seconds=1, max_waiting=4, max_waiting_per_peer=2)
+    port = server.start()
+    try:
+        yield {"port": port, "tokens": tokens, "audit": tmp_path / "limited.jsonl"}
+    finally:
+        server.stop()
+        engine.close()
+        audit.close()
+
+
+def _limited_connect(limited, user="bob"):
+    return psycopg.connect(host="127.0.0.1", port=limited["port"], dbname="protab", user=user,
+                           password=limited["tokens"][user], connect_timeout=10, autocommit=True)
+
+
+def _limited_login(limited, user="bob"):
+    s = socket.create_connection(("127.0.0.1", limited["port"]), timeout=10)
+    params = b"user\x00" + user.encode() + b"\x00database\x00protab\x00\x00"
+    s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
+    assert _messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))
+    s.sendall(_raw(b"p", limited["tokens"][user].encode() + b"\x00"))
+    assert _messages(s)[-1] == (b"Z", b"I")
+    return s
+
+
+def _fatal(sock):
+    """The code and message of the FATAL error that ends the connection."""
+    got = _messages(sock, until=b"never")
+    assert got and got[0][0] == b"E", got
+    fields = _fields(got[0][1])
+    assert fields["S"] == "FATAL"
+    return fields["C"], fields["M"]
+
+
+def test_sockets_that_never_log_in_take_no_connection_slot(limited):
+    port = limited["port"]
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+    try:
+        code, message = _fatal(idle[0])  # the oldest of three from one address: closed at once
+        assert code == "53300" and "waiting to log in" in message
+        code, message = _fatal(idle[2])  # the others when their second to log in is over
+        assert code == "08P01" and message == "no login within 1 seconds"
+    finally:
+        for s in idle:
+            s.close()
+    others = []
+    try:  # past 4 waiting in all, the oldest one (of any address) is closed
+        for k in range(5):
+            s = socket.socket()
+            s.settimeout(10)
+            s.bind((f"127.0.0.{2 + k}", 0))
+            s.connect(("127.0.0.1", port))
+            others.append(s)
+        assert _fatal(others[0])[0] == "53300"
+    finally:
+        for s in others:
+            s.close()
+    with _limited_connect(limited) as a, _limited_connect(limited, "alice"):  # logins take the 2 slots
+        with pytest.raises(psycopg.OperationalError, match="too many connections to the protab service"):
+            _limited_connect(limited, "erin")
+        a.close()
+        time.sleep(0.2)
+        with _limited_connect(limited, "erin") as e:  # a slot is free again
+            assert len(e.execute("SELECT sex, count(*) AS n FROM persons GROUP BY sex").fetchall()) == 2
+    lines = [json.loads(x) for x in limited["audit"].read_text(encoding="ascii").splitlines()]
+    assert any(x["user"] == "erin" and x["status"] == 503 for x in lines)
+
+
+def test_idle_sessions_are_closed_and_free_their_slot(limited):
+    s1, s2 = _limited_login(limited), _limited_login(limited, "alice")
+    try:
+        s1.sendall(_raw(b"Q", b"SELECT sex, count(*) AS n FROM persons GROUP BY sex\x00"))
+        assert [k for k, _ in _messages(s1)] == [b"T", b"D", b"D", b"C", b"Z"]
+        code, message = _fatal(s1)  # 1 s without a message
+        assert code == "57P05" and "idle for more than 1 seconds" in message
+        _fatal(s2)
+    finally:
+        s1.close()
+        s2.close()
+    with _limited_connect(limited) as a, _limited_connect(limited, "alice") as b:  # both slots are free
+        assert a.execute("SELECT current_user").fetchone() == ("bob",)
+        assert b.execute("SELECT current_user").fetchone() == ("alice",)
+
+
+def _parse(name: bytes, sql: bytes) -> bytes:
+    return _raw(b"P", name + b"\x00" + sql + b"\x00" + struct.pack("!h", 0))
+
+
+def test_statements_and_portals_are_capped(limited):
+    s = _limited_login(limited)
+    try:
+        s.sendall(b"".join(_parse(b"s%d" % k, b"SELECT 1") for k in range(9)) + _raw(b"S"))
+        got = _messages(s)
+        assert [k for k, _ in got] == [b"1"] * 8 + [b"E", b"Z"]
+        fields = _fields(got[8][1])
+        assert fields["C"] == "53400" and "already keeps 8 prepared statements" in fields["M"]
+        # a statement that replaces its namesake, or one after a Close, fits
+        s.sendall(_parse(b"s0", b"SELECT 2") + _raw(b"C", b"Ss1\x00") + _parse(b"s9", b"SELECT 1") + _raw(b"S"))
+        assert [k for k, _ in _messages(s)] == [b"1", b"3", b"1", b"Z"]
+        s.sendall(_raw(b"Q", b"DISCARD ALL\x00"))
+        assert [k for k, _ in _messages(s)] == [b"C", b"Z"]
+        big = b"SELECT " + b"x" * 60_000  # 4 x 60 kB fit in 256 KiB, the 5th does not
+        s.sendall(b"".join(_parse(b"b%d" % k, big) for k in range(5)) + _raw(b"S"))
+        got = _messages(s)
+        assert [k for k, _ in got] == [b"1"] * 4 + [b"E", b"Z"]
+        fields = _fields(got[4][1])
+        assert fields["C"] == "53400" and "more than 0.25 MiB" in fields["M"]
+        bind = _raw(b"B", b"p\x00b0\x00" + struct.pack("!hhh", 0, 0, 0))  # portal p of statement b0, no values
+        s.sendall(_raw(b"C", b"Sb3\x00") + bind + _raw(b"B", b"q\x00b1\x00" + struct.pack("!hhh", 0, 0, 0))
+                  + _raw(b"S"))
+        got = _messages(s)
+        assert [k for k, _ in got] == [b"3", b"2", b"E", b"Z"]  # portals count too
+        assert _fields(got[2][1])["C"] == "53400"
+        s.sendall(bind + _raw(b"S"))  # Sync ended the implicit transaction and its portals
+        assert [k for k, _ in _messages(s)] == [b"2", b"Z"]
+    finally:
+        s.close()

@@ -12,6 +12,14 @@ before its answer is sent. Refusals become PostgreSQL errors: 42501 outside the 
 42000 for a query the service refuses, 28P01 for a bad login, XX000 for the service's own
 failure (its cause goes to the audit log only).
 
+Limits, so that no client can keep the analysts out or grow the server's memory: a connection
+takes one of ``max_connections`` slots only once logged in (53300 past them); connections that
+are not logged in yet are capped per peer address and in all, the oldest one waiting giving way
+to a new one, and each has :data:`LOGIN_SECONDS` to log in; a logged-in connection that sends
+nothing for :data:`IDLE_SECONDS` is closed (57P05); one connection keeps at most
+:data:`MAX_STATEMENTS` prepared statements and as many portals, holding at most
+:data:`MAX_STORED_BYTES` of SQL and kept answers (53400); portals end with their transaction.
+
 Answered without the engine, because they tell nothing about the data: ``SET`` (accepted and
 ignored), ``SHOW`` of the server's parameters, ``BEGIN``/``COMMIT``/``ROLLBACK`` (the service is
 read-only), ``SELECT version()``, ``current_schema()``, ``current_database()``, ``current_user``.
@@ -30,7 +38,7 @@ import secrets
 import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +51,7 @@ from protab.serve.audit import AuditLog
 from protab.serve.auth import AuthError, TokenStore
 from protab.serve.config import UserConfig
 from protab.serve.engine import Engine
-from protab.serve.validator import QueryError, QueryForbidden, validate
+from protab.serve.validator import ALLOWED_FORM, QueryError, QueryForbidden, validate
 
 SERVER_VERSION = "16.0 (protab)"
 _SSL_REQUEST, _GSS_REQUEST, _CANCEL_REQUEST, _PROTOCOL_3 = 80877103, 80877104, 80877102, 196608
@@ -51,7 +59,16 @@ _TEXT, _INT8, _FLOAT8 = 25, 20, 701  # type oids of pg_type
 _INTERNAL = "the service could not answer this statement (an internal error, recorded for the office)"
 _MAX_STARTUP = 10_000
 #: seconds a client has from connecting to being logged in
-LOGIN_SECONDS = 30
+LOGIN_SECONDS = 10
+#: seconds a logged-in connection may wait between two messages before the service closes it
+IDLE_SECONDS = 15 * 60
+#: connections that are not logged in yet, in all and from one peer address; past either, the
+#: oldest one waiting (of that address) is closed, so that sockets that never log in cannot
+#: keep an analyst out (a connection slot is taken only at login)
+MAX_WAITING, MAX_WAITING_PER_PEER = 64, 16
+#: prepared statements and portals one connection may keep, each, and the bytes of their SQL
+#: and answers together (PostgreSQL's SQLSTATE 53400 past either)
+MAX_STATEMENTS, MAX_STORED_BYTES = 256, 16 << 20
 ENDPOINT = "PGWIRE query"
 
 
@@ -82,6 +99,22 @@ class _Portal:
     result: _Result | None = None
     formats: list[int] = field(default_factory=list)
     sent: int = 0
+    size: int = 0  # bytes (about) of the kept result
+
+
+#: bytes counted per value of a kept result (a Python object and its slot in the row)
+_ROW_BYTES = 64
+
+
+def _held(item: tuple[str, list[int]] | _Portal) -> int:
+    """Bytes (about) a prepared statement (sql, oids) or a portal holds."""
+    return len(item[0]) if isinstance(item, tuple) else len(item.sql) + item.size
+
+
+def _too_much() -> PgError:
+    return PgError("53400", f"the prepared statements and portals of this connection would hold more than "
+                   f"{MAX_STORED_BYTES / 2**20:g} MiB, the service's limit; close some (Close, DEALLOCATE or "
+                   "DISCARD ALL) first")
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -187,11 +220,16 @@ class PgWireServer:
     (port 0: a free one). :meth:`start` serves from a thread, :meth:`stop` ends it."""
 
     def __init__(self, engine: Engine, tokens: TokenStore, audit: AuditLog, host: str = "127.0.0.1",
-                 port: int = 5432, *, max_connections: int = 64) -> None:
+                 port: int = 5432, *, max_connections: int = 64, login_seconds: float = LOGIN_SECONDS,
+                 idle_seconds: float = IDLE_SECONDS, max_waiting: int = MAX_WAITING,
+                 max_waiting_per_peer: int = MAX_WAITING_PER_PEER) -> None:
         self.engine, self.tokens, self.audit = engine, tokens, audit
         self.host, self.port = host, port
         self.max_message = max(engine.config.max_body_bytes, engine.config.max_sql_length + 1024)
+        self.login_seconds, self.idle_seconds = login_seconds, idle_seconds
+        self.max_waiting, self.max_waiting_per_peer = max_waiting, max_waiting_per_peer
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._waiting: dict[asyncio.Task[None], tuple[str, asyncio.StreamWriter]] = {}  # oldest first
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
@@ -247,33 +285,37 @@ class PgWireServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        user: UserConfig | None = None
         try:
-            if not self._slots.acquire(blocking=False):
-                await asyncio.wait_for(self._startup(reader, writer, None), LOGIN_SECONDS)
-                writer.write(_error_msg("53300", "too many connections to the protab service", fatal=True))
-                return
+            self._wait(task, writer)
             try:
-                user = await asyncio.wait_for(self._startup(reader, writer, self._login), LOGIN_SECONDS)
-                if user is not None:
-                    await _Session(self, user, reader, writer).run()
+                # the login takes a connection slot (see _login): sockets that never log in take none
+                user = await asyncio.wait_for(self._startup(reader, writer), self.login_seconds)
+            except TimeoutError:
+                raise PgError("08P01", f"no login within {self.login_seconds:g} seconds", fatal=True) from None
             finally:
-                self._slots.release()
+                self._waiting.pop(task, None)
+            if user is not None:
+                try:
+                    await _Session(self, user, reader, writer).run()
+                finally:
+                    self._slots.release()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         except PgError as exc:
             writer.write(_error_msg(exc.code, str(exc), fatal=True))
-        except TimeoutError:
-            writer.write(_error_msg("08P01", f"no login within {LOGIN_SECONDS} seconds", fatal=True))
         except (struct.error, ValueError):
             writer.write(_error_msg("08P01", "malformed start-up or login message", fatal=True))
         except Exception as exc:  # the service's own failure ends this connection only; its cause to the audit log
             writer.write(_error_msg("XX000", _INTERNAL, fatal=True))
             try:
-                await self._audit(status=500, reason=f"connection: {type(exc).__name__}: {exc}")
+                await self._audit(user=None if user is None else user.name, status=500,
+                                  reason=f"connection: {type(exc).__name__}: {exc}")
             except Exception:  # the log cannot be written either: the connection ends all the same
                 pass
         finally:
             self._tasks.discard(task)
+            self._waiting.pop(task, None)
             try:
                 await writer.drain()
                 writer.close()
@@ -281,8 +323,26 @@ class PgWireServer:
             except (ConnectionError, asyncio.CancelledError, RuntimeError):
                 pass
 
-    async def _startup(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                       login: Callable[..., Any] | None) -> UserConfig | None:
+    def _wait(self, task: asyncio.Task[None], writer: asyncio.StreamWriter) -> None:
+        """Count a connection that is not logged in yet; past :attr:`max_waiting_per_peer` from its
+        address, or :attr:`max_waiting` in all, close the oldest one waiting (of that address)."""
+        peer = writer.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        self._waiting[task] = (host, writer)
+        while True:
+            same = [t for t, (h, _) in self._waiting.items() if h == host]
+            if len(same) > self.max_waiting_per_peer:
+                oldest = same[0]
+            elif len(self._waiting) > self.max_waiting:
+                oldest = next(iter(self._waiting))
+            else:
+                return
+            _, old_writer = self._waiting.pop(oldest)
+            old_writer.write(_error_msg("53300", "too many connections waiting to log in to the protab service; "
+                                        "this one waited longest", fatal=True))
+            oldest.cancel()  # its own finally closes the socket
+
+    async def _startup(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> UserConfig | None:
         while True:
             (length,) = struct.unpack("!i", await reader.readexactly(4))
             if not 8 <= length <= _MAX_STARTUP:
@@ -300,12 +360,12 @@ class PgWireServer:
             parts = body[4:].split(b"\x00")
             params = {parts[k].decode("utf-8", "replace"): parts[k + 1].decode("utf-8", "replace")
                       for k in range(0, len(parts) - 1, 2) if parts[k]}
-            if login is None:
-                return None
-            return await login(reader, writer, params)
+            return await self._login(reader, writer, params)
 
     async def _login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                     params: dict[str, str]) -> UserConfig | None:
+                     params: dict[str, str]) -> UserConfig:
+        """Check the password (the user's token); the user, holding one of the connection slots,
+        which the caller releases; a login past the slots is refused with 53300 and audited."""
         name = params.get("user", "")
         writer.write(_msg(b"R", struct.pack("!i", 3)))  # AuthenticationCleartextPassword
         await writer.drain()
@@ -326,6 +386,19 @@ class PgWireServer:
         except Exception as exc:  # a broken tokens file: the office's problem
             await self._audit(user=None, query=None, status=500, reason=f"token store: {type(exc).__name__}: {exc}")
             raise PgError("XX000", _INTERNAL, fatal=True) from None
+        if not self._slots.acquire(blocking=False):
+            await self._audit(user=user.name, status=503, reason="login refused: too many connections")
+            raise PgError("53300", "too many connections to the protab service; try again later", fatal=True)
+        try:
+            self._greet(writer, name, params)
+            await writer.drain()
+        except BaseException:  # no session will release the slot
+            self._slots.release()
+            raise
+        return user
+
+    @staticmethod
+    def _greet(writer: asyncio.StreamWriter, name: str, params: dict[str, str]) -> None:
         status = {"server_version": SERVER_VERSION, "server_encoding": "UTF8", "client_encoding": "UTF8",
                   "DateStyle": "ISO, MDY", "TimeZone": "UTC", "integer_datetimes": "on", "IntervalStyle": "postgres",
                   "standard_conforming_strings": "on", "is_superuser": "off", "session_authorization": name,
@@ -335,8 +408,6 @@ class PgWireServer:
         out.append(_msg(b"K", struct.pack("!ii", secrets.randbits(31), secrets.randbits(31))))
         out.append(_msg(b"Z", b"I"))
         writer.write(b"".join(out))
-        await writer.drain()
-        return user
 
     async def _audit(self, **fields: Any) -> None:
         record = {"user": None, "endpoint": ENDPOINT, "query": None, "status": 200, "accepted": False,
@@ -357,14 +428,23 @@ class _Session:
         self.tx = b"I"  # I idle, T in a transaction, E in a failed transaction
         self.skip_to_sync = False
 
-    async def run(self) -> None:
+    async def read(self) -> tuple[bytes, bytes]:
+        """The next message (kind, payload)."""
         limit = self.server.max_message
+        kind = await self.reader.readexactly(1)
+        (length,) = struct.unpack("!i", await self.reader.readexactly(4))
+        if length < 4 or length - 4 > limit:
+            raise PgError("08P01", f"message of {length} bytes: larger than the service's limit of {limit}")
+        return kind, await self.reader.readexactly(length - 4)
+
+    async def run(self) -> None:
+        idle = self.server.idle_seconds
         while True:
-            kind = await self.reader.readexactly(1)
-            (length,) = struct.unpack("!i", await self.reader.readexactly(4))
-            if length < 4 or length - 4 > limit:
-                raise PgError("08P01", f"message of {length} bytes: larger than the service's limit of {limit}")
-            body = await self.reader.readexactly(length - 4)
+            try:
+                kind, body = await asyncio.wait_for(self.read(), idle)
+            except TimeoutError:
+                raise PgError("57P05", f"terminating connection: idle for more than {idle:g} seconds "
+                              "(the service's limit); connect again", fatal=True) from None
             if kind == b"X":
                 return
             if kind == b"Q":
@@ -375,6 +455,8 @@ class _Session:
                 await self.simple(sql)
             elif kind == b"S":
                 self.skip_to_sync = False
+                if self.tx == b"I":  # the implicit transaction ends, and its portals with it (as in PostgreSQL)
+                    self.portals.clear()
                 self.writer.write(_msg(b"Z", self.tx))
             elif kind == b"H":
                 pass
@@ -387,7 +469,7 @@ class _Session:
                     elif kind == b"E":
                         await self.execute(_Reader(body))
                     else:
-                        self.extended(kind, _Reader(body))
+                        await self.extended(kind, _Reader(body))
                 except PgError as exc:
                     self.fail(exc)
                 except (struct.error, ValueError):
@@ -418,10 +500,35 @@ class _Session:
         self.writer.write(_msg(b"Z", self.tx))
 
     # -- the extended protocol --------------------------------------------------------------
-    def extended(self, kind: bytes, r: _Reader) -> None:
+    def stored(self) -> int:
+        """Bytes (about) held by this connection's prepared statements and portals."""
+        return sum(map(_held, self.statements.values())) + sum(map(_held, self.portals.values()))
+
+    def room(self, kind: str, names: dict[str, Any], name: str, size: int) -> None:
+        """Refuse (53400) a new statement or portal past MAX_STATEMENTS of its kind, or one that
+        would take the connection past MAX_STORED_BYTES; one that replaces its namesake counts once."""
+        old = names.get(name)
+        if old is None and len(names) >= MAX_STATEMENTS:
+            raise PgError("53400", f"this connection already keeps {len(names)} {kind}s, the service's limit; "
+                          "close some (Close, DEALLOCATE or DISCARD ALL) first")
+        if self.stored() - (0 if old is None else _held(old)) + size > MAX_STORED_BYTES:
+            raise _too_much()
+
+    async def result(self, portal: _Portal) -> _Result:
+        """The portal's answer, run at its first Describe or Execute and kept: one engine call,
+        one audit line. Refused (53400) while the connection already holds MAX_STORED_BYTES."""
+        if portal.result is None:
+            if self.stored() > MAX_STORED_BYTES:
+                raise _too_much()
+            portal.result = await self.answer(portal.sql)
+            portal.size = _ROW_BYTES * len(portal.result.rows) * max(1, len(portal.result.columns))
+        return portal.result
+
+    async def extended(self, kind: bytes, r: _Reader) -> None:
         if kind == b"P":
             name, sql = r.cstr(), r.cstr()
             oids = [r.int32() for _ in range(r.int16())]
+            self.room("prepared statement", self.statements, name, len(sql))
             self.statements[name] = (sql, oids)
             self.writer.write(_msg(b"1"))
         elif kind == b"B":
@@ -435,7 +542,13 @@ class _Session:
                 n = r.int32()
                 values.append(None if n == -1 else r.take(n))
             rformats = [r.int16() for _ in range(r.int16())]
-            self.portals[portal] = _Portal(_bind(sql, oids, pformats, values), formats=rformats)
+            try:
+                bound = _bind(sql, oids, pformats, values)
+            except PgError as exc:  # a refused statement: audited as those the engine refuses
+                await self.server._audit(user=self.user.name, query=sql, status=400, reason=str(exc))
+                raise
+            self.room("portal", self.portals, portal, len(bound))
+            self.portals[portal] = _Portal(bound, formats=rformats)
             self.writer.write(_msg(b"2"))
         elif kind == b"C":
             what, name = r.take(1), r.cstr()
@@ -459,9 +572,7 @@ class _Session:
         portal = self.portals.get(name)
         if portal is None:
             raise PgError("34000", f"portal {name[:60]!r} does not exist")
-        if portal.result is None:  # run it now and keep the answer for Execute: one engine call, one audit line
-            portal.result = await self.answer(portal.sql)
-        cols = portal.result.columns
+        cols = (await self.result(portal)).columns
         self.writer.write(_row_description(cols, portal.formats) if cols else _msg(b"n"))
 
     async def execute(self, r: _Reader) -> None:
@@ -469,9 +580,7 @@ class _Session:
         portal = self.portals.get(name)
         if portal is None:
             raise PgError("34000", f"portal {name[:60]!r} does not exist")
-        if portal.result is None:
-            portal.result = await self.answer(portal.sql)
-        res = portal.result
+        res = await self.result(portal)
         if not res.columns and res.tag == "":
             self.writer.write(_msg(b"I"))
             return
@@ -584,12 +693,17 @@ class _Session:
         return result
 
 
+_TOO_DEEP = f"the SQL is nested too deeply. {ALLOWED_FORM}"  # the validator's words over HTTP
+
+
 def _count_params(sql: str) -> int:
     try:
         tree = parse_one(sql, read="duckdb")
+        nums = [int(p.this) for p in tree.find_all(exp.Placeholder) if str(p.this).isdigit()]
     except SqlglotError:
         return 0
-    nums = [int(p.this) for p in tree.find_all(exp.Placeholder) if str(p.this).isdigit()]
+    except RecursionError:  # refused as the validator refuses it over HTTP
+        raise PgError("42000", _TOO_DEEP) from None
     return max(nums, default=0)
 
 
@@ -620,6 +734,8 @@ def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | No
         tree = parse_one(sql, read="duckdb")
     except SqlglotError as exc:
         raise PgError("42601", f"syntax error: {str(exc)[:200]}") from None
+    except RecursionError:  # refused as the validator refuses it over HTTP
+        raise PgError("42000", _TOO_DEEP) from None
 
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Placeholder) and str(node.this).isdigit():
@@ -629,7 +745,10 @@ def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | No
             return literals[k].copy()
         return node
 
-    return tree.transform(swap).sql(dialect="duckdb")
+    try:
+        return tree.transform(swap).sql(dialect="duckdb")
+    except RecursionError:
+        raise PgError("42000", _TOO_DEEP) from None
 
 
 # -- running it beside the HTTP app ------------------------------------------------------------
