@@ -19,7 +19,8 @@ Stages, each with its wall time and the process's peak resident memory during th
    with their 10 km/100 km parents, regional tables over region > province > municipality),
    one ``Session.cell_key`` per table;
 4. the baseline: per table a bare ``GROUP BY`` of its inner cells (count per combination of
-   its finest codes) fetched as Arrow, in the same process on the same table;
+   its finest codes) fetched as Arrow, in the same process on the same table, run right
+   after that table's cell_key (load on a shared machine changes by the minute);
 5. the 1 km grid table by sex × age: a hand-written ``GROUP BY ROLLUP(100 km, 10 km, 1 km),
    CUBE(sex, age)`` of the same published cells (counts and key sums, no noise, unordered)
    against protab's whole protected table, as timed in the programme (where it builds the 1 km
@@ -231,23 +232,26 @@ def swap_stage(s: pt.Session, rate: float) -> tuple[str, str]:
     return "persons_swapped", f"done: {note}; " + ", ".join(f"{k} {v}" for k, v in more.items())
 
 
-def programme(s: pt.Session, table: str, tables: list[tuple[str, pt.TableSpec]], p: pt.PTable) -> dict[str, object]:
-    out: dict[str, object] = {}
+def programme(s: pt.Session, table: str, tables: list[tuple[str, pt.TableSpec]], p: pt.PTable,
+              base: bool) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
+    """Each table's cell_key and, right after it (so that the load of a shared machine falls on
+    both alike), with ``base`` the bare GROUP BY of its inner cells: (protab, baseline) times
+    and sizes per table."""
+    prot, bare = {}, {}
+    dims = {name: d for name, d, _ in PROGRAMME}
     for name, spec in tables:
         dt, frame = timed(lambda spec=spec: s.cell_key(table, spec, p))
-        out[name] = (dt, frame.height)  # type: ignore[attr-defined]
-        print(f"    {name:<42}{dt:>9.2f} s{frame.height:>12,} cells", flush=True)  # type: ignore[attr-defined]
-    return out
-
-
-def baseline(s: pt.Session, table: str) -> dict[str, tuple[float, int]]:
-    out = {}
-    for name, dims, _ in PROGRAMME:
-        cols = ", ".join(dims)
-        dt, tab = timed(lambda cols=cols: s.con.sql(f"SELECT {cols}, count(*) AS n FROM {table} GROUP BY ALL")
-                        .to_arrow_table())
-        out[name] = (dt, tab.num_rows)  # type: ignore[attr-defined]
-    return out
+        prot[name] = (dt, frame.height)  # type: ignore[attr-defined]
+        del frame
+        line = f"    {name:<42}{dt:>9.2f} s{prot[name][1]:>12,} cells"
+        if base:
+            cols = ", ".join(dims[name])
+            tb, tab = timed(lambda cols=cols: s.con.sql(f"SELECT {cols}, count(*) AS n FROM {table} GROUP BY ALL")
+                            .to_arrow_table())
+            bare[name] = (tb, tab.num_rows)  # type: ignore[attr-defined]
+            line += f"   GROUP BY {tb:.2f} s"
+        print(line, flush=True)
+    return prot, bare
 
 
 HAND_ROLLUP = """
@@ -293,14 +297,14 @@ def main() -> None:
                 s.add_record_keys(table, id_column="pid", seed="census-benchmark-seed")
             tables = specs(h)
             p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
-            with stage(f"cell key method, {len(tables)} tables"):
-                prot = programme(s, table, tables, p)
-            t_prot = STAGES[-1][1]
+            with stage(f"cell key method, {len(tables)} tables (each then its bare GROUP BY)"):
+                prot, base = programme(s, table, tables, p, not args.no_baseline)
+            t_prot = sum(v[0] for v in prot.values())
+            t_trs = next(t for n, t, _ in STAGES if n == "targeted record swapping")
+            print(f"    cell key method: {t_prot:.1f} s in all; TRS + cell key method {t_trs + t_prot:.1f} s")
             if args.no_baseline:
                 return
-            with stage("baseline: bare GROUP BY of inner cells"):
-                base = baseline(s, table)
-            t_base = STAGES[-1][1]
+            t_base = sum(v[0] for v in base.values())
             grid_spec = dict(tables)["grid1_sex_age"]
             with stage("grid1_sex_age: hand-written ROLLUP/CUBE, protab again"):
                 t_hand, hand = timed(lambda: s.con.sql(HAND_ROLLUP.format(table=table)).to_arrow_table())
