@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 import protab as pt
@@ -215,3 +216,38 @@ def serve(tmp_path_factory):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     yield from serve(tmp_path_factory)
+
+
+class PgService:
+    """``python -m protab.serve.pgwire`` (HTTP and the PostgreSQL front) on two free ports; waits
+    until both answer; ``stop()`` ends it."""
+
+    def __init__(self, config: Path, timeout: float = 60, tag: str = "pg") -> None:
+        self.port, self.pg_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.err = config.parent / f"{tag}-{self.pg_port}.err"
+        cmd = [sys.executable, "-m", "protab.serve.pgwire", "--config", str(config), "--port", str(self.port),
+               "--pg-port", str(self.pg_port)]
+        with open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
+                    with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):
+                        return
+            except (httpx.TransportError, OSError):
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the service did not start: {self.err.read_text()}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,42 +31,15 @@ SET_FILTER = "a filter with several values"
 SECRETS = [F.SEED, "2.71828", "3.14159"]  # the seed and p-table parameters of the fixture
 
 
-class Service:
-    """``python -m protab.serve.pgwire`` (HTTP and PostgreSQL) on two free ports."""
+class Service(F.PgService):
+    """``python -m protab.serve.pgwire`` on two free ports (tests/serve_fixtures.py)."""
 
     def __init__(self, config: Path, timeout: float = 60) -> None:
-        self.port, self.pg_port = F.free_port(), F.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.err = config.parent / f"attack-{self.pg_port}.err"
-        cmd = [sys.executable, "-m", "protab.serve.pgwire", "--config", str(config), "--port", str(self.port),
-               "--pg-port", str(self.pg_port)]
-        with open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):
-                        return
-            except (httpx.TransportError, OSError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the service did not start: {self.err.read_text()}")
-            time.sleep(0.1)
+        super().__init__(config, timeout, tag="attack")
 
     def rss_kib(self) -> int:
         with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as fh:
             return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS"))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")

@@ -35,42 +35,15 @@ BOUND = ("SELECT region, agegroup, count(*) AS n FROM persons WHERE sex = %s AND
          "GROUP BY region, agegroup ORDER BY region, agegroup")
 
 
-class PgServer:
-    """``python -m protab.serve.pgwire`` on two free ports; waits for both."""
+class PgServer(F.PgService):
+    """``python -m protab.serve.pgwire`` on two free ports (tests/serve_fixtures.py)."""
 
     def __init__(self, config: Path, timeout: float = 60) -> None:
-        self.port, self.pg_port = F.free_port(), F.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.err = config.parent / f"pg-{self.pg_port}.err"
-        cmd = [sys.executable, "-m", "protab.serve.pgwire", "--config", str(config), "--port", str(self.port),
-               "--pg-port", str(self.pg_port)]
-        with open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):
-                        return
-            except (httpx.TransportError, OSError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the service did not start: {self.err.read_text()}")
-            time.sleep(0.1)
+        super().__init__(config, timeout, tag="pg")
 
     def dsn(self, user: str, token: str) -> str:
         return psycopg.conninfo.make_conninfo(host="127.0.0.1", port=self.pg_port, dbname="protab", user=user,
                                               password=token, connect_timeout=10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")

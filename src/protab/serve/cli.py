@@ -87,13 +87,14 @@ def serve(
     if pg_port is not None and not 0 < pg_port < 65536:
         raise ProtabError(f"--pg-port must be from 1 to 65535, not {pg_port}")
     app = create_app(config, database=database)
+    pg = ""
     if pg_port is not None:
         from protab.serve.pgwire import attach
 
-        attach(app, host, pg_port)
+        pg = f" and postgresql://{host}:{attach(app, host, pg_port).port}/"
     cfg = app.state.config
     print(f"protab serve: {len(cfg.datasets)} dataset(s) from {cfg.database}, audit log {cfg.audit_log}; "
-          f"listening on http://{host}:{port}/", file=sys.stderr, flush=True)
+          f"listening on http://{host}:{port}/{pg}", file=sys.stderr, flush=True)
     # no access log: the audit log records every request (and uvicorn's would add nothing safe)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
 

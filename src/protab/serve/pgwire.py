@@ -783,51 +783,17 @@ def attach(app: Any, host: str = "127.0.0.1", port: int = 5432) -> PgWireServer:
     return server
 
 
-def serve(config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000,
-          pg_port: int = 5432) -> None:
-    """``protab serve`` with the PostgreSQL front on ``pg_port`` beside HTTP on ``port`` (one engine)."""
-    import sys
-
-    import uvicorn
-
-    from protab.serve.app import create_app
-
-    for name, p in (("--port", port), ("--pg-port", pg_port)):
-        if not 0 < p < 65536:
-            raise ProtabError(f"{name} must be from 1 to 65535, not {p}")
-    app = create_app(config, database=database)
-    server = attach(app, host, pg_port)
-    cfg = app.state.config
-    print(f"protab serve: {len(cfg.datasets)} dataset(s) from {cfg.database}, audit log {cfg.audit_log}; "
-          f"listening on http://{host}:{port}/ and postgresql://{host}:{server.port}/", file=sys.stderr, flush=True)
-    try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
-    finally:
-        server.stop()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m protab.serve.pgwire --config serve.toml [--db FILE] [--host H] [--port 8000] [--pg-port 5432]``."""
-    import argparse
+    """``python -m protab.serve.pgwire --config serve.toml [--db FILE] [--host H] [--port 8000]
+    [--pg-port 5432]``: ``protab serve`` with the PostgreSQL front on (port 5432 unless given)."""
     import sys
 
-    p = argparse.ArgumentParser(prog="python -m protab.serve.pgwire",
-                                description="protab's query service over HTTP and the PostgreSQL protocol")
-    p.add_argument("--config", required=True, help="the service's TOML configuration (serve.toml)")
-    p.add_argument("--db", help="the microdata DuckDB file (overrides the config's database); opened read-only")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    p.add_argument("--pg-port", type=int, default=5432, help="PostgreSQL protocol port (default 5432)")
-    args = p.parse_args(argv)
-    try:
-        serve(args.config, args.db, args.host, args.port, args.pg_port)
-    except ProtabError as exc:
-        print(f"protab serve: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # pragma: no cover
-        return 130
-    return 0
+    from protab.serve.cli import main as serve_main
 
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not any(a == "--pg-port" or a.startswith("--pg-port=") for a in args):
+        args += ["--pg-port", "5432"]
+    return serve_main(args)
 
 if __name__ == "__main__":
     raise SystemExit(main())
