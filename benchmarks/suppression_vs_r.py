@@ -2,6 +2,7 @@
 
     python benchmarks/suppression_vs_r.py                  # about 8e3 and 1e5 published cells
     python benchmarks/suppression_vs_r.py --large          # adds about 6.5e5 (R limited by --r-timeout)
+    python benchmarks/suppression_vs_r.py --extra 400 20   # adds a table of 400 municipalities in 20 regions
 
 The tables of benchmarks/suppression_scale.py (municipalities under regions × 18 age groups
 under 3 broad groups × sex, all margins, about 5 records per inner cell). The inner cells
@@ -145,13 +146,17 @@ def main() -> None:
     ap.add_argument("--rscript", default=shutil.which("Rscript"), help="the Rscript program")
     ap.add_argument("--rlib", default=os.environ.get("PROTAB_RLIB", "/work/rlib_c"),
                     help="R library that holds GaussSuppression (default /work/rlib_c or $PROTAB_RLIB)")
+    ap.add_argument("--extra", type=int, nargs=2, metavar=("MUNICIPALITIES", "REGIONS"), action="append",
+                    default=[], help="also a table of this many municipalities and regions (repeatable)")
+    ap.add_argument("--only-extra", action="store_true", help="only the --extra tables")
     args = ap.parse_args()
     why = r_available(args.rscript, args.rlib)
     if why:
         print(f"GaussSuppression is not available ({why}): protab runs alone, nothing is compared.")
     else:
         print(f"Rscript {args.rscript}, R library {args.rlib}")
-    sizes = [(110, 10), (1450, 40)] + ([(9800, 40)] if args.large else [])
+    sizes = [] if args.only_extra else [(110, 10), (1450, 40)] + ([(9800, 40)] if args.large else [])
+    sizes += [tuple(x) for x in args.extra]
     for munis, regions in sizes:
         with tempfile.TemporaryDirectory(prefix="protab_vs_r_") as tmp:
             path = Path(tmp) / "inner.csv"
