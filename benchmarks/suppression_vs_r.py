@@ -65,8 +65,11 @@ def r_available(rscript: str | None, rlib: str) -> str | None:
         r = subprocess.run([rscript, "-e", expr], capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         return "loading GaussSuppression in R took more than 2 minutes"
+    except OSError as e:
+        return f"Rscript {rscript!r} cannot be run: {e.strerror}"
     if r.returncode != 0:
-        return "the R package GaussSuppression does not load: " + r.stderr.strip().splitlines()[-1]
+        lines = r.stderr.strip().splitlines() or ["(no message)"]
+        return "the R package GaussSuppression does not load: " + next((x for x in lines if "rror" in x), lines[-1])
     return None
 
 
