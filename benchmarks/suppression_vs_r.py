@@ -68,8 +68,7 @@ def r_available(rscript: str | None, rlib: str) -> str | None:
     except OSError as e:
         return f"Rscript {rscript!r} cannot be run: {e.strerror}"
     if r.returncode != 0:
-        lines = r.stderr.strip().splitlines() or ["(no message)"]
-        return "the R package GaussSuppression does not load: " + next((x for x in lines if "rror" in x), lines[-1])
+        return "the R package GaussSuppression does not load: " + " ".join(r.stderr.split())[:300]
     return None
 
 
