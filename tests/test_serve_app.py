@@ -474,6 +474,7 @@ def test_audit_log_survives_kill_9(served, tmp_path):
          'hierarchies = { municipality = ["municipality", "region"] }', "hierarchies.municipality"),
         ("maximum_entropy = { D = 5", "maximum_entropy = { D = 5.77", "ptable.maximum_entropy.D must be an integer"),
         ("fp = 100", "fp = -41.5", "magnitude.fp"),
+        ("[ptable]\nmaximum_entropy = { D = 5, V = 2.71828, js = 2 }\n", "", "serve.toml' needs the key 'ptable'"),
     ],
 )
 def test_bad_config_is_named_at_start_up(served, tmp_path, old, new, message):

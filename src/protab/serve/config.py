@@ -222,7 +222,8 @@ def _check_schema(cfg: Mapping[str, Any], where: str) -> None:
     try:
         _schema.check(cfg, SERVE)
     except SpecError as exc:
-        msg = str(exc).replace("request: ", f"{where}: ", 1).replace("the request", where)
+        msg = str(exc).replace("request: the request ", f"{where} ", 1)
+        msg = msg.replace("request: ", f"{where}: ", 1).replace("the request", where)
         key = msg.split(": ", 1)[1].split(" ", 1)[0] if ": " in msg else ""
         if any(part in _SECRET_SECTIONS for part in re.split(r"[.\[\]]", key)) or "ptable" in key:
             msg = re.sub(r" = .*? (must|is not) ", r" \1 ", msg)
