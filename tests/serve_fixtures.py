@@ -157,25 +157,31 @@ def free_port() -> int:
 
 
 class Server:
-    """``python -m protab.serve`` in a subprocess on a free port; ``stop()`` ends it (``kill()`` by SIGKILL)."""
+    """``protab serve`` (``python -m protab.serve``) in a subprocess on a free port, with the
+    PostgreSQL front on a second one when ``pg``; waits until it answers; ``stop()`` ends it
+    (``kill()`` by SIGKILL)."""
 
-    def __init__(self, config: Path, db: str | None = None, timeout: float = 60) -> None:
-        import httpx
-
+    def __init__(self, config: Path, db: str | None = None, timeout: float = 60, *, pg: bool = False) -> None:
         self.port = free_port()
+        self.pg_port = free_port() if pg else None
         self.url = f"http://127.0.0.1:{self.port}"
         self.stderr_path = config.parent / f"server-{self.port}.err"
         cmd = [sys.executable, "-m", "protab.serve", "--config", str(config), "--port", str(self.port)]
         if db is not None:
             cmd += ["--db", db]
+        if pg:
+            cmd += ["--pg-port", str(self.pg_port)]
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
         deadline = time.monotonic() + timeout
         while True:
             try:
                 if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
+                    if self.pg_port is None:
+                        return
+                    with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):
+                        return
+            except (httpx.TransportError, OSError):
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
@@ -189,7 +195,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
@@ -217,37 +223,3 @@ def serve(tmp_path_factory):
 def served(tmp_path_factory):
     yield from serve(tmp_path_factory)
 
-
-class PgService:
-    """``python -m protab.serve.pgwire`` (HTTP and the PostgreSQL front) on two free ports; waits
-    until both answer; ``stop()`` ends it."""
-
-    def __init__(self, config: Path, timeout: float = 60, tag: str = "pg") -> None:
-        self.port, self.pg_port = free_port(), free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.err = config.parent / f"{tag}-{self.pg_port}.err"
-        cmd = [sys.executable, "-m", "protab.serve.pgwire", "--config", str(config), "--port", str(self.port),
-               "--pg-port", str(self.pg_port)]
-        with open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):
-                        return
-            except (httpx.TransportError, OSError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the service did not start: {self.err.read_text()}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)

@@ -1,6 +1,6 @@
 """Attacks on the query service (issue 13) by an analyst who wants an unprotected count, a record,
 a record key, the seed or the p-table, or to crash the service: the real service
-(``python -m protab.serve.pgwire``: HTTP and PostgreSQL on one engine) in a subprocess, attacked
+(``protab serve --pg-port``: HTTP and PostgreSQL on one engine) in a subprocess, attacked
 over HTTP (httpx), the PostgreSQL protocol (psycopg and raw sockets), and ``protab publish``.
 
 An attack that is refused is a regression test. An attack that works is a test of the secure
@@ -31,11 +31,11 @@ SET_FILTER = "a filter with several values"
 SECRETS = [F.SEED, "2.71828", "3.14159"]  # the seed and p-table parameters of the fixture
 
 
-class Service(F.PgService):
-    """``python -m protab.serve.pgwire`` on two free ports (tests/serve_fixtures.py)."""
+class Service(F.Server):
+    """The service with its PostgreSQL front (tests/serve_fixtures.py)."""
 
     def __init__(self, config: Path, timeout: float = 60) -> None:
-        super().__init__(config, timeout, tag="attack")
+        super().__init__(config, timeout=timeout, pg=True)
 
     def rss_kib(self) -> int:
         with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as fh:

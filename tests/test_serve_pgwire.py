@@ -1,5 +1,5 @@
 """The PostgreSQL wire-protocol front of the query service (issue 13): the real service
-(``python -m protab.serve.pgwire``: HTTP and PostgreSQL on one engine) in a subprocess, queried
+(``protab serve --pg-port``: HTTP and PostgreSQL on one engine) in a subprocess, queried
 with psycopg and psql; its answers must equal those of the HTTP API (which test_serve_app checks
 against ``Session.cell_key``), refusals must be PostgreSQL errors, every statement audited."""
 
@@ -35,11 +35,11 @@ BOUND = ("SELECT region, agegroup, count(*) AS n FROM persons WHERE sex = %s AND
          "GROUP BY region, agegroup ORDER BY region, agegroup")
 
 
-class PgServer(F.PgService):
-    """``python -m protab.serve.pgwire`` on two free ports (tests/serve_fixtures.py)."""
+class PgServer(F.Server):
+    """The service with its PostgreSQL front (tests/serve_fixtures.py)."""
 
     def __init__(self, config: Path, timeout: float = 60) -> None:
-        super().__init__(config, timeout, tag="pg")
+        super().__init__(config, timeout=timeout, pg=True)
 
     def dsn(self, user: str, token: str) -> str:
         return psycopg.conninfo.make_conninfo(host="127.0.0.1", port=self.pg_port, dbname="protab", user=user,
@@ -274,7 +274,7 @@ def test_stops_cleanly_with_clients_connected(tmp_path):
         conn.close()
     finally:
         server.stop()
-    assert "Traceback" not in server.err.read_text()
+    assert "Traceback" not in server.stderr()
 
 
 def _messages(sock, until=b"Z"):
@@ -537,3 +537,14 @@ def test_statements_and_portals_are_capped(limited):
         assert [k for k, _ in _messages(s)] == [b"2", b"Z"]
     finally:
         s.close()
+
+
+def test_python_m_pgwire_is_protab_serve_with_the_front(served, capsys):
+    """``python -m protab.serve.pgwire`` is ``protab serve --pg-port 5432`` unless a port is given:
+    the same checks of its options (here a bad HTTP port, refused before anything starts)."""
+    from protab.serve.pgwire import main
+
+    assert main(["--config", str(served["config"]), "--port", "0"]) == 2
+    assert "--port must be from 1 to 65535" in capsys.readouterr().err
+    assert main(["--config", str(served["config"]), "--pg-port", "70000"]) == 2
+    assert "--pg-port must be from 1 to 65535" in capsys.readouterr().err
