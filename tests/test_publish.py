@@ -101,3 +101,18 @@ def test_publish_refuses_and_writes_nothing(micro):
     assert target.read_bytes() == before
     cli.publish(str(micro / "req.toml"), str(target), replace=True)
     assert not [p for p in micro.iterdir() if p.name.startswith(".p.duckdb")]
+
+
+def test_publish_never_replaces_the_default_microdata_database(micro):
+    """A request without ``database`` reads protab.duckdb beside it: that file is refused as a
+    target too, before anything is protected."""
+    (micro / "m.duckdb").rename(micro / "protab.duckdb")
+    text = REQUEST.format(age="age").replace('database = "m.duckdb"\n', "")
+    (micro / "nodb.toml").write_text(text, encoding="utf-8")
+    before = (micro / "protab.duckdb").read_bytes()
+    with pytest.raises(InputError, match="microdata database"):
+        cli.publish(str(micro / "nodb.toml"), str(micro / "protab.duckdb"), replace=True)
+    assert (micro / "protab.duckdb").read_bytes() == before
+    cli.publish(str(micro / "nodb.toml"), str(micro / "p.duckdb"))  # the default database is read
+    assert (micro / "p.duckdb").exists()
+

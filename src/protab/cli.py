@@ -364,15 +364,13 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
     cfg = _request(path, _schema.PROTECT)
     _check_names([t["name"] for t in cfg["tables"]])
     target = Path(to)
-    if target.exists() and not replace:
-        raise InputError(f"publish: {str(target)!r} exists; pass --replace to replace it")
     if target.is_dir():
         raise InputError(f"publish: {str(target)!r} is a folder; give a database file name")
+    if os.path.abspath(_database_path(path, cfg, database)) == os.path.abspath(target):
+        raise InputError(f"publish: {str(target)!r} is the microdata database; publish to a new file")
+    if target.exists() and not replace:
+        raise InputError(f"publish: {str(target)!r} exists; pass --replace to replace it")
     frames, rows = _protect_request(path, cfg, database, None)
-    if database is not None or "database" in cfg:
-        db = database or str(path.parent / cfg["database"])
-        if os.path.abspath(db) == os.path.abspath(target):
-            raise InputError(f"publish: {str(target)!r} is the microdata database; publish to a new file")
     methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
     with atomic_path(target) as tmp:
         os.unlink(tmp)  # DuckDB creates the file itself
@@ -392,7 +390,7 @@ def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[st
     try:
         con.execute("BEGIN")
         for name, frame in frames.items():
-            reg = f"_protab_publish_{len(name)}"
+            reg = "_protab_publish_frame"
             con.register(reg, frame.to_arrow())
             con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {reg}")
             con.unregister(reg)
@@ -416,6 +414,15 @@ def _check_names(names: list[str]) -> None:
         raise SpecError(f"request: the table names {dup} appear more than once (they name the output files)")
 
 
+def _database_path(path: Path, cfg: dict[str, Any], database: str | None) -> str:
+    """The microdata database of a request: ``--db``, else its ``database`` (relative to the
+    request file), else the default file beside it."""
+    if database is not None:
+        return database
+    db = cfg.get("database", DEFAULT_DATABASE)
+    return db if os.path.isabs(db) or db == ":memory:" else str(path.parent / db)
+
+
 def _protect_request(
     path: Path, cfg: dict[str, Any], database: str | None, out_dir: Path | None
 ) -> tuple[dict[str, pl.DataFrame], list[dict[str, Any]]]:
@@ -425,9 +432,7 @@ def _protect_request(
     from protab.table import TableSpec
 
     base = path.parent
-    db = database or cfg.get("database", DEFAULT_DATABASE)
-    if not os.path.isabs(db) and db != ":memory:" and database is None:
-        db = str(base / db)
+    db = _database_path(path, cfg, database)
     tables = cfg["tables"]
     unused = sorted(set(cfg.get("hierarchies", {})) - {d for t in tables for d in t["dims"]})
     if unused:
