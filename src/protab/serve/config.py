@@ -28,7 +28,7 @@ serve.toml (paths relative to the file):
   audit_log = "audit.jsonl"        # one JSON line per request, fsync'ed before the answer
   tokens_file = "tokens.json"      # optional: tokens managed by `protab serve-token`
   threshold = 3                    # blank perturbed counts below this (default 0: none)
-  min_population = 10              # least records a filter may select or remove (default 10)
+  min_population = 10              # least perturbed total of a filtered population (default 10)
   max_cells = 10000                # largest answer in cells (default 10000)
   max_sql_length = 10000  max_limit = 1000000  max_body_bytes = 1048576
   sessions = 4  threads = 2  cache_size = 256  memory_limit = "4GB"

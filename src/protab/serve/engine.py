@@ -69,8 +69,6 @@ SET_FILTER_MESSAGE = (
 CATALOG_CODES = 1000
 #: hierarchies a session keeps as tables before it drops them (bounded memory)
 KEEP_HIERARCHIES = 64
-#: the minimum-population rule counts from the records per combination of a dataset's dimensions
-#: (made at start-up) when there are at most this many combinations, else by a scan per request
 _FLOATS = ("FLOAT", "DOUBLE", "REAL")
 _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
@@ -423,20 +421,23 @@ class Engine:
         ds = self.datasets[req["dataset"]]
         rights = self.user_rights(user)[ds.name]
         filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
-        loose = [c for c in self._set_filters(filters) if c not in req["dims"] or c in req["levels"]]
+        picked = self._set_filters(filters)  # shown at their finest level only
+        loose = [c for c in picked if c not in req["dims"] or c in req["levels"]]
         if loose:
             raise QueryRefused(
                 f"a filter with several values may only be on a dimension of the table, shown at its finest "
                 f"level (the answer then holds that level only); on other dimensions filter with one value "
                 f"(filter on {loose[0]!r})"
             )
-        picked = self._set_filters(filters)  # shown at their finest level only
         dims: dict[str, Any] = {}
         for d in req["dims"]:
             h = self._hierarchy_for(ds, d, rights)
-            if h is None and not self._codes(ds, d, filters):  # its own filter lets no code pass: no records
-                raise QueryRefused(MIN_POPULATION_MESSAGE)
-            dims[d] = h if h is not None else self._flat_hierarchy(ds, d, self._codes(ds, d, filters))
+            if h is None:
+                codes = self._codes(ds, d, filters)
+                if not codes:  # its own filter lets no code pass: no records
+                    raise QueryRefused(MIN_POPULATION_MESSAGE)
+                h = self._flat_hierarchy(ds, d, codes)
+            dims[d] = h
         flat = [d for d in req["levels"] if dims[d] is not ds.hierarchies.get(d)]
         if flat:
             raise QueryRefused(f"levels: dimension {flat[0]!r} is served without hierarchy levels")
