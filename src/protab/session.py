@@ -668,14 +668,16 @@ class Session:
 
         self._require_columns(table, [column], "grid column")
         t, q = quote_ident(table), quote_ident(column)
-        bad = self._arrow(
-            f"SELECT {q} AS code, count(*) AS n FROM {t} WHERE NOT coalesce({grid.valid_code_sql(column)}, false) "
-            "GROUP BY 1 ORDER BY n DESC, code NULLS LAST"
+        # one scan: the distinct codes with their records, then the code check on those alone
+        found = self._arrow(
+            f"SELECT code, n, coalesce({grid.valid_code_sql('code')}, false) AS ok "
+            f"FROM (SELECT CAST({q} AS VARCHAR) AS code, count(*) AS n FROM {t} GROUP BY 1) ORDER BY code"
         )
+        bad = found.filter(~pl.col("ok")).sort(["n", "code"], descending=[True, False], nulls_last=True)
         if bad.height:
-            raise grid.malformed_codes_error(column, list(bad.head(5).iter_rows()), bad.height, int(bad["n"].sum()))
-        codes = self._arrow(f"SELECT DISTINCT CAST({q} AS VARCHAR) AS code FROM {t} ORDER BY 1")["code"]
-        return grid.grid_hierarchy(codes.alias(column), levels, form=form, root=root)
+            top = list(bad.select("code", "n").head(5).iter_rows())
+            raise grid.malformed_codes_error(column, top, bad.height, int(bad["n"].sum()))
+        return grid.grid_hierarchy(found["code"].alias(column), levels, form=form, root=root)
 
     def codes(self, table: str, column: str) -> list[str]:
         """The distinct non-missing values of a column (NULL and NaN left out), as strings, sorted."""
