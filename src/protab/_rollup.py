@@ -972,7 +972,7 @@ class TableRun:
         return frame.with_columns(decoded).select(
             [f"_d{k}" for k in range(nd)] + [f"_l{k}" for k in range(nd)] + rest)
 
-    def _value_select(self, src: str, alias: str = "c.") -> str | None:
+    def _value_select(self, src: str, alias: str = "c.") -> str:
         """A value column as published to a trusted user: decimals as DOUBLE; of a top-k list
         the values (for the list of smallest values: the largest and the smallest value)."""
         if src == "_w" or src.startswith("_s"):
@@ -988,7 +988,7 @@ class TableRun:
         return f"{alias}{src}"
 
     def _value_selects(self, values: Sequence[str], alias: str = "c.") -> list[str]:
-        return [x for x in (self._value_select(v, alias) for v in values) if x is not None]
+        return [self._value_select(v, alias) for v in values]
 
     def published(self) -> pl.DataFrame:
         """Every published cell: dims, levels, n (w, sums, cell_key), in publication order."""
