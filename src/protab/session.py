@@ -164,6 +164,7 @@ class Session:
         self._duckdb_bar = show  # DuckDB's own bar on long queries
         self._bars = progress is not False  # protab's bars on long steps (see _step)
         self._keys: dict[str, tuple[str, int]] = {}
+        self._key_sum_tables: set[str] = set()  # made by key_sums: counts and key sums per cell
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
         try:
             self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
@@ -303,6 +304,7 @@ class Session:
             else:
                 self._register_frame(name, source)
         self._keys.pop(name, None)
+        self._key_sum_tables.discard(name)
 
     def _register_files(self, name: str, paths: list[str], materialize: bool) -> None:
         kinds = {_file_kind(p) for p in paths}
@@ -576,6 +578,54 @@ class Session:
             raise InputError(f"add_record_keys: could not add keys to table {table!r}: {exc}") from None
         self._keys[table] = (name, modulus)
 
+    #: Columns of a key-sum table (see :meth:`key_sums`)
+    KEY_SUM_RECORDS, KEY_SUM_KEY = "protab_records", "protab_key_sum"
+
+    def key_sums(self, table: str, columns: Sequence[str], *, name: str | None = None) -> str:
+        """Aggregate the records of ``table`` to one row per combination of ``columns`` with
+        its number of records and its key sum modulo the key modulus, in a temporary table
+        of this session; returns its name.
+
+        A cell key is the sum of its records' keys modulo the modulus (docs/methods.md §1),
+        and sums of residues are residues of sums, so :meth:`cell_key`, :meth:`tabulate` and
+        :meth:`model_matrix` on this table give every count table of ``columns`` (any
+        hierarchies, formula or ``where`` on them) byte for byte as they would on the records,
+        from far fewer rows. It holds counts only: weights and sums need the records. The key
+        sums are as secret as the keys: the table lives in this session only (TEMP) and is
+        never a dimension of a table."""
+        columns = list(columns)
+        if not columns:
+            raise SpecError(f"key_sums: name at least one column of table {table!r} to keep")
+        self._require_columns(table, columns)
+        key, modulus = self.record_key(table)
+        clash = [c for c in columns if c in (key, self.KEY_SUM_RECORDS, self.KEY_SUM_KEY)]
+        if clash:
+            raise SpecError(f"key_sums: column {clash[0]!r} of table {table!r} cannot be kept: it is the "
+                            "record key or a name the key-sum table uses for itself")
+        name = name or f"_protab_key_sums_{uuid.uuid4().hex}"
+        if name in self._key_sum_tables:
+            self.drop_key_sums(name)
+        elif self.exists(name):
+            raise SpecError(f"key_sums: a table or view named {name!r} exists already; choose another name")
+        keep = ", ".join(quote_ident(c) for c in columns)
+        self._con.execute(
+            f"CREATE TEMP TABLE {quote_ident(name)} AS SELECT {keep}, count(*) AS {self.KEY_SUM_RECORDS}, "
+            f"CAST(sum({quote_ident(key)}) % ? AS BIGINT) AS {self.KEY_SUM_KEY} "
+            f"FROM {quote_ident(table)} GROUP BY ALL",
+            [modulus],
+        )
+        self._keys[name] = (self.KEY_SUM_KEY, modulus)
+        self._key_sum_tables.add(name)
+        return name
+
+    def drop_key_sums(self, name: str) -> None:
+        """Drop a key-sum table made by :meth:`key_sums` (it goes with the session anyway)."""
+        if name not in self._key_sum_tables:
+            raise SpecError(f"drop_key_sums: {name!r} is not a key-sum table of this session")
+        self._con.execute(f"DROP TABLE temp.main.{quote_ident(name)}")
+        self._key_sum_tables.discard(name)
+        self._keys.pop(name, None)
+
     def record_key(self, table: str) -> tuple[str, int]:
         """(column, modulus) of the record keys of ``table``; InputError if it has none."""
         if table in self._keys:
@@ -705,6 +755,14 @@ class Session:
         cols = self.columns(table)  # one look at the catalog
         if not isinstance(spec, TableSpec):
             raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
+        summed = table in self._key_sum_tables
+        if summed:  # counts and key sums per cell (key_sums): the records' counts and cell keys
+            if spec.weight is not None or spec.sums or spec.freq is not None or holding is not None:
+                raise SpecError(
+                    f"table {table!r} holds record counts and key sums per cell (Session.key_sums); "
+                    "weights, sums, frequencies and holdings need the records: ask the records' table"
+                )
+            spec = dataclasses.replace(spec, freq=self.KEY_SUM_RECORDS)
         _missing_columns(table, cols, spec.columns, "dimension column")
         values = ([spec.weight] if spec.weight else []) + list(spec.sums)
         _missing_columns(table, cols, values + ([spec.freq] if spec.freq else []), "value column")
@@ -735,7 +793,7 @@ class Session:
             )
         key = None
         if keys:
-            if spec.freq is not None:
+            if spec.freq is not None and not summed:
                 raise SpecError(
                     "the cell key method needs microdata (one row per record with its key); "
                     f"table {table!r} is aggregated (freq={spec.freq!r})"
