@@ -533,3 +533,35 @@ def test_no_secret_in_answers_errors_or_logs(served):
     for text in texts:
         for s in secrets:
             assert s not in text
+
+
+# -- count requests read the key sums of the dataset's dims ------------------------------------
+@pytest.mark.parametrize("persons, used", [(F.PERSONS, True), (40, False)])
+def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, used):
+    """6,000 persons in 480 combinations of the dims: count requests read the key sums (the
+    same answers, compared with Session.cell_key on the records); 40 persons in about as many
+    combinations: the records, no key-sum table kept."""
+    from protab.serve.config import load_config
+    from protab.serve.engine import Engine
+
+    db = F.build_database(tmp_path / "small.duckdb", persons=persons)
+    spec = pt.TableSpec({"region": _codes(db, "region"), "sex": _codes(db, "sex")},
+                        where=[("agegroup", "in", ["a5-9"])])
+    want = _cell_key(db, spec)  # on the records, before the engine opens the database its own way
+    config, _ = F.write_setup(tmp_path, db)
+    engine = Engine(load_config(config))
+    try:
+        ds = engine.datasets["persons"]
+        assert (ds.counts_table is not None) is used
+        user = engine.config.users["alice"]
+        got = engine.query("SELECT region, sex, count(*) AS n FROM persons WHERE agegroup = 'a5-9' "
+                           "GROUP BY CUBE(region, sex)", user).frame
+        assert got.height == want.height == 12
+        for row in got.iter_rows(named=True):
+            cell = want.filter((pl.col("region") == (row["region"] or "Total")) & (pl.col("sex") == (row["sex"] or "Total")))
+            assert cell["n_pert"].to_list() == [row["n"]]
+        if used:
+            with engine.session() as s:
+                assert s.exists(ds.counts_table)
+    finally:
+        engine.close()

@@ -67,6 +67,8 @@ SET_FILTER_MESSAGE = (
 )
 #: codes of a dimension listed in the catalogue when there are at most this many
 CATALOG_CODES = 1000
+#: count requests read a dataset's key sums when they have this many times fewer rows than its records
+KEY_SUMS_GAIN = 4
 #: hierarchies a session keeps as tables before it drops them (bounded memory)
 KEEP_HIERARCHIES = 64
 _FLOATS = ("FLOAT", "DOUBLE", "REAL")
@@ -98,6 +100,8 @@ class _Dataset:
     codes: dict[str, list[str]]
     hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
+    #: the key-sum table of the dataset's dims in every session (Session.key_sums), or None
+    counts_table: str | None = None
 
     @property
     def name(self) -> str:
@@ -157,6 +161,7 @@ class Engine:
                 self._pool.put(s)
             with self.session() as s:
                 self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
+            self._key_sums()
             for name, ds in self.datasets.items():
                 if ds.conf.magnitude is not None:
                     try:
@@ -220,6 +225,24 @@ class Engine:
             except ProtabError as exc:
                 raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
         return _Dataset(ds, codes, hierarchies)
+
+    def _key_sums(self) -> None:
+        """Count requests read, in every session, the records aggregated to the dataset's dims
+        with their key sums (Session.key_sums: the same counts and cell keys, so the same
+        answers byte for byte, from one row per combination of codes instead of one per
+        record), when that is at least KEY_SUMS_GAIN times fewer rows."""
+        for k, ds in enumerate(self.datasets.values()):
+            name = f"_protab_serve_counts_{k}"
+            for s in self._sessions:
+                s.key_sums(ds.conf.table, ds.conf.dims, name=name)
+            s = self._sessions[0]
+            rows = s.sql(f"SELECT count(*) AS n FROM {quote_ident(name)}")["n"][0]
+            records = s.sql(f"SELECT count(*) AS n FROM {quote_ident(ds.conf.table)}")["n"][0]
+            if rows * KEY_SUMS_GAIN <= records:
+                ds.counts_table = name
+            else:  # hardly fewer rows than records: not worth the memory
+                for s in self._sessions:
+                    s.drop_key_sums(name)
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
@@ -348,8 +371,9 @@ class Engine:
     def _protect(self, s: Session, ds: _Dataset, spec: Any, sums: bool) -> pl.DataFrame:
         from protab.errors import NoRecordsError
 
+        table = ds.counts_table if ds.counts_table is not None and not sums else ds.conf.table
         try:
-            frame = s.cell_key(ds.conf.table, spec, self.ptable, threshold=self.config.threshold or None,
+            frame = s.cell_key(table, spec, self.ptable, threshold=self.config.threshold or None,
                                magnitude=ds.magnitude if sums else None)
         except NoRecordsError:  # filters that select nobody: the same answer as a small population
             raise QueryRefused(MIN_POPULATION_MESSAGE) from None
