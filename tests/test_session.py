@@ -188,3 +188,18 @@ def test_hierarchy_from_columns(session, persons):
     session.register("bad", pl.DataFrame({"r": ["A", "B"], "m": ["x", "x"]}))
     with pytest.raises(pt.HierarchyError, match="x"):
         session.hierarchy_from_columns("bad", ["r", "m"])
+
+
+def test_forget_hierarchies_drops_their_tables_and_tables_still_work():
+    with pt.Session(":memory:", progress=False) as s:
+        s.con.execute("CREATE TABLE t AS SELECT ['a', 'b', 'c'][i % 3 + 1] AS x FROM range(30) r(i)")
+        before = set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"])
+        specs = [pt.TableSpec({"x": pt.Hierarchy.flat(codes)}) for codes in (["a", "b", "c"], ["a", "b", "c", "d"])]
+        want = [s.tabulate("t", spec) for spec in specs]
+        kept = set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"]) - before
+        assert kept  # code and bridge tables of the two hierarchies
+        s.forget_hierarchies(keep=2)  # not more than 2: kept
+        assert kept <= set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"])
+        s.forget_hierarchies()
+        assert set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"]) == before
+        assert [s.tabulate("t", spec) for spec in specs][1].equals(want[1])

@@ -1213,9 +1213,10 @@ class Session:
             raise InputError("install_ptable: the key modulus must be at least 2")
         install_ptable(self._con, ptable, m)
 
-    def _trim_hierarchies(self, keep: int) -> None:
-        """Drop the cached code and bridge tables of hierarchies when there are more than
-        ``keep`` (a long-lived session that sees ever new hierarchies stays small)."""
+    def forget_hierarchies(self, keep: int = 0) -> None:
+        """Drop the code and bridge tables the session keeps per hierarchy (built on first
+        use) when there are more than ``keep``: a long-lived session that sees ever new
+        hierarchies (a query service) stays small."""
         if len(self._hierarchies) <= keep:
             return
         for tables in self._hierarchies.values():
@@ -1264,7 +1265,7 @@ def model_matrix(
             return s.model_matrix("inner", spec, extend0=extend0, structural_zeros=structural_zeros)
         finally:
             s._con.unregister("inner")
-            s._trim_hierarchies(_FRAMES.max_hierarchies)
+            s.forget_hierarchies(_FRAMES.max_hierarchies)
 
 
 class _FrameSession:

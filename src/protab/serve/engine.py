@@ -377,7 +377,7 @@ class Engine:
                                magnitude=ds.magnitude if sums else None)
         except NoRecordsError:  # filters that select nobody: the same answer as a small population
             raise QueryRefused(MIN_POPULATION_MESSAGE) from None
-        s._trim_hierarchies(KEEP_HIERARCHIES)  # a long-lived session sees ever new code lists
+        s.forget_hierarchies(KEEP_HIERARCHIES)  # a long-lived session sees ever new code lists
         return frame
 
     # -- POST /v1/query ----------------------------------------------------------------------
