@@ -44,6 +44,7 @@ min_population = {min_population}
 max_cells = 20000
 sessions = {sessions}
 cache_size = {cache}
+requests_per_minute = 0
 
 [ptable]
 maximum_entropy = {{ D = 5, V = 3, js = 2 }}

@@ -86,7 +86,7 @@ def config_text(db: str, audit: str = "audit.jsonl", **overrides: object) -> str
     """serve.toml of the test service (``overrides`` replace top-level keys)."""
     top = {"database": db, "audit_log": audit, "tokens_file": "tokens.json", "threshold": THRESHOLD,
            "min_population": MIN_POPULATION, "max_cells": MAX_CELLS, "max_body_bytes": MAX_BODY,
-           "max_sql_length": 2000, "sessions": 2, "threads": 1}
+           "max_sql_length": 2000, "sessions": 2, "threads": 1, "requests_per_minute": 100_000}
     top.update(overrides)
     lines = [f"{k} = {_toml_value(v)}" for k, v in top.items()]
     lines += [

@@ -565,3 +565,24 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
                 assert s.exists(ds.counts_table)
     finally:
         engine.close()
+
+
+def test_rate_limit_buckets_are_per_user_and_refill():
+    from protab.serve.engine import _RateLimit
+    from protab.serve.validator import QueryThrottled
+
+    limit = _RateLimit(3)
+    for _ in range(3):
+        limit.admit("a")
+    with pytest.raises(QueryThrottled, match="at most 3 requests a minute; try again in") as err:
+        limit.admit("a")
+    assert err.value.status == 429 and 1 <= err.value.retry_after <= 20
+    limit.admit("b")  # another user's bucket is full
+    tokens, last = limit._buckets["a"]
+    limit._buckets["a"] = (tokens, last - 20)  # 20 s later: one request a 20 s has come back
+    limit.admit("a")
+    with pytest.raises(QueryThrottled):
+        limit.admit("a")
+    off = _RateLimit(0)
+    for _ in range(10_000):
+        off.admit("a")

@@ -548,3 +548,31 @@ def test_python_m_pgwire_is_protab_serve_with_the_front(served, capsys):
     assert "--port must be from 1 to 65535" in capsys.readouterr().err
     assert main(["--config", str(served["config"]), "--pg-port", "70000"]) == 2
     assert "--pg-port must be from 1 to 65535" in capsys.readouterr().err
+
+
+def test_requests_per_minute_per_user_over_both_fronts(tmp_path):
+    """requests_per_minute = 2: bob's third request is refused — 429 with Retry-After over HTTP,
+    SQLSTATE 53400 over the PostgreSQL front (one bucket per user, shared by the fronts) — and
+    audited; alice still gets her two."""
+    db = F.build_database(tmp_path / "micro.duckdb", persons=500)
+    config, tokens = F.write_setup(tmp_path, db, min_population=1, requests_per_minute=2)
+    server = PgServer(config)
+    sql = "SELECT sex, count(*) AS n FROM persons GROUP BY sex"
+    try:
+        def post(user):
+            return httpx.post(server.url + "/v1/query", json={"sql": sql}, timeout=30,
+                              headers={"Authorization": f"Bearer {tokens[user]}"})
+
+        assert post("bob").status_code == 200
+        with psycopg.connect(server.dsn("bob", tokens["bob"]), autocommit=True) as conn:
+            assert conn.execute(sql).fetchall()
+            with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="at most 2 requests a minute"):
+                conn.execute(sql)
+        r = post("bob")
+        assert r.status_code == 429 and "at most 2 requests a minute" in r.json()["error"]
+        assert 1 <= int(r.headers["Retry-After"]) <= 30
+        assert [post("alice").status_code for _ in range(3)] == [200, 200, 429]
+    finally:
+        server.stop()
+    lines = [json.loads(x) for x in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [x["status"] for x in lines if x["user"] == "bob" and x["query"]] == [200, 200, 429, 429]

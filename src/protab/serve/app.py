@@ -6,7 +6,7 @@ protected by the cell key method, and recorded in the audit log *before* its ans
 (a request whose line cannot be written gets a 500 and no answer). Errors are JSON
 ``{"error": message}`` with the status that fits: 400 (malformed JSON, a refused query, too
 many cells, the minimum-population rule), 401, 403, 404 (unknown route), 405 (wrong method),
-413 (body too large), 500 (the service's own failure; its cause goes to the audit log only).
+413 (body too large), 429 (more requests than the user's rate allows, with Retry-After), 500 (the service's own failure; its cause goes to the audit log only).
 
 ``create_app(config)`` builds it from a serve.toml path or a loaded :class:`ServeConfig`, so
 that a platform can mount it in its own ASGI server; ``python -m protab.serve`` runs it on
@@ -133,7 +133,8 @@ class _Service:
             response = _error(401, reason, {"WWW-Authenticate": 'Bearer realm="protab"'})
         except QueryError as exc:
             status, reason = exc.status, str(exc)
-            response = _error(status, reason)
+            retry = getattr(exc, "retry_after", None)
+            response = _error(status, reason, {"Retry-After": str(retry)} if retry is not None else None)
         except _HTTPError as exc:
             status, reason = exc.status, str(exc)
             response = _error(status, reason)

@@ -32,6 +32,7 @@ serve.toml (paths relative to the file):
   max_cells = 10000                # largest answer in cells (default 10000)
   max_sql_length = 10000  max_limit = 1000000  max_body_bytes = 1048576
   sessions = 4  threads = 2  cache_size = 256  memory_limit = "4GB"
+  requests_per_minute = 600        # per user (catalogue, queries, tables); 0: no limit
 
   [ptable]                         # secret: file = "ptable.csv" or maximum_entropy = {D, V, js}
   maximum_entropy = { D = 5, V = 3, js = 2 }
@@ -62,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "max_body_bytes": 1 << 20,
     "sessions": 4,
     "cache_size": 256,
+    "requests_per_minute": 600,
 }
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -131,6 +133,7 @@ SERVE = _schema.Table(
         "sessions": _schema.Int(1, 64),
         "threads": _schema.Int(1, 1024),
         "cache_size": _schema.Int(0, 1_000_000),
+        "requests_per_minute": _schema.Int(0, 1_000_000),
         "memory_limit": _schema.Str(),
         "datasets": _schema.Dict(DATASET),
         "users": _schema.Dict(USER),
@@ -195,6 +198,7 @@ class ServeConfig:
     threads: int | None = None
     cache_size: int = 256
     memory_limit: str | None = None
+    requests_per_minute: int = 600
 
 
 def parse_expiry(value: Any) -> dt.datetime:

@@ -36,6 +36,7 @@ import json
 import math
 import queue
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -47,7 +48,15 @@ import polars as pl
 from protab._rollup import quote_ident
 from protab.errors import ProtabError, SpecError, show_values
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
-from protab.serve.validator import ALLOWED_FORM, DatasetRights, Query, QueryForbidden, QueryRefused, validate
+from protab.serve.validator import (
+    ALLOWED_FORM,
+    DatasetRights,
+    Query,
+    QueryForbidden,
+    QueryRefused,
+    QueryThrottled,
+    validate,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
@@ -133,6 +142,32 @@ class _LRU:
                 self._data.popitem(last=False)
 
 
+class _RateLimit:
+    """A token bucket per user: ``per_minute`` requests a minute on average, in bursts of up to
+    ``per_minute``; 0 turns it off. Thread-safe."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[str, tuple[float, float]] = {}  # user → (tokens, time of last update)
+        self._lock = threading.Lock()
+
+    def admit(self, user: str) -> None:
+        if self.per_minute <= 0:
+            return
+        rate = self.per_minute / 60.0
+        with self._lock:
+            now = time.monotonic()
+            tokens, last = self._buckets.get(user, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
+            if tokens < 1.0:
+                self._buckets[user] = (tokens, now)
+                wait = max(1, math.ceil((1.0 - tokens) / rate))
+                raise QueryThrottled(
+                    f"too many requests: the service answers each user at most {self.per_minute} requests a "
+                    f"minute; try again in {wait} s", wait)
+            self._buckets[user] = (tokens - 1.0, now)
+
+
 class Engine:
     """Sessions on the microdata (read-only), the datasets, the p-table and the answer cache.
 
@@ -174,6 +209,7 @@ class Engine:
         self.catalog_rights = {n: DatasetRights(frozenset(d.conf.dims), frozenset(d.conf.measures))
                                for n, d in self.datasets.items()}
         self._cache = _LRU(config.cache_size)
+        self.rate = _RateLimit(config.requests_per_minute)
         self._flat = _LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
         self._warm_up()
 
@@ -296,6 +332,7 @@ class Engine:
 
     def catalog(self, user: UserConfig) -> dict[str, Any]:
         """The datasets, dimensions (levels, codes when few) and measures the user may use."""
+        self.rate.admit(user.name)
         out = []
         for name, r in sorted(self.user_rights(user).items()):
             ds = self.datasets[name]
@@ -383,6 +420,7 @@ class Engine:
     # -- POST /v1/query ----------------------------------------------------------------------
     def query(self, sql: Any, user: UserConfig) -> Answer:
         """An analyst's SQL, validated and answered with protected values (see the module doc)."""
+        self.rate.admit(user.name)
         c = self.config
         q = validate(sql, self.catalog_rights, self.user_rights(user), max_length=c.max_sql_length,
                      max_limit=c.max_limit)
@@ -441,6 +479,7 @@ class Engine:
         ``<m>_pert``, ``<m>_mean_pert``)."""
         from protab.table import TableSpec
 
+        self.rate.admit(user.name)
         req = self._table_request(body, user)
         ds = self.datasets[req["dataset"]]
         rights = self.user_rights(user)[ds.name]

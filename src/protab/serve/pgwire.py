@@ -9,7 +9,8 @@ so the validator is the only gate, as over HTTP. The password of the login is th
 bearer token, checked by :class:`~protab.serve.auth.TokenStore`; the login's user name must be
 the token's user. Every statement, and every refused login, is written to the audit log
 before its answer is sent. Refusals become PostgreSQL errors: 42501 outside the user's rights,
-42000 for a query the service refuses, 28P01 for a bad login, XX000 for the service's own
+42000 for a query the service refuses, 53400 past the user's rate of
+requests (requests_per_minute), 28P01 for a bad login, XX000 for the service's own
 failure (its cause goes to the audit log only).
 
 Limits, so that no client can keep the analysts out or grow the server's memory: a connection
@@ -51,7 +52,7 @@ from protab.serve.audit import AuditLog
 from protab.serve.auth import AuthError, TokenStore
 from protab.serve.config import UserConfig
 from protab.serve.engine import Engine
-from protab.serve.validator import ALLOWED_FORM, QueryError, QueryForbidden, validate
+from protab.serve.validator import ALLOWED_FORM, QueryError, QueryForbidden, QueryThrottled, validate
 
 SERVER_VERSION = "16.0 (protab)"
 _SSL_REQUEST, _GSS_REQUEST, _CANCEL_REQUEST, _PROTOCOL_3 = 80877103, 80877104, 80877102, 196608
@@ -81,6 +82,8 @@ class PgError(Exception):
 
 
 def _sqlstate(exc: QueryError) -> str:
+    if isinstance(exc, QueryThrottled):
+        return "53400"  # configuration_limit_exceeded: the user's rate
     return "42501" if isinstance(exc, QueryForbidden) else "42000"
 
 

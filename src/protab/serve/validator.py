@@ -84,6 +84,17 @@ class QueryForbidden(QueryError):
     status = 403
 
 
+class QueryThrottled(QueryError):
+    """HTTP 429: the user has sent more requests than the service's per-user rate allows;
+    ``retry_after``: whole seconds until the next one is admitted."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True)
 class Filter:
     """A WHERE predicate on one dimension: ``op`` is "in" or "not in"; values as text, sorted, distinct."""
