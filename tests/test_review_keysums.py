@@ -38,11 +38,11 @@ def test_suppress_perturb_inner_and_non_tree_hierarchies_match_the_records():
                  pt.TableSpec({"age": None, "sex": None}, null_code="u", where=[("age", "not in", [1, 2])],
                               drop_empty=True)]
         for spec in specs:
-            for run in (lambda t: s.suppress(t, spec, min_frequency=4),
-                        lambda t: s.suppress(t, spec, min_frequency=3, protect_zeros=True),
-                        lambda t: s.perturb_inner(t, spec, P, original=True),
-                        lambda t: s.cell_key(t, spec, P, original=True, threshold=2),
-                        lambda t: s.inner_cells(t, spec, extend0=True)):
+            for run in (lambda t, spec=spec: s.suppress(t, spec, min_frequency=4),
+                        lambda t, spec=spec: s.suppress(t, spec, min_frequency=3, protect_zeros=True),
+                        lambda t, spec=spec: s.perturb_inner(t, spec, P, original=True),
+                        lambda t, spec=spec: s.cell_key(t, spec, P, original=True, threshold=2),
+                        lambda t, spec=spec: s.inner_cells(t, spec, extend0=True)):
                 assert run(ks).equals(run("p"))
         zeros = pl.DataFrame({"age": ["3"], "sex": ["1"]})
         X1, i1, p1 = s.model_matrix(ks, specs[1], structural_zeros=zeros)
@@ -148,6 +148,7 @@ def test_key_sums_follow_new_record_keys():
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
     import serve_fixtures as F
+
     from protab.serve.config import load_config
     from protab.serve.engine import Engine
 
@@ -244,6 +245,7 @@ def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch
                    "instead of answering that dataset from its records")
 def test_service_starts_with_a_dimension_named_protab_records(tmp_path):
     import serve_fixtures as F
+
     from protab.serve.config import load_config
     from protab.serve.engine import Engine
 
