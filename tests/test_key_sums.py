@@ -90,8 +90,17 @@ def test_refusals_and_lifecycle():
             s.tabulate(ks, pt.TableSpec({"protab_key_sum": None}))
         with pytest.raises(InputError, match="'age'"):  # not kept: not a column of the key sums
             s.tabulate(ks, pt.TableSpec({"age": None}))
-        with pytest.raises(SpecError, match="'p' exists already"):
+        with pytest.raises(SpecError, match="cannot replace 'p' itself"):
             s.key_sums("p", ["sex"], name="p")
+        s.con.execute("CREATE TABLE other AS SELECT 1 AS a")
+        with pytest.raises(SpecError, match="'other' exists already"):
+            s.key_sums("p", ["sex"], name="other")
+        with pytest.raises(SpecError, match="name a column twice"):
+            s.key_sums("p", ["sex", "sex"])
+        with pytest.raises(SpecError, match="non-empty table name"):
+            s.key_sums("p", ["sex"], name="")
+        with pytest.raises(SpecError, match="neither a dimension nor a filter"):
+            s.tabulate(ks, pt.TableSpec({"sex": None}, where=[("protab_records", "in", [1])]))
         with pytest.raises(SpecError, match="record key"):
             s.key_sums("p", [s.record_key("p")[0]])
         with pytest.raises(SpecError, match="at least one column"):

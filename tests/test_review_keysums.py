@@ -1,6 +1,6 @@
-"""Review of Session.key_sums, the service's count tables and its rate limit (commits f8c7db0,
-4aa5fb6, 24343b4, 5018d82). Tests that pass pin down what holds; ``xfail(strict=True)`` ones
-show a defect (they start passing, and so fail the suite, once it is fixed)."""
+"""Review of Session.key_sums, the service's count tables and its rate limit: what a reviewer
+tried to break (float where-filters, key sums of key sums, stale key sums, a dim named as a
+key-sum column, leaks through the service, the rate limit under threads) and what holds."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab.errors import ProtabError, SpecError
+from protab.errors import InputError, ProtabError, SpecError
 
 P = pt.PTable.maximum_entropy(D=3, V=1)
 
@@ -83,9 +83,6 @@ def _signed_zeros_and_nans(s) -> str:
     return s.key_sums("p", ["x", "g"])
 
 
-@pytest.mark.xfail(strict=True, reason="defect: key_sums groups a float column by value, so −0.0 and 0.0 "
-                   "become one row with one of the two spellings, while a where filter compares the "
-                   "column's text ('-0.0' / '0.0'): filtered tables differ from the records'")
 def test_where_on_signed_zero_float_column():
     with pt.Session(":memory:", progress=False) as s:
         ks = _signed_zeros_and_nans(s)
@@ -94,8 +91,6 @@ def test_where_on_signed_zero_float_column():
                 assert _same(s, ks, pt.TableSpec({"g": None}, where=[("x", op, vals)]))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: NaN and −NaN are one group in key_sums but the texts "
-                   "'nan' and '-nan' to a where filter")
 def test_where_on_negative_nan_float_column():
     with pt.Session(":memory:", progress=False) as s:
         ks = _signed_zeros_and_nans(s)
@@ -111,8 +106,6 @@ def test_float_dimensions_themselves_match():
         assert s.tabulate(ks, spec, cell_keys=True).equals(s.tabulate("p", spec, cell_keys=True))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: key_sums of a key-sum table counts its rows (count(*)), not "
-                   "the records (sum(protab_records)): n is silently wrong, cell keys right")
 def test_key_sums_of_key_sums():
     with pt.Session(":memory:", progress=False) as s:
         _records(s, "SELECT i AS id, ['N', 'S', 'E'][i % 3 + 1] AS region, i % 7 AS age FROM range(1000) t(i)")
@@ -122,8 +115,6 @@ def test_key_sums_of_key_sums():
         assert s.tabulate(ks2, spec, cell_keys=True).equals(s.tabulate("p", spec, cell_keys=True))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: key_sums(ks, ..., name=ks) drops ks before reading it: a raw "
-                   "DuckDB CatalogException, and the key-sum table is gone")
 def test_key_sums_named_as_its_own_source():
     with pt.Session(":memory:", progress=False) as s:
         _records(s, "SELECT i AS id, ['N', 'S'][i % 2 + 1] AS region, i % 7 AS age FROM range(100) t(i)")
@@ -133,15 +124,18 @@ def test_key_sums_named_as_its_own_source():
         assert s.exists("cells")
 
 
-@pytest.mark.xfail(strict=True, reason="risk: a key-sum table is a snapshot; after add_record_keys(..., "
-                   "replace=True) on its records it still answers with the old keys' cell keys")
 def test_key_sums_follow_new_record_keys():
     with pt.Session(":memory:", progress=False) as s:
         _records(s, "SELECT i AS id, ['1', '2'][i % 2 + 1] AS sex FROM range(100) t(i)")
         ks = s.key_sums("p", ["sex"])
         s.add_record_keys("p", id_column="id", seed="a new seed", replace=True)
-        spec = pt.TableSpec({"sex": None})
-        assert s.tabulate(ks, spec, cell_keys=True).equals(s.tabulate("p", spec, cell_keys=True))
+        assert not s.exists(ks)  # dropped with the old keys: it can no longer answer with them
+        with pytest.raises(InputError, match=ks):
+            s.tabulate(ks, pt.TableSpec({"sex": None}))
+        ks = s.key_sums("p", ["sex"])
+        ks2 = s.key_sums(ks, ["sex"])
+        s.register("p", pl.DataFrame({"id": [1, 2], "sex": ["1", "2"]}), replace=True)  # a new table p: both go
+        assert not s.exists(ks) and not s.exists(ks2)
 
 
 # -- the service --------------------------------------------------------------------------------
@@ -240,9 +234,6 @@ def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch
         limit.admit("u")  # admitted after Retry-After seconds
 
 
-@pytest.mark.xfail(strict=True, reason="defect (regression): a dataset with a dimension named protab_records "
-                   "(or protab_key_sum) no longer starts: Engine._key_sums lets key_sums' SpecError through "
-                   "instead of answering that dataset from its records")
 def test_service_starts_with_a_dimension_named_protab_records(tmp_path):
     import serve_fixtures as F
 

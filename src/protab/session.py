@@ -164,7 +164,7 @@ class Session:
         self._duckdb_bar = show  # DuckDB's own bar on long queries
         self._bars = progress is not False  # protab's bars on long steps (see _step)
         self._keys: dict[str, tuple[str, int]] = {}
-        self._key_sum_tables: set[str] = set()  # made by key_sums: counts and key sums per cell
+        self._key_sum_sources: dict[str, str] = {}  # key-sum tables (key_sums) → the table they sum
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
         try:
             self._con.execute(f"SET enable_progress_bar = {'true' if show else 'false'}")
@@ -304,7 +304,8 @@ class Session:
             else:
                 self._register_frame(name, source)
         self._keys.pop(name, None)
-        self._key_sum_tables.discard(name)
+        self._drop_key_sums_of(name)
+        self._key_sum_sources.pop(name, None)
 
     def _register_files(self, name: str, paths: list[str], materialize: bool) -> None:
         kinds = {_file_kind(p) for p in paths}
@@ -577,6 +578,7 @@ class Session:
         except duckdb.Error as exc:
             raise InputError(f"add_record_keys: could not add keys to table {table!r}: {exc}") from None
         self._keys[table] = (name, modulus)
+        self._drop_key_sums_of(table)  # their key sums are of the old keys
 
     #: Columns of a key-sum table (see :meth:`key_sums`)
     KEY_SUM_RECORDS, KEY_SUM_KEY = "protab_records", "protab_key_sum"
@@ -592,39 +594,60 @@ class Session:
         hierarchies, formula or ``where`` on them) byte for byte as they would on the records,
         from far fewer rows. It holds counts only: weights and sums need the records. The key
         sums are as secret as the keys: the table lives in this session only (TEMP) and is
-        never a dimension of a table."""
+        never a dimension of a table. It is a snapshot: new record keys (add_record_keys) or a
+        new ``table`` (register) drop it; other changes to ``table`` are not seen.
+        ``table`` may itself be a key-sum table (its counts and key sums are summed)."""
         columns = list(columns)
         if not columns:
             raise SpecError(f"key_sums: name at least one column of table {table!r} to keep")
-        self._require_columns(table, columns)
+        if len(set(columns)) < len(columns):
+            raise SpecError(f"key_sums: columns {show_values(columns)} name a column twice")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise SpecError("key_sums: name must be a non-empty table name (or None for a generated one)")
+        cols = self._require_columns(table, columns)
         key, modulus = self.record_key(table)
         clash = [c for c in columns if c in (key, self.KEY_SUM_RECORDS, self.KEY_SUM_KEY)]
         if clash:
             raise SpecError(f"key_sums: column {clash[0]!r} of table {table!r} cannot be kept: it is the "
                             "record key or a name the key-sum table uses for itself")
         name = name or f"_protab_key_sums_{uuid.uuid4().hex}"
-        if name in self._key_sum_tables:
+        if name == table:
+            raise SpecError(f"key_sums: the key sums of {table!r} cannot replace {table!r} itself; choose another name")
+        if name in self._key_sum_sources:
             self.drop_key_sums(name)
         elif self.exists(name):
             raise SpecError(f"key_sums: a table or view named {name!r} exists already; choose another name")
         keep = ", ".join(quote_ident(c) for c in columns)
+        # a float column groups by its text too: -0.0 and 0.0 (NaN and -NaN) are one value to
+        # GROUP BY but two to a where-filter, which compares the text
+        group = [quote_ident(c) for c in columns] + [
+            f"CAST({quote_ident(c)} AS VARCHAR)" for c in columns if cols[c].upper() in ("FLOAT", "DOUBLE", "REAL")]
+        records = (f"CAST(sum({self.KEY_SUM_RECORDS}) AS BIGINT)" if table in self._key_sum_sources
+                   else "count(*)")
         self._con.execute(
-            f"CREATE TEMP TABLE {quote_ident(name)} AS SELECT {keep}, count(*) AS {self.KEY_SUM_RECORDS}, "
+            f"CREATE TEMP TABLE {quote_ident(name)} AS SELECT {keep}, {records} AS {self.KEY_SUM_RECORDS}, "
             f"CAST(sum({quote_ident(key)}) % ? AS BIGINT) AS {self.KEY_SUM_KEY} "
-            f"FROM {quote_ident(table)} GROUP BY ALL",
+            f"FROM {quote_ident(table)} GROUP BY {', '.join(group)}",
             [modulus],
         )
         self._keys[name] = (self.KEY_SUM_KEY, modulus)
-        self._key_sum_tables.add(name)
+        self._key_sum_sources[name] = table
         return name
 
     def drop_key_sums(self, name: str) -> None:
         """Drop a key-sum table made by :meth:`key_sums` (it goes with the session anyway)."""
-        if name not in self._key_sum_tables:
+        if name not in self._key_sum_sources:
             raise SpecError(f"drop_key_sums: {name!r} is not a key-sum table of this session")
-        self._con.execute(f"DROP TABLE temp.main.{quote_ident(name)}")
-        self._key_sum_tables.discard(name)
+        self._con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(name)}")
+        del self._key_sum_sources[name]
         self._keys.pop(name, None)
+
+    def _drop_key_sums_of(self, table: str) -> None:
+        """Drop the key-sum tables made from ``table`` (and from those): its records or keys changed."""
+        for name, source in list(self._key_sum_sources.items()):
+            if source == table and name in self._key_sum_sources:
+                self.drop_key_sums(name)
+                self._drop_key_sums_of(name)
 
     def record_key(self, table: str) -> tuple[str, int]:
         """(column, modulus) of the record keys of ``table``; InputError if it has none."""
@@ -755,13 +778,16 @@ class Session:
         cols = self.columns(table)  # one look at the catalog
         if not isinstance(spec, TableSpec):
             raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
-        summed = table in self._key_sum_tables
+        summed = table in self._key_sum_sources
         if summed:  # counts and key sums per cell (key_sums): the records' counts and cell keys
             if spec.weight is not None or spec.sums or spec.freq is not None or holding is not None:
                 raise SpecError(
                     f"table {table!r} holds record counts and key sums per cell (Session.key_sums); "
                     "weights, sums, frequencies and holdings need the records: ask the records' table"
                 )
+            if self.KEY_SUM_RECORDS in [*spec.columns, *(c for c, _, _ in spec.where)]:
+                raise SpecError(f"column {self.KEY_SUM_RECORDS!r} of table {table!r} counts the records of its "
+                                "rows: it is neither a dimension nor a filter")
             spec = dataclasses.replace(spec, freq=self.KEY_SUM_RECORDS)
         _missing_columns(table, cols, spec.columns, "dimension column")
         values = ([spec.weight] if spec.weight else []) + list(spec.sums)

@@ -266,19 +266,25 @@ class Engine:
         """Count requests read, in every session, the records aggregated to the dataset's dims
         with their key sums (Session.key_sums: the same counts and cell keys, so the same
         answers byte for byte, from one row per combination of codes instead of one per
-        record), when that is at least KEY_SUMS_GAIN times fewer rows."""
+        record), when that is at least KEY_SUMS_GAIN times fewer rows (judged in the first
+        session before the others build theirs). A dataset with a dim named as a column of
+        the key sums is answered from its records."""
+        from protab.session import Session
+
+        first, others = self._sessions[0], self._sessions[1:]
         for k, ds in enumerate(self.datasets.values()):
+            if {Session.KEY_SUM_RECORDS, Session.KEY_SUM_KEY} & set(ds.conf.dims):
+                continue
             name = f"_protab_serve_counts_{k}"
-            for s in self._sessions:
+            first.key_sums(ds.conf.table, ds.conf.dims, name=name)
+            rows = first.sql(f"SELECT count(*) AS n FROM {quote_ident(name)}")["n"][0]
+            records = first.sql(f"SELECT count(*) AS n FROM {quote_ident(ds.conf.table)}")["n"][0]
+            if rows * KEY_SUMS_GAIN > records:  # hardly fewer rows than records: not worth the memory
+                first.drop_key_sums(name)
+                continue
+            for s in others:
                 s.key_sums(ds.conf.table, ds.conf.dims, name=name)
-            s = self._sessions[0]
-            rows = s.sql(f"SELECT count(*) AS n FROM {quote_ident(name)}")["n"][0]
-            records = s.sql(f"SELECT count(*) AS n FROM {quote_ident(ds.conf.table)}")["n"][0]
-            if rows * KEY_SUMS_GAIN <= records:
-                ds.counts_table = name
-            else:  # hardly fewer rows than records: not worth the memory
-                for s in self._sessions:
-                    s.drop_key_sums(name)
+            ds.counts_table = name
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
