@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from protab.engine import DuckDBEngine, Engine
 from protab.errors import InputError, NoRecordsError, SpecError, show_values
 from protab.table import TableSpec
 
@@ -181,7 +182,7 @@ class TableRun:
 
     def __init__(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: "duckdb.DuckDBPyConnection | Engine",
         table: str,
         spec: TableSpec,
         *,
@@ -201,7 +202,9 @@ class TableRun:
         only inner cells are wanted, so the estimate of published cells is skipped;
         ``top_k``: carry the magnitude columns of :func:`value_columns` with lists of the
         ``top_k`` largest contributions (1..6)."""
-        self.con, self.table, self.spec = con, table, spec
+        self.eng = con if isinstance(con, Engine) else DuckDBEngine(con)
+        self.con = self.eng.con if isinstance(self.eng, DuckDBEngine) else None  # DuckDB's own, for magnitudes
+        self.table, self.spec = table, spec
         self.types = {k: str(v).upper() for k, v in (types or {}).items()}
         self.max_cells, self.check_published = max_cells, rollup
         self._n_inner = 0  # inner cells found by the scan (set by _check_inner)
@@ -234,6 +237,18 @@ class TableRun:
         of the user's into SQL."""
         if not self.spec.where:
             return
+        name = _tmp("where")
+        if self.con is None:  # another engine: the same condition with the values as parameters
+            conds, params = [], []
+            for column, op, values in self.spec.where:
+                marks = ", ".join("?" for _ in values)
+                hit = f"CAST({quote_ident(column)} AS VARCHAR) IN ({marks})" if values else "FALSE"
+                conds.append(f"coalesce({hit if op == 'in' else f'NOT ({hit})'}, FALSE)")
+                params += [str(v) for v in values]
+            self.eng.create_view(name, f"SELECT * FROM {quote_ident(self.table)} WHERE {' AND '.join(conds)}", params)
+            self._views.append(name)
+            self.source = name
+            return
         cond = None
         for column, op, values in self.spec.where:
             hit = duckdb.FunctionExpression(
@@ -244,10 +259,9 @@ class TableRun:
             c = hit if op == "in" else ~hit
             c = duckdb.CoalesceOperator(c, duckdb.ConstantExpression(False))
             cond = c if cond is None else (cond & c)
-        name = _tmp("where")
         # the relation's SQL, written by DuckDB with the values as escaped constants
         query = self.con.table(quote_ident(self.table)).filter(cond).sql_query()
-        self.con.execute(f"CREATE TEMP VIEW {name} AS {query}")
+        self.eng.create_view(name, query)
         self._views.append(name)
         self.source = name
 
@@ -284,24 +298,23 @@ class TableRun:
 
     def close(self) -> None:
         for t in reversed(self._temps):
-            self.con.execute(f"DROP TABLE IF EXISTS {t}")
+            self.eng.drop_table(t)
         self._temps.clear()
         for v in self._views:
-            self.con.execute(f"DROP VIEW IF EXISTS {v}")
+            self.eng.drop_view(v)
         self._views.clear()
 
     def _create(self, kind: str, select: str, params: Sequence[Any] | None = None) -> str:
         name = _tmp(kind)
         self._temps.append(name)
-        self.con.execute(f"CREATE TEMP TABLE {name} AS {select}", list(params) if params else [])
+        self.eng.create_table(name, select, params)
         return name
 
     def _count(self, query: str) -> int:
-        return int(self.con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0])
+        return int(self.eng.rows(f"SELECT count(*) FROM ({query})")[0][0])
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
-        rel = self.con.sql(query, params=list(params) if params else None)
-        return pl.from_arrow(rel.to_arrow_table())  # type: ignore[return-value]
+        return self.eng.frame(query, params)
 
     # -- 1. one scan to inner cells ---------------------------------------------------------
     def _code_expr(self, column: str) -> str:
@@ -425,7 +438,7 @@ class TableRun:
             f"FILTER (WHERE isfinite(CAST({quote_ident(c)} AS DOUBLE))), 0)"
             for _, c, _ in sources
         ]
-        row = self.con.execute(f"SELECT {', '.join(items)} FROM {self.source}").fetchall()[0]
+        row = self.eng.rows(f"SELECT {', '.join(items)} FROM {self.source}")[0]
         for (_, col, what), total in zip(sources, row):
             if float(total) >= self.SUM_LIMIT:
                 raise InputError(
@@ -441,8 +454,8 @@ class TableRun:
         q = quote_ident(column)
         cond = where.format(q=q)
         t = self.source
-        n = self.con.execute(f"SELECT count(*) FROM {t} WHERE {cond}").fetchall()[0][0]
-        rows = self.con.execute(f"SELECT DISTINCT {q} FROM {t} WHERE {cond} ORDER BY 1 LIMIT 5").fetchall()
+        n = self.eng.rows(f"SELECT count(*) FROM {t} WHERE {cond}")[0][0]
+        rows = self.eng.rows(f"SELECT DISTINCT {q} FROM {t} WHERE {cond} ORDER BY 1 LIMIT 5")
         return int(n), show_values([r[0] for r in rows])
 
     def _check_inner(self) -> None:
@@ -475,7 +488,7 @@ class TableRun:
                 f"coalesce(min({lo}), 0)",
                 f"coalesce(sum(_chk_n{i} * greatest(abs({lo}), abs({hi}))), 0)",  # ≥ Σ|x|
             ]
-        row = list(self.con.execute(f"SELECT {', '.join(items)} FROM {self.inner}", params).fetchall()[0])
+        row = list(self.eng.rows(f"SELECT {', '.join(items)} FROM {self.inner}", params)[0])
         self._n_inner = int(row.pop(0))
         per_dim = [tuple(row[4 * k: 4 * k + 4]) for k in range(self.nd)]
         del row[: 4 * self.nd]
@@ -549,9 +562,7 @@ class TableRun:
         extra = [c for c in self._checks if c.startswith(("_chk_null", "_chk_sw"))]
         if not extra:
             return
-        row = self.con.execute(
-            f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in extra)} FROM {self.inner}"
-        ).fetchall()[0]
+        row = self.eng.rows(f"SELECT {', '.join(f'coalesce(sum({c}), 0)' for c in extra)} FROM {self.inner}")[0]
         for c, n in zip(extra, row):
             if not n:
                 continue
@@ -621,7 +632,7 @@ class TableRun:
             [pl.col(c).cast(pl.String).alias(f"_d{k}") for k, c in enumerate(self.spec.columns)]
         ).to_arrow()
         reg = _tmp("structural")
-        self.con.register(reg, frame)
+        self.eng.register(reg, frame)
         match = " AND ".join(f"z._d{k} = g._d{k}" for k in range(self.nd))
         try:
             return self._create(
@@ -629,7 +640,7 @@ class TableRun:
                 f"{select} WHERE i._n IS NOT NULL OR NOT EXISTS (SELECT 1 FROM {reg} z WHERE {match})",
             )
         finally:
-            self.con.unregister(reg)
+            self.eng.unregister(reg)
 
     # -- 2. integer codes, bridges, roll-up -------------------------------------------------
     def _bridges(self) -> tuple[list[str], list[str]]:
@@ -666,11 +677,11 @@ class TableRun:
                             "level": pa.array([d.hierarchy.level_of(c) for c in empty], pa.int32()),
                             "coef": pa.array([0] * len(empty), pa.int64()),
                         })])
-                self.con.register(reg, rel)
+                self.eng.register(reg, rel)
                 up = None
                 if d.hierarchy.is_tree:  # each code's parent, for the levelwise roll-up
                     up = _tmp("hp")
-                    self.con.register(up, d.hierarchy.code_levels().select(["code", "parent"]))
+                    self.eng.register(up, d.hierarchy.code_levels().select(["code", "parent"]))
                 try:
                     codes, bridge = self._code_tables(
                         f"SELECT CAST(leaf AS VARCHAR) AS leaf, CAST(ancestor AS VARCHAR) AS ancestor, "
@@ -678,9 +689,9 @@ class TableRun:
                         parents=up,
                     )
                 finally:
-                    self.con.unregister(reg)
+                    self.eng.unregister(reg)
                     if up is not None:
-                        self.con.unregister(up)
+                        self.eng.unregister(up)
                 self.cache[d.hierarchy] = (codes, bridge)
             else:
                 codes, bridge = self._code_tables(  # the distinct codes found once, used twice
@@ -728,7 +739,7 @@ class TableRun:
             select = select.format(raw=raw, codes=names[0] if names else "")
             if keep:
                 name = _tmp(kind)
-                self.con.execute(f"CREATE TEMP TABLE {name} AS {select}")
+                self.eng.create_table(name, select)
             else:
                 name = self._create(kind, select)
             names.append(name)
@@ -1030,9 +1041,9 @@ class TableRun:
         where = published_filter(self.spec, {k: f"b{k}.level" for k in range(nd)})
         signed = [k for k in range(nd) if self.coef[k]]
         coef = (", " + " * ".join(f"b{k}.coef" for k in signed) + " AS _c") if signed else ""
-        tab = self.con.sql(
+        tab = self.eng.arrow(
             f"SELECT i._id, p._pid{coef} FROM {self.ids} i {joins} JOIN {pub} p ON {match} WHERE {where}"
-        ).to_arrow_table()
+        )
         n_inner = self._count(f"SELECT 1 FROM {self.ids}")
         n_pub = self._count(f"SELECT 1 FROM {pub}")
         self.pair_coef = tab.column("_c").to_numpy().astype(np.int64) if signed else np.ones(tab.num_rows, np.int64)
@@ -1233,7 +1244,7 @@ class TableRun:
         (Σ|holding weighted sum|)."""
         spec, h = self.spec, quote_ident(self.holding or "")
         t = self.source
-        nulls = self.con.execute(f"SELECT count(*) FROM {t} WHERE {h} IS NULL").fetchall()[0][0]
+        nulls = self.eng.rows(f"SELECT count(*) FROM {t} WHERE {h} IS NULL")[0][0]
         if nulls:
             raise InputError(
                 f"holding column {self.holding!r} of table {self.table!r} is missing (NULL) in {nulls} "
@@ -1284,11 +1295,11 @@ class TableRun:
         """SpecError when a sums column has negative values (dominance and p% need x >= 0)."""
         for k, col in enumerate(self.spec.sums):
             smallest = f"_mn{k}" if self.spec.weight is not None else f"_tn{k}[1]"
-            low = self.con.execute(f"SELECT min({smallest}) FROM {base}").fetchall()[0][0]
+            low = self.eng.rows(f"SELECT min({smallest}) FROM {base}")[0][0]
             if low is not None and low < 0:
-                n = self.con.execute(
+                n = self.eng.rows(
                     f"SELECT count(*) FROM {self.source} WHERE {quote_ident(col)} < 0"
-                ).fetchall()[0][0]
+                )[0][0]
                 raise InputError(
                     f"sums column {col!r} of table {self.table!r} has negative values in {n} record(s); "
                     "the dominance and p% rules are defined for values of 0 or more (use min_frequency "
@@ -1297,11 +1308,11 @@ class TableRun:
 
     def _register_frame(self, kind: str, frame: pl.DataFrame) -> str:
         reg = _tmp(kind + "_src")
-        self.con.register(reg, frame.to_arrow())
+        self.eng.register(reg, frame.to_arrow())
         try:
             return self._create(kind, f"SELECT * FROM {reg}")
         finally:
-            self.con.unregister(reg)
+            self.eng.unregister(reg)
 
     def perturb_inner(self, ptable: "PTable", *, original: bool) -> pl.DataFrame:
         """Inner cells perturbed through the p-table by their own cell keys, margins as sums.
@@ -1342,7 +1353,7 @@ class TableRun:
         per key bucket (``protab_b``) a range touches, so that a hash join on row class and
         bucket finds a cell's entry among one or two instead of every entry of its class."""
         reg = _tmp("ks")
-        self.con.register(reg, keyspace_arrow(ptable.keyspace(self.modulus)))
+        self.eng.register(reg, keyspace_arrow(ptable.keyspace(self.modulus)))
         try:
             return self._create(
                 "pt",
@@ -1351,7 +1362,7 @@ class TableRun:
                 [self._bucket] * 2,
             )
         finally:
-            self.con.unregister(reg)
+            self.eng.unregister(reg)
 
 
 def keyspace_arrow(ks: pl.DataFrame) -> pa.Table:

@@ -1,0 +1,260 @@
+"""Where protab's SQL runs: one small interface, a DuckDB and a Spark implementation.
+
+A table request (``protab._rollup.TableRun``) writes every statement once, in DuckDB's SQL
+dialect with ``?`` parameters. :class:`DuckDBEngine` runs it as written; :class:`SparkEngine`
+renders it for Spark SQL with sqlglot (parsed as DuckDB, written as Spark, with the few
+DuckDB-only pieces rewritten on the syntax tree: ``?`` become named parameters, so that a
+rewrite that repeats an expression repeats its parameter too; ``isinf``; ``MATERIALIZED``
+common table expressions) and binds the same values as parameters. Temporary tables become
+checkpointed temporary views of Spark, so a relation is computed once, as in DuckDB.
+
+Nothing here knows about tables, hierarchies or keys: those stay in ``_rollup.py``, in one copy.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from protab.errors import InputError
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as a plain Python value (numpy integers and floats included)."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    return value
+
+
+class Engine:
+    """What a table request needs of an SQL engine; statements are DuckDB SQL with ``?``."""
+
+    name = "engine"
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:  # pragma: no cover
+        raise NotImplementedError
+
+    def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:  # pragma: no cover
+        raise NotImplementedError
+
+    def create_table(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def create_view(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def register(self, name: str, data: pa.Table) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def unregister(self, name: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def drop_table(self, name: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def drop_view(self, name: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def frame(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        return pl.from_arrow(self.arrow(sql, params))  # type: ignore[return-value]
+
+
+class DuckDBEngine(Engine):
+    """protab's SQL on a DuckDB connection, exactly as written."""
+
+    name = "duckdb"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        self.con.execute(sql, list(params) if params else [])
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        return self.con.execute(sql, list(params) if params else []).fetchall()
+
+    def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+        return self.con.sql(sql, params=list(params) if params else None).to_arrow_table()
+
+    def create_table(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
+        self.con.execute(f"CREATE TEMP TABLE {name} AS {select}", list(params) if params else [])
+
+    def create_view(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
+        self.con.execute(f"CREATE TEMP VIEW {name} AS {select}", list(params) if params else [])
+
+    def register(self, name: str, data: pa.Table) -> None:
+        self.con.register(name, data)
+
+    def unregister(self, name: str) -> None:
+        self.con.unregister(name)
+
+    def drop_table(self, name: str) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS {name}")
+
+    def drop_view(self, name: str) -> None:
+        self.con.execute(f"DROP VIEW IF EXISTS {name}")
+
+
+#: Spark SQL of protab's macros (record key, row class): sql/spark/protab.sql in the source tree
+SPARK_SQL = Path(__file__).resolve().parent / "sql" / "spark" / "protab.sql"
+
+
+def spark_sql_text() -> str:
+    """The statements of sql/spark/protab.sql (shipped in the wheel or read from the source tree)."""
+    for path in (SPARK_SQL, Path(__file__).resolve().parents[2] / "sql" / "spark" / "protab.sql"):
+        if path.exists():
+            return path.read_text()
+    raise FileNotFoundError("sql/spark/protab.sql is missing from the protab installation")
+
+
+def require_spark() -> Any:
+    """Import pyspark, or an InputError that names what to install (pyspark and a Java runtime)."""
+    try:
+        import pyspark  # noqa: F401
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError(
+            "the Spark engine needs pyspark 4 or later: pip install 'pyspark>=4.0' (or protab[dev]), "
+            "and a Java runtime 17 or later"
+        ) from None
+    return SparkSession
+
+
+def require_java() -> None:
+    """InputError when no Java runtime is on PATH (nor under JAVA_HOME): Spark cannot start."""
+    import os
+
+    home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") is None and not (home and (Path(home) / "bin" / "java").exists()):
+        raise InputError(
+            "the Spark engine needs a Java runtime (17 or later) and none was found on PATH or in "
+            "JAVA_HOME; install one (e.g. apt-get install openjdk-17-jre-headless, or `make java`)"
+        )
+
+
+@functools.lru_cache(maxsize=4096)
+def to_spark(sql: str) -> tuple[str, int]:
+    """A DuckDB statement of protab as Spark SQL, and how many ``?`` it had (they become
+    named parameters ``:p0``, ``:p1``, … in text order)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    count = 0
+    for node in list(tree.find_all(exp.Placeholder)):  # pre-order: text order
+        node.replace(exp.Placeholder(this=f"p{count}"))
+        count += 1
+    for cte in tree.find_all(exp.CTE):
+        cte.set("materialized", None)
+    for node in list(tree.find_all(exp.IsInf)):
+        x = node.this
+        node.replace(exp.paren(exp.EQ(this=exp.Abs(this=x.copy()),
+                                      expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE"))))
+    return tree.sql(dialect="spark"), count
+
+
+class SparkEngine(Engine):
+    """protab's SQL on a SparkSession: rendered by :func:`to_spark`, temporary tables as
+    checkpointed temporary views (computed once, then read like a table)."""
+
+    name = "spark"
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self._frames: dict[str, Any] = {}
+        self.install()
+
+    def install(self) -> None:
+        """The Spark twins of protab's macros (protab_record_key, protab_row_class)."""
+        import re
+
+        text = "\n".join(line for line in spark_sql_text().splitlines() if not line.startswith("--"))
+        for statement in re.split(r";\s*\n", text):
+            if statement.strip():
+                self.spark.sql(statement)
+
+    def df(self, sql: str, params: Sequence[Any] | None = None) -> Any:
+        """The statement as a Spark DataFrame (lazy)."""
+        text, count = to_spark(sql)
+        params = list(params or [])
+        if count != len(params):
+            raise ValueError(f"statement has {count} parameters, {len(params)} given")
+        args = {f"p{k}": _plain(v) for k, v in enumerate(params)}
+        return self.spark.sql(text, args=args) if args else self.spark.sql(text)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
+        self.df(sql, params).collect()
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.df(sql, params).collect()]
+
+    def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+        return self.df(sql, params).toArrow()
+
+    def _keep(self, name: str, frame: Any) -> None:
+        frame = frame.localCheckpoint(eager=True)  # computed once, lineage cut
+        frame.createOrReplaceTempView(name)
+        self._frames[name] = frame
+
+    def create_table(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
+        self._keep(name, self.df(select, params))
+
+    def create_view(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
+        self.df(select, params).createOrReplaceTempView(name)
+
+    def register(self, name: str, data: pa.Table) -> None:
+        if data.num_rows == 0:  # Spark infers no schema from an empty Arrow table
+            frame = self.spark.createDataFrame([], schema=_spark_schema(data.schema))
+        else:
+            frame = self.spark.createDataFrame(data)
+        frame.createOrReplaceTempView(name)
+
+    def unregister(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+
+    def drop_table(self, name: str) -> None:
+        frame = self._frames.pop(name, None)
+        self.spark.catalog.dropTempView(name)
+        if frame is not None:
+            frame.unpersist()
+
+    def drop_view(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+
+    def temp_name(self, kind: str) -> str:
+        return f"_protab_{kind}_{uuid.uuid4().hex}"
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+#: Spark type names → the DuckDB type names protab's checks read (numeric, integer, float)
+_SPARK_TYPES = {
+    "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INTEGER", "bigint": "BIGINT",
+    "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
+    "date": "DATE", "timestamp": "TIMESTAMP WITH TIME ZONE", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB",
+}
+
+
+def duckdb_type(spark_type: str) -> str:
+    """The DuckDB name of a Spark column type (``decimal(p,s)`` → ``DECIMAL(p,s)``)."""
+    t = spark_type.lower()
+    if t.startswith("decimal"):
+        return t.upper()
+    if t.startswith(("varchar", "char")):
+        return "VARCHAR"
+    return _SPARK_TYPES.get(t, t.upper())
