@@ -149,14 +149,31 @@ def to_spark(sql: str) -> tuple[str, int]:
     named parameters ``:p0``, ``:p1``, … in text order)."""
     import sqlglot
     from sqlglot import exp
+    from sqlglot.tokens import TokenType
 
-    tree = sqlglot.parse_one(sql, read="duckdb")
-    count = 0
-    for node in list(tree.find_all(exp.Placeholder)):  # pre-order: text order
-        node.replace(exp.Placeholder(this=f"p{count}"))
-        count += 1
+    # number the ? in text order ($1, $2, …), then name them p0, p1, … for Spark
+    tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    marks = [t.start for t in tokens if t.token_type == TokenType.PLACEHOLDER]
+    parts, last = [], 0
+    for k, pos in enumerate(marks):
+        parts += [sql[last:pos], f"${k + 1}"]
+        last = pos + 1
+    tree = sqlglot.parse_one("".join(parts) + sql[last:], read="duckdb")
+    count = len(marks)
+    for node in list(tree.find_all(exp.Placeholder)):
+        node.replace(exp.Placeholder(this=f"p{int(str(node.this)) - 1}"))
     for cte in tree.find_all(exp.CTE):
         cte.set("materialized", None)
+    for node in list(tree.find_all(exp.DataType)):  # unsigned and 128-bit integers: Spark has neither
+        if node.this in (exp.DataType.Type.UINT, exp.DataType.Type.UBIGINT, exp.DataType.Type.USMALLINT,
+                         exp.DataType.Type.UTINYINT):
+            node.replace(exp.DataType.build("BIGINT"))
+        elif node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
+            node.replace(exp.DataType.build("DECIMAL(38, 0)"))
+    for node in list(tree.find_all(exp.Anonymous)):  # the key of an id is the key of its text
+        if str(node.this).lower() == "protab_record_key" and len(node.expressions) == 3:
+            ident = node.expressions[1]
+            ident.replace(exp.cast(ident.copy(), "STRING"))
     for node in list(tree.find_all(exp.IsInf)):
         x = node.this
         node.replace(exp.paren(exp.EQ(this=exp.Abs(this=x.copy()),

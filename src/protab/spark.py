@@ -1,0 +1,226 @@
+"""protab's Session on Spark: the same table requests, run by Spark SQL, the same frames out.
+
+``protab.Session.spark(spark)`` gives a :class:`SparkSession`: a :class:`protab.Session`
+whose catalog is Spark's (temporary views and tables), whose record keys are Spark columns,
+and whose table requests run the statements of ``protab._rollup`` rendered for Spark SQL
+(``protab.engine.SparkEngine``). Counts and key sums are integers, so every cell, cell key
+and perturbed count equals the DuckDB engine's bit for bit (docs/spark.md).
+
+On Spark today: registering Parquet paths, Spark tables and frames, ``add_record_keys``,
+``tabulate`` and ``inner_cells`` of counts and weighted counts, ``cell_key``,
+``perturb_inner`` and ``model_matrix`` (hierarchies, non-tree hierarchies, formulas,
+``drop_empty``, ``where``). Magnitudes (sums), sensitivity rules, suppression, swapping and
+key sums raise NotImplementedError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from protab._rollup import TableRun, quote_ident
+from protab.engine import SparkEngine, duckdb_type, require_java, require_spark
+from protab.errors import InputError, show_values
+from protab.session import DEFAULT_MAX_CELLS, Session, _as_paths, _check_max_cells, _file_kind
+from protab.table import TableSpec
+
+
+class _SparkConnection(SparkEngine):
+    """The Spark engine, also answering ``execute(sql, params).fetchall()`` as a DuckDB
+    connection does, so that the Session's own checks (ids, existing keys) run unchanged."""
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> "_Rows":  # type: ignore[override]
+        return _Rows(self, sql, params)
+
+
+class _Rows:
+    def __init__(self, engine: SparkEngine, sql: str, params: Sequence[Any] | None) -> None:
+        self._rows = engine.rows(sql, params)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._rows
+
+
+def _not_on_spark(what: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"{what} does not run on the Spark engine yet (counts, weighted counts, cell keys, perturb_inner "
+        "and model matrices do); run it with a DuckDB protab.Session"
+    )
+
+
+class SparkSession(Session):
+    """A :class:`protab.Session` over a ``pyspark.sql.SparkSession`` (see the module's doc).
+
+    Tables are Spark temporary views or catalog tables; ``register`` makes a view of Parquet
+    paths, a Spark table or a frame. Record keys live in a column of the view; the session
+    remembers which column holds them. The SparkSession itself belongs to the caller:
+    :meth:`close` drops protab's views, not Spark.
+    """
+
+    def __init__(self, spark: Any, *, max_cells: int | float | None = DEFAULT_MAX_CELLS) -> None:
+        require_spark()
+        require_java()
+        self.database = "spark"
+        self._spill = None
+        self._db_key = None
+        self.max_cells = _check_max_cells(max_cells)
+        self._duckdb_bar = self._bars = False
+        self._keys: dict[str, tuple[str, int]] = {}
+        self._key_sum_sources: dict[str, str] = {}
+        self._hierarchies: dict[Any, tuple[str, str]] = {}
+        self.spark = spark
+        self._con = _SparkConnection(spark)  # type: ignore[assignment]
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drop the hierarchy views this session made (the SparkSession stays open)."""
+        for tables in self._hierarchies.values():
+            for t in tables:
+                self._con.drop_table(t)  # type: ignore[attr-defined]
+        self._hierarchies.clear()
+
+    def forget_hierarchies(self, keep: int = 0) -> None:
+        if len(self._hierarchies) > keep:
+            self.close()
+
+    @property
+    def engine(self) -> SparkEngine:
+        return self._con  # type: ignore[return-value]
+
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> Any:
+        """Run a query of your own (Spark SQL, ``?`` parameters) and return a polars frame."""
+        import polars as pl
+
+        df = self.spark.sql(query, args=list(params)) if params else self.spark.sql(query)
+        return pl.from_arrow(df.toArrow())
+
+    # -- catalog --------------------------------------------------------------------------
+    def tables(self) -> list[str]:
+        names = [t.name for t in self.spark.catalog.listTables()]
+        return sorted(n for n in names if not n.startswith(("protab_", "_protab")))
+
+    def exists(self, name: str) -> bool:
+        return isinstance(name, str) and bool(name) and bool(self.spark.catalog.tableExists(name))
+
+    def _kind(self, name: str) -> str | None:
+        return "view" if self.exists(name) else None
+
+    def columns(self, table: str) -> dict[str, str]:
+        """Column name → type of a Spark table or view, in DuckDB's type names (as the checks
+        of a table request read them)."""
+        self._require(table)
+        fields = self.spark.table("`" + table.replace("`", "``") + "`").schema.fields
+        return {f.name: duckdb_type(f.dataType.simpleString()) for f in fields}
+
+    def _require(self, table: str) -> None:
+        if not isinstance(table, str) or not self.exists(table):
+            known = self.tables()
+            raise InputError(
+                f"no table named {table!r} in {self.database!r}"
+                + (f" (tables: {show_values(known, 8)})" if known else "")
+                + "; register it first (Session.register, or `protab register NAME SOURCE`)"
+            )
+
+    def _drop(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+
+    def register(self, name: str, source: Any, *, replace: bool = False, materialize: bool = False) -> None:
+        """Make ``source`` the temporary view ``name``: Parquet path(s) or glob, a Spark table
+        or view name, a Spark DataFrame, or a pyarrow/polars/pandas frame. ``materialize``
+        caches the rows in Spark."""
+        import polars as pl
+        import pyarrow as pa
+
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"register: the table name must be a non-empty string, got {name!r}")
+        if self.exists(name) and not replace:
+            if isinstance(source, str) and source == name:
+                return
+            raise InputError(f"register: a table named {name!r} exists already; pass replace=True to replace it")
+        paths = _as_paths(source)
+        if paths is not None:
+            kinds = {_file_kind(p) for p in paths}
+            if kinds != {"parquet"}:
+                raise InputError(
+                    f"register {name!r}: the Spark engine reads Parquet files; cannot read {show_values(paths)} "
+                    "(convert them to .parquet)"
+                )
+            try:
+                df = self.spark.read.parquet(*paths)
+            except Exception as exc:  # Spark's AnalysisException: missing path, bad file
+                raise InputError(f"register {name!r}: cannot read {show_values(paths)}: "
+                                 f"{str(exc).splitlines()[0]}") from None
+        elif isinstance(source, str):
+            if not self.exists(source):
+                raise InputError(f"register: {source!r} is neither an existing file nor a table of 'spark'")
+            df = self.spark.table(source)
+        elif type(source).__name__ == "DataFrame" and type(source).__module__.startswith("pyspark"):
+            df = source
+        else:
+            if isinstance(source, pl.LazyFrame):
+                source = source.collect()
+            if isinstance(source, pl.DataFrame):
+                source = source.to_arrow()
+            if type(source).__module__.split(".")[0] == "pandas":
+                source = pa.Table.from_pandas(source, preserve_index=False)
+            if not isinstance(source, pa.Table):
+                raise InputError(
+                    f"register {name!r}: unsupported source of type {type(source).__name__}; give a "
+                    "Parquet path, a Spark table or DataFrame, or a pyarrow, polars or pandas frame"
+                )
+            df = self.spark.createDataFrame(source)
+        if materialize:
+            df = df.cache()
+        df.createOrReplaceTempView(name)
+        self._keys.pop(name, None)
+
+    # -- record keys ----------------------------------------------------------------------
+    def _write_key_column(
+        self, table: str, name: str, expr: str, params: list[Any], modulus: int, cols: dict[str, str]
+    ) -> None:
+        """The keys as column ``name`` of the view ``table`` (computed once: checkpointed)."""
+        tmp = f"_protab_newkey_{id(self)}"
+        df = self.engine.df(f"SELECT *, {expr} AS {quote_ident(tmp)} FROM {quote_ident(table)}", params)
+        if name in cols:
+            df = df.drop(name)
+        df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
+        df.createOrReplaceTempView(table)
+        self._keys[table] = (name, modulus)
+
+    def record_key(self, table: str) -> tuple[str, int]:
+        if table in self._keys:
+            return self._keys[table]
+        self._require(table)
+        raise InputError(
+            f"table {table!r} has no record keys; call Session.add_record_keys({table!r}, "
+            "id_column=..., seed=...) or add_record_keys(..., record_key_column=...) first"
+        )
+
+    # -- table requests -------------------------------------------------------------------
+    def _run(self, table: str, spec: TableSpec, **kw: Any) -> TableRun:
+        if isinstance(spec, TableSpec) and spec.sums:
+            raise _not_on_spark("a table with sums (magnitudes)")
+        if kw.get("top_k") is not None or kw.get("holding") is not None:
+            raise _not_on_spark("a magnitude table (top_k, holdings)")
+        return super()._run(table, spec, **kw)
+
+    def sensitivity(self, *args: Any, **kw: Any) -> Any:
+        raise _not_on_spark("sensitivity (magnitude rules)")
+
+    def suppress(self, *args: Any, **kw: Any) -> Any:
+        raise _not_on_spark("suppress")
+
+    def swap(self, *args: Any, **kw: Any) -> Any:
+        raise _not_on_spark("swap (record swapping)")
+
+    def key_sums(self, *args: Any, **kw: Any) -> Any:
+        raise _not_on_spark("key_sums")
+
+    def install_ptable(self, *args: Any, **kw: Any) -> None:
+        raise _not_on_spark("install_ptable (the ckm() SQL macro)")
+
+    def hierarchy_from_grid(self, *args: Any, **kw: Any) -> Any:
+        raise _not_on_spark("hierarchy_from_grid")
+
+    def hierarchy_from_columns(self, *args: Any, **kw: Any) -> Any:
+        raise _not_on_spark("hierarchy_from_columns")
