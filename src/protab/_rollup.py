@@ -400,9 +400,17 @@ class TableRun:
         resolve to the same values on every run — and max and min; unweighted tables keep
         the k largest and the k smallest values (see :func:`top_list`). No record keys: nothing
         downstream needs them. Weighted products are rounded to DECIMAL(38, 8) per record, then
-        summed exactly."""
+        summed exactly. A column with no negative value in the table (one cheap look first)
+        keeps only its smallest value as the list of smallest values: its k largest |x| are
+        its k largest values, and every use of that list reads its first element or its
+        negative values — half the top-k work of the scan."""
         spec, aggs, params, checks = self.spec, [], [], []
         w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
+        nonneg: set[int] = set()
+        if spec.weight is None and spec.sums:
+            lows = self.eng.rows("SELECT " + ", ".join(f"min(CAST({quote_ident(c)} AS DOUBLE)) >= 0"
+                                                       for c in spec.sums) + f" FROM {self.source}")[0]
+            nonneg = {k for k, low in enumerate(lows) if low is None or low}
         r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"  # non-zero key sum
         for k, col in enumerate(spec.sums):
             q = quote_ident(col)
@@ -419,8 +427,10 @@ class TableRun:
                 aggs += [f"max({{'a': abs({x}), 'w': {w}, 'x': {x}}}, {n}) FILTER (WHERE {present}) AS _t{k}",
                          f"max({x}) AS _mx{k}", f"min({x}) AS _mn{k}"]
             else:
-                aggs += [f"max({x}, {n}) FILTER (WHERE {present}) AS _tp{k}",
-                         f"min({x}, {n}) FILTER (WHERE {present}) AS _tn{k}"]
+                low = f"min({x}) FILTER (WHERE {present})"
+                smallest = (f"CASE WHEN {low} IS NULL THEN NULL ELSE [{low}] END" if k in nonneg
+                            else f"min({x}, {n}) FILTER (WHERE {present})")
+                aggs += [f"max({x}, {n}) FILTER (WHERE {present}) AS _tp{k}", f"{smallest} AS _tn{k}"]
             if self.key is not None:
                 aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
                 params.append(self.modulus)
