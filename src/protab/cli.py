@@ -330,12 +330,25 @@ def _request(path: Path, schema: _schema.Table) -> dict[str, Any]:
     return cfg
 
 
-def protect(request: str, database: str | None = None, out: str | None = None) -> list[dict[str, Any]]:
+def protect(
+    request: str, database: str | None = None, out: str | None = None, *, engine: str = "duckdb",
+    spark_master: str | None = None, spark_data: str | None = None, spark_keys: str | None = None,
+) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
 
     The whole request is checked first (schema, file names, output folder, database, p-table,
     hierarchies); tables are written only after every one was protected, all at once.
+
+    ``engine="spark"`` runs the tables on Spark (docs/spark.md): each source is a Spark table
+    of that name or the Parquet ``<spark_data>/<source>.parquet``; its record-key column and
+    modulus come from the request's DuckDB database when it has the source keyed, else from
+    ``spark_keys`` (``"COLUMN:MODULUS"``, e.g. ``"rkey:4294967296"``). The output files are
+    byte-identical to the DuckDB engine's on the same records.
     """
+    if engine not in ("duckdb", "spark"):
+        raise InputError(f"protect: --engine must be duckdb or spark, not {engine!r}")
+    if engine == "duckdb" and (spark_master or spark_data or spark_keys):
+        raise InputError("protect: --spark-master, --spark-data and --spark-keys need --engine spark")
     path = Path(request)
     cfg = _request(path, _schema.PROTECT)
     out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
@@ -343,7 +356,8 @@ def protect(request: str, database: str | None = None, out: str | None = None) -
     names = [t["name"] for t in cfg["tables"]]
     _check_names(names)
     check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
-    frames, rows = _protect_request(path, cfg, database, out_dir)
+    spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
+    frames, rows = _protect_request(path, cfg, database, out_dir, spark=spark)
     _write_all(frames, out_dir, formats)
     print(_summary(rows))
     print(f"protected tables written to {out_dir}/")
@@ -424,7 +438,8 @@ def _database_path(path: Path, cfg: dict[str, Any], database: str | None) -> str
 
 
 def _protect_request(
-    path: Path, cfg: dict[str, Any], database: str | None, out_dir: Path | None
+    path: Path, cfg: dict[str, Any], database: str | None, out_dir: Path | None,
+    spark: dict[str, Any] | None = None,
 ) -> tuple[dict[str, pl.DataFrame], list[dict[str, Any]]]:
     """Every table of a checked request protected, in memory (nothing written)."""
     from protab._progress import track
@@ -438,7 +453,8 @@ def _protect_request(
     if unused:
         raise SpecError(f"request: [hierarchies.{unused[0]}] is not a dimension of any table (dims of the "
                         "[[tables]] entries); remove it or fix the name")
-    _require_database(db, "paths in a request file are relative to the file; ")
+    if spark is None or spark["keys"] is None:
+        _require_database(db, "paths in a request file are relative to the file; ")
     if out_dir is not None and db != ":memory:" and Path(os.path.abspath(db)).is_relative_to(
             Path(os.path.abspath(out_dir))):
         raise SpecError(
@@ -464,7 +480,8 @@ def _protect_request(
         _swap(cfg["swap"], db, base)
     rows, frames = [], {}
     suppressed: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = {}
-    with Session(db, read_only=True) as s:  # protect only reads: the database is left as it was
+    opened = Session(db, read_only=True) if spark is None else _spark_session(spark, tables, db, base)
+    with opened as s:  # protect only reads: the database is left as it was
         _check_sources(s, tables, db)
         specs = []
         for t in tables:  # every table specified (and its hierarchies read) before any is built
@@ -492,6 +509,52 @@ def _protect_request(
                                                       rules=rules)
             rows.append(row)
     return frames, rows
+
+
+def _spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str, base: Path) -> Session:
+    """The Spark engine's session of ``protect --engine spark``: the request's sources as Spark
+    tables or Parquet files, their record keys declared from the DuckDB database (catalog only)
+    or from ``--spark-keys``. The swap section and suppression do not run on Spark yet."""
+    from protab.engine import require_java, require_spark
+    from protab.session import Session
+    from protab.spark import SparkSession
+
+    if any(t.get("method", "ckm") == "suppression" for t in tables):
+        raise NotImplementedError("protect --engine spark: method = \"suppression\" does not run on Spark yet")
+    builder = require_spark().builder
+    require_java()
+    session = (builder.master(spark["master"] or "local[*]").appName("protab protect")
+               .config("spark.ui.enabled", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    s = SparkSession(session)
+    keys: tuple[str, int] | None = None
+    if spark["keys"] is not None:
+        column, _, modulus = str(spark["keys"]).rpartition(":")
+        if not column or not modulus.isdigit() or int(modulus) < 2:
+            raise InputError(f"--spark-keys must be COLUMN:MODULUS (e.g. rkey:4294967296), not {spark['keys']!r}")
+        keys = (column, int(modulus))
+    data = Path(spark["data"]) if spark["data"] else base
+    for source in dict.fromkeys(t["source"] for t in tables):
+        if not s.exists(source):
+            path = data / f"{source}.parquet"
+            if not path.exists():
+                raise InputError(
+                    f"protect --engine spark: source {source!r} is neither a Spark table nor the Parquet "
+                    f"file {str(path)!r} (pass --spark-data FOLDER holding {source}.parquet)"
+                )
+            s.register(source, str(path))
+        if keys is None:
+            with Session(db, read_only=True, progress=False) as d:
+                if not d.exists(source):
+                    raise InputError(
+                        f"protect --engine spark: the database {db!r} has no table {source!r} to tell its "
+                        "record keys; pass --spark-keys COLUMN:MODULUS"
+                    )
+                column, modulus = d.record_key(source)
+        else:
+            column, modulus = keys
+        s.use_record_keys(source, column, modulus)
+    return s
 
 
 def _swap(cfg: dict[str, Any], db: str, base: Path) -> None:
@@ -840,6 +903,13 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("request", help="the TOML request file")
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
+    pr.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                    help="where the tables are computed (spark: docs/spark.md; same output files)")
+    pr.add_argument("--spark-master", help="Spark master URL for --engine spark (default local[*])")
+    pr.add_argument("--spark-data", help="folder of <source>.parquet files for --engine spark "
+                                         "(default: the request's folder; Spark tables are used first)")
+    pr.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
+                                         "(default: as keyed in the request's DuckDB database)")
 
     pb = sub.add_parser("publish", help="protect a request's tables into a DuckDB file of protected tables only",
                         formatter_class=fmt,
@@ -904,7 +974,8 @@ def _run(args: argparse.Namespace) -> None:
     elif args.cmd == "ptable":
         _run_ptable(args)
     elif args.cmd == "protect":
-        protect(args.request, args.db, args.out)
+        protect(args.request, args.db, args.out, engine=args.engine, spark_master=args.spark_master,
+                spark_data=args.spark_data, spark_keys=args.spark_keys)
     elif args.cmd == "publish":
         publish(args.request, args.to, args.db, replace=args.replace)
     elif args.cmd in ("serve", "serve-token"):

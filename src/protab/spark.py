@@ -187,6 +187,29 @@ class SparkSession(Session):
         df.createOrReplaceTempView(table)
         self._keys[table] = (name, modulus)
 
+    def use_record_keys(self, table: str, column: str, modulus: int) -> None:
+        """Declare that column ``column`` of ``table`` holds record keys made elsewhere (e.g. by
+        a DuckDB Session, written to Parquet with the records): integers in [0, modulus), with
+        modulus 2^bits or 10^d. Checked on the data: no missing key, none out of range."""
+        cols = self._require_columns(table, [column], "record key column")
+        if isinstance(modulus, bool) or not isinstance(modulus, int) or modulus < 2:
+            raise InputError(f"use_record_keys: the modulus must be a whole number of 2 or more, not {modulus!r}")
+        if not cols[column].endswith("INT") and cols[column] not in ("INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
+            raise InputError(
+                f"use_record_keys: record key column {column!r} of table {table!r} has type {cols[column]}; "
+                "keys must be integers"
+            )
+        q = quote_ident(column)
+        bad = self.engine.rows(
+            f"SELECT count(*) FROM {quote_ident(table)} WHERE {q} IS NULL OR {q} < 0 OR {q} >= ?", [modulus]
+        )[0][0]
+        if bad:
+            raise InputError(
+                f"use_record_keys: {bad} record(s) of table {table!r} have no key in {column!r} or one outside "
+                f"0 … {modulus - 1}; give the modulus the keys were made with"
+            )
+        self._keys[table] = (column, int(modulus))
+
     def record_key(self, table: str) -> tuple[str, int]:
         if table in self._keys:
             return self._keys[table]
@@ -222,5 +245,6 @@ class SparkSession(Session):
     def hierarchy_from_grid(self, *args: Any, **kw: Any) -> Any:
         raise _not_on_spark("hierarchy_from_grid")
 
-    def hierarchy_from_columns(self, *args: Any, **kw: Any) -> Any:
-        raise _not_on_spark("hierarchy_from_columns")
+    def _arrow(self, query: str, params: Sequence[Any] | None = None) -> Any:
+        """A DuckDB-dialect query of the Session's own (rendered for Spark) as a polars frame."""
+        return self.engine.frame(query, params)
