@@ -211,6 +211,16 @@ class Session:
         """The underlying DuckDB connection (for SQL of your own)."""
         return self._con
 
+    @classmethod
+    def spark(cls, spark_session: Any, *, max_cells: int | float | None = DEFAULT_MAX_CELLS) -> "Session":
+        """A Session whose tables live in Spark (a ``pyspark.sql.SparkSession``): the same
+        methods for count tables (register Parquet paths or Spark tables, add_record_keys,
+        tabulate, cell_key, perturb_inner, model_matrix), the same polars frames, cell for
+        cell (protab.spark, docs/spark.md)."""
+        from protab.spark import SparkSession
+
+        return SparkSession(spark_session, max_cells=max_cells)
+
     def sql(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run a query of your own and return its result as a polars frame."""
         return self._arrow(query, params)
