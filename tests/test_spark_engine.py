@@ -1,0 +1,324 @@
+"""The Spark engine against the DuckDB engine: every kind of count-table statement, cell for cell.
+
+Table-driven, as sqlglot's dialect tests: each case (a TableSpec, a kind of record key, a
+method) runs on a DuckDB Session and on ``Session.spark(...)`` over the same records, and
+the polars frames must be equal (values and types). The DuckDB engine is the reference that
+the rest of the suite checks against published examples; a few independent checks (counts
+from polars, the key sum of a cell) guard the comparison itself. Also: the same errors with
+the same messages, ``protab protect --engine spark`` writing byte-identical files, and clear
+errors without pyspark or Java.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import protab as pt
+from protab.engine import to_spark
+from protab.errors import InputError, ProtabError
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
+if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17 (make java)
+    pytest.skip("Spark needs a Java runtime (make java installs Java 17)", allow_module_level=True)
+
+from protab.spark import SparkSession  # noqa: E402
+
+N = 2000
+SEED = "spark-engine-tests"
+
+
+def _records() -> pl.DataFrame:
+    rng = np.random.default_rng(14)
+    muni = rng.choice(["0101", "0102", "0201", "0202", "0203"], N)
+    return pl.DataFrame({
+        "pid": np.arange(1, N + 1) * 7,
+        "muni": muni,
+        "sex": rng.choice(["f", "m"], N),
+        "age": rng.integers(0, 4, N).astype(np.int32),  # integer codes: ordered numerically
+        "geo": rng.choice(["Spain", "Iceland", "Portugal"], N),
+        "w": np.round(rng.uniform(0.5, 4.0, N), 3),
+        "k8": rng.integers(0, 256, N),  # ONS-style keys, bits = 8
+        "kdec": np.round(rng.integers(0, 100_000, N) / 100_000, 5),  # decimal keys, 5 digits
+    })
+
+
+RECORDS = _records()
+MUNI = pt.Hierarchy.from_code_lengths(RECORDS["muni"].unique().to_list(), [2, 2])
+# a hierarchy that is not a tree: Europe = all three, nonEU = Iceland, EU = Europe − nonEU
+GEO = pt.Hierarchy.from_frame(pl.DataFrame({
+    "mapsFrom": ["Spain", "Iceland", "Portugal", "Iceland", "Europe", "nonEU"],
+    "mapsTo": ["Europe", "Europe", "Europe", "nonEU", "EU", "EU"],
+    "sign": [1, 1, 1, 1, 1, -1],
+    "level": [1, 1, 1, 1, 2, 2],
+}))
+# a tree whose leaves sit at different depths: rolled up through its bridge, not level by level
+AGE = pt.Hierarchy.from_parent_child([("Total", "young"), ("young", "0"), ("young", "1"), ("Total", "2"),
+                                      ("Total", "3")])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
+P_PERIODIC = pt.PTable.from_frame(P.frame, period=3)  # counts above imax served by rows imax-2..imax
+
+SPECS = {
+    "flat": pt.TableSpec({"muni": None, "sex": None}),
+    "hierarchy": pt.TableSpec({"muni": MUNI, "sex": None, "age": None}),
+    "formula": pt.TableSpec({"muni": MUNI, "sex": None, "age": None}, formula="muni*sex + age"),
+    "weighted": pt.TableSpec({"muni": MUNI, "sex": None}, weight="w"),
+    "nontree": pt.TableSpec({"geo": GEO, "sex": None}),
+    "drop_empty": pt.TableSpec({"muni": MUNI, "age": None, "sex": None}, drop_empty=True),
+    "where": pt.TableSpec({"muni": None, "age": None}, where=[("sex", "in", ["f"]), ("age", "not in", [0])]),
+    "no_margins": pt.TableSpec({"muni": None, "sex": None}, margins=False),
+    "uneven": pt.TableSpec({"age": AGE, "sex": None, "geo": GEO}, formula="age*sex + geo"),
+}
+
+# (spec, record keys, method, p-table): every kind of statement of a count table request
+CASES = [
+    ("flat", "sha", "tabulate", None),
+    ("flat", "sha", "cell_key", P),
+    ("flat", "ons", "cell_key", P),
+    ("flat", "decimal", "cell_key", P),
+    ("hierarchy", "sha", "cell_key", P_PERIODIC),
+    ("hierarchy", "sha", "model_matrix", None),
+    ("formula", "sha", "cell_key", P),
+    ("formula", "ons", "perturb_inner", P),
+    ("weighted", "sha", "cell_key", P),
+    ("weighted", "decimal", "perturb_inner", P),
+    ("nontree", "sha", "cell_key", P),
+    ("nontree", "sha", "model_matrix", None),
+    ("drop_empty", "sha", "tabulate", None),
+    ("drop_empty", "ons", "cell_key", P_PERIODIC),
+    ("where", "sha", "cell_key", P),
+    ("where", "decimal", "inner_cells", None),
+    ("no_margins", "sha", "cell_key", P),
+    ("uneven", "sha", "cell_key", P),
+    ("uneven", "ons", "model_matrix", None),
+]
+
+KEYS = {"sha": "rk", "ons": "rk8", "decimal": "rkd"}
+
+
+def _add_keys(s: pt.Session) -> None:
+    s.register("persons", RECORDS, replace=True)
+    s.add_record_keys("persons", id_column="pid", seed=SEED, bits=32, name="rk")
+    for table in ("persons_ons", "persons_dec"):
+        s.register(table, "persons")
+    s.add_record_keys("persons_ons", record_key_column="k8", bits=8, name="rk8")
+    s.add_record_keys("persons_dec", record_key_column="kdec", decimals=5, name="rkd")
+
+
+TABLES = {"sha": "persons", "ons": "persons_ons", "decimal": "persons_dec"}
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession as PySparkSession
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    s = (PySparkSession.builder.master("local[2]").appName("protab-spark-engine")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def engines(spark):
+    duck = pt.Session(":memory:")
+    sp = pt.Session.spark(spark)
+    for s in (duck, sp):
+        _add_keys(s)
+    yield duck, sp
+    sp.close()
+    duck.close()
+
+
+def _run(s: pt.Session, case: tuple) -> list[pl.DataFrame]:
+    spec_name, keys, method, p = case
+    spec, table = SPECS[spec_name], TABLES[keys]
+    if method == "tabulate":
+        return [s.tabulate(table, spec, cell_keys=True)]
+    if method == "cell_key":
+        return [s.cell_key(table, spec, p, original=True, threshold=2 if spec_name == "flat" else None)]
+    if method == "perturb_inner":
+        return [s.perturb_inner(table, spec, p, original=True)]
+    if method == "inner_cells":
+        return [s.inner_cells(table, spec, extend0=True)]
+    X, inner, published = s.model_matrix(table, spec)
+    coo = X.tocoo()
+    pairs = pl.DataFrame({"row": coo.row, "col": coo.col, "x": coo.data}).sort("row", "col")
+    return [inner, published, pairs]
+
+
+@pytest.mark.parametrize("case", CASES, ids=["-".join(str(x) for x in c[:3]) for c in CASES])
+def test_same_cells_on_both_engines(engines, case):
+    duck, sp = engines
+    expected = _run(duck, case)
+    got = _run(sp, case)
+    assert all(f.height > 0 for f in expected)
+    for a, b in zip(got, expected, strict=True):
+        assert_frame_equal(a, b)
+
+
+def test_counts_agree_with_an_independent_group_by(engines):
+    """The flat table's inner counts and cell keys from Spark equal a polars group-by of the
+    records and their DuckDB keys (sum of keys modulo 2^32): the comparison is not of two
+    wrong engines."""
+    duck, sp = engines
+    keyed = duck.sql("SELECT muni, sex, rk FROM persons")
+    expected = keyed.group_by("muni", "sex").agg(pl.len().alias("n"), (pl.col("rk").cast(pl.Int64).sum() % 2**32)
+                                                 .alias("cell_key"))
+    got = sp.tabulate("persons", SPECS["flat"], cell_keys=True).filter(
+        (pl.col("muni_level") == 1) & (pl.col("sex_level") == 1)).select("muni", "sex", "n", "cell_key")
+    assert_frame_equal(got.sort("muni", "sex"), expected.sort("muni", "sex"), check_dtypes=False)
+
+
+def test_record_keys_are_the_same(engines):
+    duck, sp = engines
+    a = duck.sql("SELECT pid, rk FROM persons ORDER BY pid")
+    b = sp.sql("SELECT pid, rk FROM persons ORDER BY pid")
+    assert a["rk"].to_list() == b["rk"].to_list()
+    assert b["rk"].n_unique() > N * 0.99
+
+
+# -- the same errors, with the same messages ----------------------------------------------------
+def _bad_nulls(s: pt.Session) -> None:
+    s.register("nulls", RECORDS.with_columns(pl.when(pl.col("pid") < 50).then(None).otherwise(pl.col("sex"))
+                                             .alias("sex")), replace=True)
+    s.add_record_keys("nulls", id_column="pid", seed=SEED)
+    s.tabulate("nulls", SPECS["flat"])
+
+
+def _bad_codes(s: pt.Session) -> None:
+    h = pt.Hierarchy.from_code_lengths(["0101", "0102", "0201"], [2, 2])
+    s.tabulate("persons", pt.TableSpec({"muni": h, "sex": None}))
+
+
+def _bad_ids(s: pt.Session) -> None:
+    s.register("dups", RECORDS.with_columns((pl.col("pid") // 14).alias("pid")), replace=True)
+    s.add_record_keys("dups", id_column="pid", seed=SEED)
+
+
+ERRORS = {
+    "unknown dimension": lambda s: s.tabulate("persons", pt.TableSpec({"municipality": None})),
+    "unknown weight": lambda s: s.cell_key("persons", pt.TableSpec({"sex": None}, weight="wt"), P),
+    "null dimension": _bad_nulls,
+    "codes missing from a hierarchy": _bad_codes,
+    "duplicate ids": _bad_ids,
+    "key column as a dimension": lambda s: s.tabulate("persons", pt.TableSpec({"rk": None})),
+    "no record keys": lambda s: s.cell_key("nulls_nokeys", SPECS["flat"], P),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_same_errors_on_both_engines(engines, name):
+    messages = []
+    for s in engines:
+        s.register("nulls_nokeys", RECORDS, replace=True)
+        with pytest.raises(ProtabError) as info:
+            ERRORS[name](s)
+        messages.append((type(info.value), str(info.value)))
+    assert messages[0] == messages[1]
+
+
+def test_magnitudes_are_refused_not_wrong(engines):
+    _, sp = engines
+    with pytest.raises(NotImplementedError, match="sums"):
+        sp.tabulate("persons", pt.TableSpec({"sex": None}, sums=["w"]))
+    with pytest.raises(NotImplementedError, match="suppress"):
+        sp.suppress("persons", SPECS["flat"], min_frequency=3)
+
+
+# -- protect --engine spark --------------------------------------------------------------------
+REQUEST = """
+database = "micro.duckdb"
+formats = ["csv", "parquet"]
+[ptable]
+maximum_entropy = {{ D = 3, V = 2, js = 1 }}
+[hierarchies.muni]
+code_lengths = [2, 2]
+[[tables]]
+name = "muni_sex"
+source = "census"
+dims = ["muni", "sex", "age"]
+formula = "muni*sex + age"
+threshold = 2
+[[tables]]
+name = "weighted"
+source = "census"
+dims = ["muni", "sex"]
+weight = "w"
+"""
+
+
+def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
+    with pt.Session(str(tmp_path / "micro.duckdb")) as s:
+        s.register("census", RECORDS)
+        s.add_record_keys("census", id_column="pid", seed=SEED)
+        s.con.execute(f"COPY census TO '{tmp_path / 'census.parquet'}' (FORMAT parquet)")
+    (tmp_path / "request.toml").write_text(REQUEST.format())
+    from protab.cli import protect
+
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark")
+    files = sorted(p.name for p in (tmp_path / "duck").iterdir())
+    assert files == ["muni_sex.csv", "muni_sex.parquet", "weighted.csv", "weighted.parquet"]
+    for name in files:
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
+    # Parquet without a DuckDB database: the key column and modulus from --spark-keys
+    (tmp_path / "micro.duckdb").rename(tmp_path / "elsewhere.duckdb")
+    spark.catalog.dropTempView("census")  # read the Parquet file again
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark2"), engine="spark", spark_keys="rkey:4294967296")
+    for name in files:
+        assert (tmp_path / "spark2" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
+
+
+# -- rendering and missing pieces (no Spark needed) -----------------------------------------------
+def test_parameters_keep_their_order_when_sqlglot_repeats_an_expression():
+    sql, count = to_spark('SELECT "a?b", ? AS x FROM t, unnest(range(lo // ?, hi // ? + 1)) WHERE y = ?')
+    assert count == 4
+    assert "`a?b`" in sql and ":p0 AS x" in sql and sql.count(":p1") >= 1 and sql.count(":p2") >= 1
+    assert sql.index(":p3") > sql.index(":p2")
+    assert "?" not in sql.replace("`a?b`", "")
+
+
+def test_clear_error_without_java(monkeypatch):
+    from protab import engine
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(InputError, match="Java runtime"):
+        engine.require_java()
+
+
+def test_clear_error_without_pyspark(tmp_path):
+    code = ("import sys; sys.modules['pyspark'] = None\n"
+            "from protab.engine import require_spark\n"
+            "try:\n    require_spark()\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("InputError") and "pip install 'pyspark>=4.0'" in out and "Java" in out
+
+
+def test_unknown_engine_option_is_refused(tmp_path):
+    from protab.cli import protect
+
+    (tmp_path / "request.toml").write_text(REQUEST.format())
+    with pytest.raises(InputError, match="--engine"):
+        protect(str(tmp_path / "request.toml"), engine="flink")
+
+
+def test_spark_session_is_a_session(engines):
+    _, sp = engines
+    assert isinstance(sp, SparkSession) and isinstance(sp, pt.Session)
+    assert "persons" in sp.tables()
+    assert sp.columns("persons")["age"] == "INTEGER"
+    assert Path(__file__).exists()
