@@ -96,7 +96,8 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="protab-spark-bench-"))
     spark = (PySparkSession.builder.master(args.master).appName("protab-spark-scale")
-             .config("spark.ui.enabled", "false").config("spark.driver.memory", "2g")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "2g")
              .config("spark.sql.shuffle.partitions", "8")
              .config("spark.sql.warehouse.dir", str(tmp / "warehouse")).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")

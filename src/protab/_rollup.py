@@ -354,7 +354,7 @@ class TableRun:
             ]
             checks += [f"_chk_lo{internal}", f"_chk_hi{internal}", f"_chk_n{internal}"]
         if self.key is not None:
-            aggs.append(f"CAST(sum({quote_ident(self.key[0])}) % ? AS BIGINT) AS _k")
+            aggs.append(f"CAST(sum({self._wide(quote_ident(self.key[0]))}) % ? AS BIGINT) AS _k")
             params.append(self.modulus)
         if spec.weight is not None:
             aggs.append(f"count(*) - count({quote_ident(spec.weight)}) AS _chk_w")
@@ -848,6 +848,12 @@ class TableRun:
             prev = f"_step{k}"
         return f"WITH {', '.join(steps)} ", prev, params
 
+    def _wide(self, key: str) -> str:
+        """A key column as summed: keys of more than 32 bits (decimal keys with 10 to 15 digits)
+        as HUGEINT, so that a sum over many records cannot overflow on an engine whose BIGINT
+        sums stay BIGINT (Spark; DuckDB sums BIGINT into HUGEINT anyway: the same numbers)."""
+        return f"CAST({key} AS HUGEINT)" if self.modulus > 2**32 else key
+
     def _aggregates(self, values: list[str], params: list[Any], times: str = "") -> list[str]:
         """Aggregates of rows ``r`` for the roll-up (lists are merged apart); ``times``
         multiplies by the bridge coefficient. Parameters are appended to ``params``."""
@@ -855,10 +861,10 @@ class TableRun:
         for v in values:
             kind = value_kind(v)
             if kind == "key" and times:
-                aggs.append(f"CAST(((sum(r.{v} * b.coef) % ?) + ?) % ? AS BIGINT) AS {v}")
+                aggs.append(f"CAST(((sum({self._wide(f'r.{v}')} * b.coef) % ?) + ?) % ? AS BIGINT) AS {v}")
                 params += [self.modulus] * 3
             elif kind == "key":
-                aggs.append(f"CAST(sum(r.{v}) % ? AS BIGINT) AS {v}")
+                aggs.append(f"CAST(sum({self._wide(f'r.{v}')}) % ? AS BIGINT) AS {v}")
                 params.append(self.modulus)
             elif kind == "n":
                 aggs.append(f"CAST(sum(r.{v}{times}) AS BIGINT) AS {v}")

@@ -524,7 +524,7 @@ def _spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str,
     builder = require_spark().builder
     require_java()
     session = (builder.master(spark["master"] or "local[*]").appName("protab protect")
-               .config("spark.ui.enabled", "false").getOrCreate())
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     s = SparkSession(session)
     keys: tuple[str, int] | None = None

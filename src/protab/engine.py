@@ -208,7 +208,55 @@ class SparkEngine(Engine):
         if count != len(params):
             raise ValueError(f"statement has {count} parameters, {len(params)} given")
         args = {f"p{k}": _plain(v) for k, v in enumerate(params)}
-        return self.spark.sql(text, args=args) if args else self.spark.sql(text)
+        text, views = self._shared_ctes(text, args)
+        try:
+            return self._sql(text, args)
+        finally:
+            for view in views:  # the plan holds the checkpointed rows, not the names
+                self.spark.catalog.dropTempView(view)
+
+    def _sql(self, text: str, args: dict[str, Any]) -> Any:
+        import re
+
+        used = {k: v for k, v in args.items() if re.search(rf":{k}\b", text)}
+        return self.spark.sql(text, args=used) if used else self.spark.sql(text)
+
+    def _shared_ctes(self, text: str, args: dict[str, Any]) -> tuple[str, list[str]]:
+        """Common table expressions that the statement reads more than once computed first, as
+        checkpointed views: DuckDB computes such a CTE once, Spark would inline it at every
+        reference (the level-by-level roll-up reads each level twice: once to publish it, once
+        to sum the next level from it)."""
+        if "WITH " not in text.upper():
+            return text, []
+        import sqlglot
+        from sqlglot import exp
+
+        tree = sqlglot.parse_one(text, read="spark")
+        with_ = tree.args.get("with") or tree.args.get("with_")
+        if with_ is None:
+            return text, []
+        views: list[str] = []
+        for cte in list(with_.expressions):
+            name = cte.alias
+            refs = [t for t in tree.find_all(exp.Table) if t.name == name and not t.db]
+            if len(refs) < 2:
+                continue
+            view = f"_protab_cte_{uuid.uuid4().hex}"
+            earlier = with_.expressions[: with_.expressions.index(cte)]  # those read once, kept as CTEs
+            body = cte.this.sql(dialect="spark")
+            if earlier:
+                body = f"WITH {', '.join(c.sql(dialect='spark') for c in earlier)} {body}"
+            self._keep(view, self._sql(body, args))
+            self._frames.pop(view, None)
+            views.append(view)
+            cte.pop()
+            for t in refs:
+                if not t.alias:  # columns may be qualified by the CTE's name
+                    t.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
+                t.set("this", exp.to_identifier(view))
+        if not with_.expressions:
+            with_.pop()
+        return tree.sql(dialect="spark"), views
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         self.df(sql, params).collect()
