@@ -1,0 +1,195 @@
+"""Review of the Spark engine (issue 14): inputs on which it must agree with DuckDB bit for bit.
+
+Every comparison is exact (``check_exact=True``): the issue promises identical counts, cell keys
+and perturbed values, and polars' default tolerance (rtol 1e-5) would hide a weighted count
+rounded to 6 decimals. Passing tests are inputs that hold; strict xfails are defects found.
+"""
+
+from __future__ import annotations
+
+import decimal
+import shutil
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import protab as pt
+from protab.errors import ProtabError
+
+pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
+if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17 (make java)
+    pytest.skip("Spark needs a Java runtime (make java installs Java 17)", allow_module_level=True)
+
+N = 240
+SEED = "spark-review"
+_rng = np.random.default_rng(2614)
+RECORDS = pl.DataFrame({
+    "pid": np.arange(1, N + 1) * 3,
+    "sex": _rng.choice(["f", "m"], N),
+    "geo": _rng.choice(["Spain", "Iceland", "Portugal"], N),
+    "muni": _rng.choice(["0101", "0102", "0201", "0202"], N),
+    # codes that need care in SQL and in ordering
+    "uni": _rng.choice(["Ålesund", "Zürich", "zz", "Århus", "北京", "a'b", 'q"r', ""], N),
+    "num": _rng.choice([-5, 3, 10, 2**40], N),
+    "Sex Col": _rng.choice(["a", "b"], N),
+    "select": _rng.choice(["x", "y"], N),
+    "we`ird": _rng.choice(["p", "q"], N),
+    "nul": _rng.choice(["a", "b", None], N),
+    "w_int": _rng.integers(1, 5, N),
+    "w_dec": pl.Series([decimal.Decimal(f"{x:.2f}") for x in _rng.uniform(0, 9, N)]).cast(pl.Decimal(10, 2)),
+    "w8": _rng.integers(1, 10**9, N) / 10**8,  # weights with 8 decimals: summed exactly as DECIMAL(38, 8)
+    "w_tie": np.full(N, 1.5e-08),  # a weight with a 9th decimal 5: rounds to 8 decimals
+    "w_nan": np.where(np.arange(N) % 60 == 0, np.nan, 1.0),
+    "w_neg": np.where(np.arange(N) % 60 == 0, -1.5, 1.0),
+    "kd15": pl.Series([decimal.Decimal(int(x)) / decimal.Decimal(10**15)
+                       for x in _rng.integers(0, 10**15, N)]).cast(pl.Decimal(16, 15)),
+    "odd": _rng.choice(["1d", "2", "10"], N),  # '1d' is a number to Java (Spark's cast), text to DuckDB
+})
+GEO = pt.Hierarchy.from_frame(pl.DataFrame({  # not a tree: EU = Europe − nonEU
+    "mapsFrom": ["Spain", "Iceland", "Portugal", "Iceland", "Europe", "nonEU"],
+    "mapsTo": ["Europe", "Europe", "Europe", "nonEU", "EU", "EU"],
+    "sign": [1, 1, 1, 1, 1, -1],
+    "level": [1, 1, 1, 1, 2, 2],
+}))
+MUNI = pt.Hierarchy.from_code_lengths(["0101", "0102", "0201", "0202"], [2, 2])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession as PySparkSession
+
+    warehouse = tmp_path_factory.mktemp("spark-review-warehouse")
+    s = (PySparkSession.builder.master("local[1]").appName("protab-spark-review")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "1")
+         .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def engines(spark):
+    duck = pt.Session(":memory:")
+    sp = pt.Session.spark(spark)
+    for s in (duck, sp):
+        s.register("t", RECORDS)
+        s.add_record_keys("t", id_column="pid", seed=SEED)
+        s.register("td", RECORDS)
+        s.add_record_keys("td", record_key_column="kd15", decimals=15, name="rkd")
+    yield duck, sp
+    sp.close()
+    duck.close()
+
+
+def _same(engines, fn):
+    duck, sp = engines
+    assert_frame_equal(fn(sp), fn(duck), check_exact=True)
+
+
+def _same_error(engines, fn):
+    messages = []
+    for s in engines:
+        with pytest.raises(ProtabError) as info:
+            fn(s)
+        messages.append((type(info.value).__name__, str(info.value)))
+    assert messages[0] == messages[1]
+
+
+# -- inputs that hold ----------------------------------------------------------------------------
+HOLDS = {
+    "unicode, quotes, empty code": pt.TableSpec({"uni": None, "sex": None}),
+    "columns with a space, a backtick, a reserved name": pt.TableSpec({"Sex Col": None, "we`ird": None,
+                                                                        "select": None}),
+    "integer codes, negative and > 2^32": pt.TableSpec({"num": None, "sex": None}),
+    "null_code equal to an existing code": pt.TableSpec({"nul": None, "sex": None}, null_code="a"),
+    "where with quotes": pt.TableSpec({"uni": None}, where=[("uni", "not in", ["a'b", 'q"r', ""])]),
+    "hierarchy, formula, drop_empty": pt.TableSpec({"muni": MUNI, "sex": None, "num": None},
+                                                   formula="muni*sex + num", drop_empty=True),
+    "integer weight, non-tree": pt.TableSpec({"geo": GEO, "sex": None}, weight="w_int"),
+    "decimal weight, tree": pt.TableSpec({"muni": MUNI}, weight="w_dec"),
+    "8-decimal weight, tree": pt.TableSpec({"geo": None, "sex": None}, weight="w8"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOLDS))
+def test_cell_key_holds(engines, name):
+    _same(engines, lambda s: s.cell_key("t", HOLDS[name], P, original=True, threshold=3))
+
+
+def test_decimal_keys_of_15_digits(engines):
+    """Key sums beyond BIGINT per record (10^15 × records): summed as DECIMAL(38, 0) on Spark."""
+    spec = pt.TableSpec({"muni": MUNI, "sex": None})
+    _same(engines, lambda s: s.tabulate("td", spec, cell_keys=True))
+    _same(engines, lambda s: s.perturb_inner("td", spec, P, original=True))
+
+
+def test_same_errors_that_hold(engines):
+    _same_error(engines, lambda s: s.cell_key("t", pt.TableSpec({"sex": None}, weight="w_neg"), P))
+    _same_error(engines, lambda s: s.tabulate("t", pt.TableSpec({"nul": None})))
+    _same_error(engines, lambda s: s.tabulate("t", pt.TableSpec(
+        {"muni": pt.Hierarchy.from_code_lengths(["0101"], [2, 2])})))
+
+
+# -- defects ------------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason=(
+    "Spark rounds weighted counts to 6 decimals under a non-tree hierarchy: sum(r._w * b.coef) is "
+    "DECIMAL(38,8) × BIGINT, which Spark types DECIMAL(38,6) (allowPrecisionLoss), and the UNION "
+    "widens every cell of the step to DECIMAL(38,6)"))
+def test_weighted_nontree_keeps_8_decimals(engines):
+    _same(engines, lambda s: s.cell_key("t", pt.TableSpec({"geo": GEO, "sex": None}, weight="w8"), P,
+                                        original=True))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "TRY_CAST(double AS DECIMAL(38,8)) rounds differently: DuckDB rounds x*1e8 in binary "
+    "(1.5e-08 → 0.00000001), Spark rounds Java's shortest decimal text half up (→ 0.00000002)"))
+def test_weight_with_a_ninth_decimal(engines):
+    _same(engines, lambda s: s.cell_key("t", pt.TableSpec({"sex": None}, weight="w_tie"), P, original=True))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "_check_inner/_too_large use isfinite(), which Spark SQL does not have and to_spark does not "
+    "rewrite: a NaN or infinite weight gives Spark's AnalysisException [UNRESOLVED_ROUTINE] "
+    "instead of DuckDB's InputError"))
+def test_nan_weight_same_error(engines):
+    _same_error(engines, lambda s: s.cell_key("t", pt.TableSpec({"sex": None}, weight="w_nan"), P))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "codes are ordered by TRY_CAST(code AS DOUBLE): Spark parses '1d', '1f', '0x1p3' as numbers "
+    "(Java), DuckDB parses '1_000' and not those, so the publication order differs"))
+def test_code_order_of_numeric_looking_codes(engines):
+    _same(engines, lambda s: s.tabulate("t", pt.TableSpec({"odd": None}), cell_keys=True))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a table name with a space (or a dot) works on DuckDB; Spark's createOrReplaceTempView / "
+    "tableExists parse it: ParseException (AnalysisException for 'db.tab'), not an InputError"))
+def test_table_name_with_a_space(engines):
+    def run(s):
+        s.register("my table", RECORDS.select("pid", "sex"), replace=True)
+        s.add_record_keys("my table", id_column="pid", seed=SEED, replace=True)
+        return s.cell_key("my table", pt.TableSpec({"sex": None}), P, original=True)
+
+    _same(engines, run)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "register of a frame with an unsigned integer column fails on Spark with PySparkTypeError "
+    "UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION (uint32); DuckDB reads it"))
+def test_unsigned_integer_dimension(engines):
+    frame = RECORDS.select("pid", "sex", pl.col("w_int").cast(pl.UInt32).alias("u"))
+
+    def run(s):
+        s.register("tu", frame, replace=True)
+        s.add_record_keys("tu", id_column="pid", seed=SEED, replace=True)
+        return s.cell_key("tu", pt.TableSpec({"u": None, "sex": None}), P, original=True)
+
+    _same(engines, run)
