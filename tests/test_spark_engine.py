@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,9 @@ def _records() -> pl.DataFrame:
         "w": np.round(rng.uniform(0.5, 4.0, N), 3),
         "k8": rng.integers(0, 256, N),  # ONS-style keys, bits = 8
         "kdec": np.round(rng.integers(0, 100_000, N) / 100_000, 5),  # decimal keys, 5 digits
+        # decimal keys of 12 digits, held exactly (as DECIMAL)
+        "kd12": pl.Series([Decimal(int(k)).scaleb(-12) for k in rng.integers(0, 10**12, N)],
+                          dtype=pl.Decimal(13, 12)),
     })
 
 
@@ -88,6 +92,7 @@ CASES = [
     ("flat", "decimal", "cell_key", P),
     ("hierarchy", "sha", "cell_key", P_PERIODIC),
     ("hierarchy", "sha", "model_matrix", None),
+    ("hierarchy", "decimal12", "cell_key", P),
     ("formula", "sha", "cell_key", P),
     ("formula", "ons", "perturb_inner", P),
     ("weighted", "sha", "cell_key", P),
@@ -103,19 +108,19 @@ CASES = [
     ("uneven", "ons", "model_matrix", None),
 ]
 
-KEYS = {"sha": "rk", "ons": "rk8", "decimal": "rkd"}
-
 
 def _add_keys(s: pt.Session) -> None:
     s.register("persons", RECORDS, replace=True)
     s.add_record_keys("persons", id_column="pid", seed=SEED, bits=32, name="rk")
-    for table in ("persons_ons", "persons_dec"):
+    for table in ("persons_ons", "persons_dec", "persons_dec12"):
         s.register(table, "persons")
     s.add_record_keys("persons_ons", record_key_column="k8", bits=8, name="rk8")
     s.add_record_keys("persons_dec", record_key_column="kdec", decimals=5, name="rkd")
+    # keys of 12 digits: sums above 2^63 for many records, summed wide on both engines
+    s.add_record_keys("persons_dec12", record_key_column="kd12", decimals=12, name="rkd")
 
 
-TABLES = {"sha": "persons", "ons": "persons_ons", "decimal": "persons_dec"}
+TABLES = {"sha": "persons", "ons": "persons_ons", "decimal": "persons_dec", "decimal12": "persons_dec12"}
 
 
 @pytest.fixture(scope="module")
@@ -324,3 +329,24 @@ def test_spark_session_is_a_session(engines):
     assert "persons" in sp.tables()
     assert sp.columns("persons")["age"] == "INTEGER"
     assert Path(__file__).exists()
+
+
+def test_key_sums_beyond_64_bits_are_exact(engines):
+    """15-digit decimal keys near 1 over 12,000 records add up past 2^63: Spark's BIGINT sum
+    would overflow; the scan and roll-up sum them wide, and the total's cell key is the exact
+    sum modulo 10^15 (computed here in Python)."""
+    rng = np.random.default_rng(7)
+    ints = rng.integers(9 * 10**14, 10**15, 12_000)
+    frame = pl.DataFrame({"sex": rng.choice(["f", "m"], ints.size, p=[0.95, 0.05]),  # one cell past 2^63
+                          "k15": pl.Series([Decimal(int(k)).scaleb(-15) for k in ints], dtype=pl.Decimal(16, 15))})
+    f = frame["sex"].to_numpy() == "f"
+    assert int(ints[f].sum(dtype=object)) > 2**63
+    out = []
+    for s in engines:
+        s.register("wide", frame, replace=True)
+        s.add_record_keys("wide", record_key_column="k15", decimals=15, name="rkw")
+        out.append(s.tabulate("wide", pt.TableSpec({"sex": None}), cell_keys=True))
+    assert_frame_equal(out[1], out[0])
+    total = out[1].filter(pl.col("sex_level") == 0)
+    assert total["cell_key"].item() == int(ints.sum(dtype=object)) % 10**15
+    assert out[1].filter(pl.col("sex") == "f")["cell_key"].item() == int(ints[f].sum(dtype=object)) % 10**15
