@@ -350,3 +350,12 @@ def test_key_sums_beyond_64_bits_are_exact(engines):
     total = out[1].filter(pl.col("sex_level") == 0)
     assert total["cell_key"].item() == int(ints.sum(dtype=object)) % 10**15
     assert out[1].filter(pl.col("sex") == "f")["cell_key"].item() == int(ints[f].sum(dtype=object)) % 10**15
+
+
+def test_hierarchy_from_columns_and_codes_are_the_same(engines):
+    duck, sp = engines
+    for s in engines:
+        s.register("regions", RECORDS.with_columns(pl.col("muni").str.slice(0, 2).alias("region")), replace=True)
+    assert sp.hierarchy_from_columns("regions", ["region", "muni"]) == duck.hierarchy_from_columns(
+        "regions", ["region", "muni"])
+    assert sp.codes("regions", "age") == duck.codes("regions", "age") == ["0", "1", "2", "3"]
