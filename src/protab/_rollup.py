@@ -872,6 +872,10 @@ class TableRun:
                 continue
             elif kind in ("max", "min"):
                 aggs.append(f"{kind}(r.{v}) AS {v}")
+            elif times and self.con is None:  # not DuckDB: Spark types DECIMAL(38, 8) × BIGINT as
+                # DECIMAL(38, 6) (two decimals lost); DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8)
+                # (weights under a coefficient below 1e21 in absolute value)
+                aggs.append(f"sum(CAST(r.{v} AS DECIMAL(29, 8)) * CAST(b.coef AS DECIMAL(8, 0))) AS {v}")
             else:
                 aggs.append(f"sum(r.{v}{times}) AS {v}")
         return aggs

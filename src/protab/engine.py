@@ -170,10 +170,16 @@ def to_spark(sql: str) -> tuple[str, int]:
             node.replace(exp.DataType.build("BIGINT"))
         elif node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
             node.replace(exp.DataType.build("DECIMAL(38, 0)"))
-    for node in list(tree.find_all(exp.Anonymous)):  # the key of an id is the key of its text
-        if str(node.this).lower() == "protab_record_key" and len(node.expressions) == 3:
+    for node in list(tree.find_all(exp.Anonymous)):
+        name = str(node.this).lower()
+        if name == "protab_record_key" and len(node.expressions) == 3:  # the key of an id is the key of its text
             ident = node.expressions[1]
             ident.replace(exp.cast(ident.copy(), "STRING"))
+        elif name == "isfinite" and len(node.expressions) == 1:  # neither NaN nor ±infinity
+            x = node.expressions[0]
+            node.replace(exp.paren(exp.and_(
+                exp.Not(this=exp.Anonymous(this="isnan", expressions=[x.copy()])),
+                exp.NEQ(this=exp.Abs(this=x.copy()), expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE")))))
     for node in list(tree.find_all(exp.IsInf)):
         x = node.this
         node.replace(exp.paren(exp.EQ(this=exp.Abs(this=x.copy()),
@@ -279,6 +285,7 @@ class SparkEngine(Engine):
         self.df(select, params).createOrReplaceTempView(name)
 
     def register(self, name: str, data: pa.Table) -> None:
+        data = spark_arrow(data)
         if data.num_rows == 0:  # Spark infers no schema from an empty Arrow table
             frame = self.spark.createDataFrame([], schema=_spark_schema(data.schema))
         else:
@@ -299,6 +306,16 @@ class SparkEngine(Engine):
 
     def temp_name(self, kind: str) -> str:
         return f"_protab_{kind}_{uuid.uuid4().hex}"
+
+
+def spark_arrow(data: pa.Table) -> pa.Table:
+    """An Arrow table as Spark takes it: unsigned integers (which Spark has not) as the signed
+    type that holds every value (uint8 → int16 … uint32 → int64, uint64 → decimal(20, 0))."""
+    wider = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0)}
+    fields = [pa.field(f.name, wider.get(f.type, f.type), f.nullable) for f in data.schema]
+    if all(f.type == g.type for f, g in zip(fields, data.schema)):
+        return data
+    return data.cast(pa.schema(fields))
 
 
 def _spark_schema(schema: pa.Schema) -> Any:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from protab._rollup import TableRun, quote_ident
-from protab.engine import SparkEngine, duckdb_type, require_java, require_spark
+from protab.engine import SparkEngine, duckdb_type, require_java, require_spark, spark_arrow
 from protab.errors import InputError, show_values
 from protab.session import DEFAULT_MAX_CELLS, Session, _as_paths, _check_max_cells, _file_kind
 from protab.table import TableSpec
@@ -42,6 +42,11 @@ class _Rows:
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         return self._rows
+
+
+def _spark_name(name: str) -> str:
+    """A table name as Spark's catalog functions parse it: one quoted part (spaces, dots allowed)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _not_on_spark(what: str) -> NotImplementedError:
@@ -103,7 +108,7 @@ class SparkSession(Session):
         return sorted(n for n in names if not n.startswith(("protab_", "_protab")))
 
     def exists(self, name: str) -> bool:
-        return isinstance(name, str) and bool(name) and bool(self.spark.catalog.tableExists(name))
+        return isinstance(name, str) and bool(name) and bool(self.spark.catalog.tableExists(_spark_name(name)))
 
     def _kind(self, name: str) -> str | None:
         return "view" if self.exists(name) else None
@@ -112,7 +117,7 @@ class SparkSession(Session):
         """Column name → type of a Spark table or view, in DuckDB's type names (as the checks
         of a table request read them)."""
         self._require(table)
-        fields = self.spark.table("`" + table.replace("`", "``") + "`").schema.fields
+        fields = self.spark.table(_spark_name(table)).schema.fields
         return {f.name: duckdb_type(f.dataType.simpleString()) for f in fields}
 
     def _require(self, table: str) -> None:
@@ -156,7 +161,7 @@ class SparkSession(Session):
         elif isinstance(source, str):
             if not self.exists(source):
                 raise InputError(f"register: {source!r} is neither an existing file nor a table of 'spark'")
-            df = self.spark.table(source)
+            df = self.spark.table(_spark_name(source))
         elif type(source).__name__ == "DataFrame" and type(source).__module__.startswith("pyspark"):
             df = source
         else:
@@ -171,10 +176,10 @@ class SparkSession(Session):
                     f"register {name!r}: unsupported source of type {type(source).__name__}; give a "
                     "Parquet path, a Spark table or DataFrame, or a pyarrow, polars or pandas frame"
                 )
-            df = self.spark.createDataFrame(source)
+            df = self.spark.createDataFrame(spark_arrow(source))
         if materialize:
             df = df.cache()
-        df.createOrReplaceTempView(name)
+        df.createOrReplaceTempView(_spark_name(name))
         self._keys.pop(name, None)
 
     # -- record keys ----------------------------------------------------------------------
@@ -187,7 +192,7 @@ class SparkSession(Session):
         if name in cols:
             df = df.drop(name)
         df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
-        df.createOrReplaceTempView(table)
+        df.createOrReplaceTempView(_spark_name(table))
         self._keys[table] = (name, modulus)
 
     def use_record_keys(self, table: str, column: str, modulus: int) -> None:
