@@ -359,3 +359,12 @@ def test_hierarchy_from_columns_and_codes_are_the_same(engines):
     assert sp.hierarchy_from_columns("regions", ["region", "muni"]) == duck.hierarchy_from_columns(
         "regions", ["region", "muni"])
     assert sp.codes("regions", "age") == duck.codes("regions", "age") == ["0", "1", "2", "3"]
+
+
+def test_ansi_mode_is_required(spark):
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        with pytest.raises(InputError, match="ANSI mode"):
+            pt.Session.spark(spark)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", "true")

@@ -194,6 +194,12 @@ class SparkEngine(Engine):
     name = "spark"
 
     def __init__(self, spark: Any) -> None:
+        if str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":
+            # without ANSI mode an overflowing integer sum wraps around silently
+            raise InputError(
+                "the Spark engine needs ANSI mode (spark.sql.ansi.enabled=true, the default of Spark 4), "
+                "so that an overflowing sum fails instead of giving a wrong count or cell key"
+            )
         self.spark = spark
         self._frames: dict[str, Any] = {}
         self.install()
