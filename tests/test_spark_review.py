@@ -2,7 +2,9 @@
 
 Every comparison is exact (``check_exact=True``): the issue promises identical counts, cell keys
 and perturbed values, and polars' default tolerance (rtol 1e-5) would hide a weighted count
-rounded to 6 decimals. Passing tests are inputs that hold; strict xfails are defects found.
+rounded to 6 decimals. The defects a review found here (6-decimal weighted counts, ninth-decimal
+weights, isfinite on Spark, numeric-looking codes, table names with spaces, unsigned columns)
+are fixed; these tests keep them fixed.
 """
 
 from __future__ import annotations
@@ -138,40 +140,23 @@ def test_same_errors_that_hold(engines):
 
 
 # -- defects ------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "Spark rounds weighted counts to 6 decimals under a non-tree hierarchy: sum(r._w * b.coef) is "
-    "DECIMAL(38,8) × BIGINT, which Spark types DECIMAL(38,6) (allowPrecisionLoss), and the UNION "
-    "widens every cell of the step to DECIMAL(38,6)"))
 def test_weighted_nontree_keeps_8_decimals(engines):
     _same(engines, lambda s: s.cell_key("t", pt.TableSpec({"geo": GEO, "sex": None}, weight="w8"), P,
                                         original=True))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "TRY_CAST(double AS DECIMAL(38,8)) rounds differently: DuckDB rounds x*1e8 in binary "
-    "(1.5e-08 → 0.00000001), Spark rounds Java's shortest decimal text half up (→ 0.00000002)"))
 def test_weight_with_a_ninth_decimal(engines):
     _same(engines, lambda s: s.cell_key("t", pt.TableSpec({"sex": None}, weight="w_tie"), P, original=True))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_check_inner/_too_large use isfinite(), which Spark SQL does not have and to_spark does not "
-    "rewrite: a NaN or infinite weight gives Spark's AnalysisException [UNRESOLVED_ROUTINE] "
-    "instead of DuckDB's InputError"))
 def test_nan_weight_same_error(engines):
     _same_error(engines, lambda s: s.cell_key("t", pt.TableSpec({"sex": None}, weight="w_nan"), P))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "codes are ordered by TRY_CAST(code AS DOUBLE): Spark parses '1d', '1f', '0x1p3' as numbers "
-    "(Java), DuckDB parses '1_000' and not those, so the publication order differs"))
 def test_code_order_of_numeric_looking_codes(engines):
     _same(engines, lambda s: s.tabulate("t", pt.TableSpec({"odd": None}), cell_keys=True))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table name with a space (or a dot) works on DuckDB; Spark's createOrReplaceTempView / "
-    "tableExists parse it: ParseException (AnalysisException for 'db.tab'), not an InputError"))
 def test_table_name_with_a_space(engines):
     def run(s):
         s.register("my table", RECORDS.select("pid", "sex"), replace=True)
@@ -181,9 +166,6 @@ def test_table_name_with_a_space(engines):
     _same(engines, run)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "register of a frame with an unsigned integer column fails on Spark with PySparkTypeError "
-    "UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION (uint32); DuckDB reads it"))
 def test_unsigned_integer_dimension(engines):
     frame = RECORDS.select("pid", "sex", pl.col("w_int").cast(pl.UInt32).alias("u"))
 

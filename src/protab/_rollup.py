@@ -40,6 +40,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable import PTable
 
 
+#: a code's number for ordering codes (numbers by value, then text): only codes written as a
+#: plain decimal number count as numbers, so that every engine orders alike (DuckDB also reads
+#: '1_000' and 'nan' as numbers, Spark '1d' and '0x1p3')
+NUMERIC_CODE = ("CASE WHEN regexp_matches(trim(ancestor), '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$') "
+                "THEN TRY_CAST(ancestor AS DOUBLE) END")
+
+
 def quote_ident(name: str) -> str:
     """Quote an SQL identifier (double quotes, inner quotes doubled)."""
     return '"' + str(name).replace('"', '""') + '"'
@@ -347,7 +354,7 @@ class TableRun:
         for internal, col, _ in self._value_sources():
             q = quote_ident(col)
             aggs += [
-                f"sum(TRY_CAST({q} AS DECIMAL(38, 8))) AS {internal}",
+                f"sum({self.eng.decimal8(q, self.types.get(col, '') in ('FLOAT', 'DOUBLE', 'REAL'))}) AS {internal}",
                 f"min({q}) AS _chk_lo{internal}",
                 f"max({q}) AS _chk_hi{internal}",
                 f"count({q}) AS _chk_n{internal}",
@@ -734,7 +741,7 @@ class TableRun:
         of a tree, whose parents the codes table then holds as code numbers (``parent``)."""
         raw = self._create("braw", relation, params)
         names = []
-        numbered = (f"SELECT CAST(row_number() OVER (ORDER BY level, TRY_CAST(ancestor AS DOUBLE) "
+        numbered = (f"SELECT CAST(row_number() OVER (ORDER BY level, {NUMERIC_CODE} "
                     f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
                     f"FROM (SELECT DISTINCT ancestor, level FROM {raw})")
         if parents is not None:

@@ -69,6 +69,12 @@ class Engine:
     def frame(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         return pl.from_arrow(self.arrow(sql, params))  # type: ignore[return-value]
 
+    def decimal8(self, expr: str, floating: bool) -> str:
+        """SQL of ``expr`` as an exact DECIMAL(38, 8), NULL where it cannot be (NaN, ±inf,
+        |x| ≥ 1e30). DuckDB's cast of a floating-point value rounds x·10^8 half away from
+        zero in binary; every engine must give that same decimal."""
+        return f"TRY_CAST({expr} AS DECIMAL(38, 8))"
+
 
 class DuckDBEngine(Engine):
     """protab's SQL on a DuckDB connection, exactly as written."""
@@ -192,6 +198,16 @@ class SparkEngine(Engine):
     checkpointed temporary views (computed once, then read like a table)."""
 
     name = "spark"
+
+    def decimal8(self, expr: str, floating: bool) -> str:
+        """Spark casts a double to a decimal through its shortest text, rounded half up
+        (1.5e-08 → 0.00000002, where DuckDB gives 0.00000001): a floating-point value is
+        rounded as x·10^8 in binary (Spark's round of a double is half up, as DuckDB's cast)
+        and the whole number of 10^-8 is written back exactly as text."""
+        if not floating:
+            return super().decimal8(expr, floating)
+        units = f"TRY_CAST(round({expr} * 100000000.0) AS DECIMAL(38, 0))"
+        return f"TRY_CAST(CAST({units} AS VARCHAR) || 'E-8' AS DECIMAL(38, 8))"
 
     def __init__(self, spark: Any) -> None:
         if str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":
