@@ -21,14 +21,9 @@ SPARK_SQL = Path(__file__).resolve().parents[1] / "sql" / "spark" / "protab.sql"
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession
+    from spark_fixtures import local_spark
 
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")  # not the working directory
-    s = (SparkSession.builder.master("local[1]").appName("protab-tests")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-         .config("spark.sql.warehouse.dir", str(warehouse))
-         .getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
+    s = local_spark(tmp_path_factory, "protab-tests")
     text = "\n".join(line for line in SPARK_SQL.read_text().splitlines() if not line.startswith("--"))
     for statement in re.split(r";\s*\n", text):
         if statement.strip():

@@ -125,13 +125,9 @@ TABLES = {"sha": "persons", "ons": "persons_ons", "decimal": "persons_dec", "dec
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession as PySparkSession
+    from spark_fixtures import local_spark
 
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    s = (PySparkSession.builder.master("local[2]").appName("protab-spark-engine")
-         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-         .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
+    s = local_spark(tmp_path_factory, "protab-spark-engine", cores=2)
     yield s
     s.stop()
 

@@ -64,14 +64,9 @@ with warnings.catch_warnings():
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession as PySparkSession
+    from spark_fixtures import local_spark
 
-    warehouse = tmp_path_factory.mktemp("spark-review-warehouse")
-    s = (PySparkSession.builder.master("local[1]").appName("protab-spark-review")
-         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", "1")
-         .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
+    s = local_spark(tmp_path_factory, "protab-spark-review")
     yield s
     s.stop()
 

@@ -120,15 +120,6 @@ class SparkSession(Session):
         fields = self.spark.table(_spark_name(table)).schema.fields
         return {f.name: duckdb_type(f.dataType.simpleString()) for f in fields}
 
-    def _require(self, table: str) -> None:
-        if not isinstance(table, str) or not self.exists(table):
-            known = self.tables()
-            raise InputError(
-                f"no table named {table!r} in {self.database!r}"
-                + (f" (tables: {show_values(known, 8)})" if known else "")
-                + "; register it first (Session.register, or `protab register NAME SOURCE`)"
-            )
-
     def _drop(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)
 
