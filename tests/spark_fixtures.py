@@ -15,3 +15,12 @@ def local_spark(tmp_path_factory, app: str, cores: int = 1):
          .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
     s.sparkContext.setLogLevel("ERROR")
     return s
+
+
+def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
+    """The body of a module's ``spark`` fixture: ``yield from spark_fixture(...)``."""
+    s = local_spark(tmp_path_factory, app, cores)
+    try:
+        yield s
+    finally:
+        s.stop()

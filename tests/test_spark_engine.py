@@ -125,11 +125,9 @@ TABLES = {"sha": "persons", "ons": "persons_ons", "decimal": "persons_dec", "dec
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
-    from spark_fixtures import local_spark
+    from spark_fixtures import spark_fixture
 
-    s = local_spark(tmp_path_factory, "protab-spark-engine", cores=2)
-    yield s
-    s.stop()
+    yield from spark_fixture(tmp_path_factory, "protab-spark-engine", cores=2)
 
 
 @pytest.fixture(scope="module")

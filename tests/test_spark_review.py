@@ -64,11 +64,9 @@ with warnings.catch_warnings():
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
-    from spark_fixtures import local_spark
+    from spark_fixtures import spark_fixture
 
-    s = local_spark(tmp_path_factory, "protab-spark-review")
-    yield s
-    s.stop()
+    yield from spark_fixture(tmp_path_factory, "protab-spark-review")
 
 
 @pytest.fixture(scope="module")
