@@ -476,6 +476,11 @@ def _protect_request(
         raise SpecError("request: [rules] apply to tables with sums; no table has sums")
     magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
     rules = load_rules(cfg["rules"]) if "rules" in cfg else None
+    if spark is not None and "swap" in cfg:  # the swap would change the DuckDB table, not what Spark reads
+        raise NotImplementedError("protect --engine spark: [swap] (record swapping) does not run on Spark yet; "
+                                  "swap with the DuckDB engine and give Spark the swapped records")
+    if spark is not None and any(t.get("method", "ckm") == "suppression" for t in tables):
+        raise NotImplementedError("protect --engine spark: method = \"suppression\" does not run on Spark yet")
     if "swap" in cfg:  # after every other check: the one step that writes to the database
         _swap(cfg["swap"], db, base)
     rows, frames = [], {}
@@ -519,8 +524,6 @@ def _spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str,
     from protab.session import Session
     from protab.spark import SparkSession
 
-    if any(t.get("method", "ckm") == "suppression" for t in tables):
-        raise NotImplementedError("protect --engine spark: method = \"suppression\" does not run on Spark yet")
     builder = require_spark().builder
     require_java()
     session = (builder.master(spark["master"] or "local[*]").appName("protab protect")
