@@ -205,16 +205,17 @@ class Server:
         self.proc.wait(10)
 
 
-def serve(tmp_path_factory):
-    """The generator of the ``served`` fixture (for a module's own fixture: ``yield from serve(...)``)."""
-    folder = tmp_path_factory.mktemp("serve")
+def serve(tmp_path_factory, server_class: type[Server] = Server, name: str = "serve"):
+    """The generator of the ``served`` fixture (for a module's own fixture: ``yield from serve(...)``);
+    ``server_class``: a subclass of :class:`Server` taking the config path."""
+    folder = tmp_path_factory.mktemp(name)
     db = build_database(folder / "micro.duckdb")
     config, tokens = write_setup(folder, db)
-    server = Server(config)
+    server = server_class(config)
     try:
         yield {"url": server.url, "token": tokens["alice"], "tokens": tokens, "dataset": "persons",
                "forbidden_dim": "age", "config": config, "db": db, "audit": folder / "audit.jsonl",
-               "tokens_file": folder / "tokens.json", "folder": folder, "server": server}
+               "tokens_file": folder / "tokens.json", "folder": folder, "server": server, "service": server}
     finally:
         server.stop()
 

@@ -44,15 +44,7 @@ class Service(F.Server):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("attacks")
-    db = F.build_database(folder / "micro.duckdb")
-    config, tokens = F.write_setup(folder, db)
-    service = Service(config)
-    try:
-        yield {"service": service, "url": service.url, "tokens": tokens, "db": db, "folder": folder,
-               "audit": folder / "audit.jsonl", "config": config}
-    finally:
-        service.stop()
+    yield from F.serve(tmp_path_factory, Service, "attacks")
 
 
 def _post(served, path, body, user="bob", **kw):

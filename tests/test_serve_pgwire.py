@@ -48,14 +48,7 @@ class PgServer(F.Server):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("pgwire")
-    db = F.build_database(folder / "micro.duckdb")
-    config, tokens = F.write_setup(folder, db)
-    server = PgServer(config)
-    try:
-        yield {"server": server, "tokens": tokens, "config": config, "audit": folder / "audit.jsonl"}
-    finally:
-        server.stop()
+    yield from F.serve(tmp_path_factory, PgServer, "pgwire")
 
 
 def _connect(served, user="bob", **kw):
