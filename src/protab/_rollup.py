@@ -47,6 +47,10 @@ NUMERIC_CODE = ("CASE WHEN regexp_matches(trim(ancestor), '^[+-]?([0-9]+[.]?[0-9
                 "THEN TRY_CAST(ancestor AS DOUBLE) END")
 
 
+#: DuckDB's floating-point types (NaN, -0.0: codes and decimals need care)
+FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+
+
 def quote_ident(name: str) -> str:
     """Quote an SQL identifier (double quotes, inner quotes doubled)."""
     return '"' + str(name).replace('"', '""') + '"'
@@ -58,7 +62,7 @@ def code_sql(column: str, dtype: str) -> str:
     not two codes), leaving every other value as it is."""
     q = quote_ident(column)
     kind = dtype.upper()
-    if kind in ("FLOAT", "DOUBLE", "REAL"):
+    if kind in FLOAT_TYPES:
         return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} + CAST(0 AS {kind}) END"
     return q
 
@@ -354,7 +358,7 @@ class TableRun:
         for internal, col, _ in self._value_sources():
             q = quote_ident(col)
             aggs += [
-                f"sum({self.eng.decimal8(q, self.types.get(col, '') in ('FLOAT', 'DOUBLE', 'REAL'))}) AS {internal}",
+                f"sum({self.eng.decimal8(q, self.types.get(col, '') in FLOAT_TYPES)}) AS {internal}",
                 f"min({q}) AS _chk_lo{internal}",
                 f"max({q}) AS _chk_hi{internal}",
                 f"count({q}) AS _chk_n{internal}",
@@ -551,7 +555,7 @@ class TableRun:
             raise NoRecordsError(f"table {self.table!r} has no records{cond}, so there is no table to publish")
         for k, (d, (n_distinct, nulls, null_cells, codes)) in enumerate(zip(self.spec.dimensions, per_dim)):
             if null_cells:  # only without null_code
-                nan = " or NaN" if self.types.get(d.column) in ("FLOAT", "DOUBLE", "REAL") else ""
+                nan = " or NaN" if self.types.get(d.column) in FLOAT_TYPES else ""
                 raise InputError(
                     f"column {d.column!r} of table {self.table!r} is missing (NULL{nan}) in {nulls} "
                     "record(s); remove them, or publish them as a category with "
@@ -879,12 +883,10 @@ class TableRun:
                 continue
             elif kind in ("max", "min"):
                 aggs.append(f"{kind}(r.{v}) AS {v}")
-            elif times and self.con is None:  # not DuckDB: Spark types DECIMAL(38, 8) × BIGINT as
-                # DECIMAL(38, 6) (two decimals lost); DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8)
-                # (weights under a coefficient below 1e21 in absolute value)
-                aggs.append(f"sum(CAST(r.{v} AS DECIMAL(29, 8)) * CAST(b.coef AS DECIMAL(8, 0))) AS {v}")
+            elif times:
+                aggs.append(f"sum({self.eng.decimal_times(f'r.{v}', 'b.coef')}) AS {v}")
             else:
-                aggs.append(f"sum(r.{v}{times}) AS {v}")
+                aggs.append(f"sum(r.{v}) AS {v}")
         return aggs
 
     def _levelwise(

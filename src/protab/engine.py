@@ -75,6 +75,10 @@ class Engine:
         zero in binary; every engine must give that same decimal."""
         return f"TRY_CAST({expr} AS DECIMAL(38, 8))"
 
+    def decimal_times(self, value: str, coef: str) -> str:
+        """SQL of a DECIMAL(38, 8) ``value`` times an integer coefficient, keeping 8 decimals."""
+        return f"{value} * {coef}"
+
 
 class DuckDBEngine(Engine):
     """protab's SQL on a DuckDB connection, exactly as written."""
@@ -208,6 +212,11 @@ class SparkEngine(Engine):
             return super().decimal8(expr, floating)
         units = f"TRY_CAST(round({expr} * 100000000.0) AS DECIMAL(38, 0))"
         return f"TRY_CAST(CAST({units} AS VARCHAR) || 'E-8' AS DECIMAL(38, 8))"
+
+    def decimal_times(self, value: str, coef: str) -> str:
+        """Spark types DECIMAL(38, 8) × BIGINT as DECIMAL(38, 6) (two decimals lost);
+        DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8) (values below 1e21 in absolute value)."""
+        return f"CAST({value} AS DECIMAL(29, 8)) * CAST({coef} AS DECIMAL(8, 0))"
 
     def __init__(self, spark: Any) -> None:
         if str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":

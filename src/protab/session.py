@@ -36,7 +36,7 @@ from scipy import sparse
 from protab import _progress
 from protab._frames import as_polars, require_columns
 from protab._progress import bar
-from protab._rollup import TableRun, code_sql, quote_ident
+from protab._rollup import FLOAT_TYPES, TableRun, code_sql, quote_ident
 from protab.errors import InputError, SpecError, show_values
 from protab.ptable._install import install_ptable, upgrade_installed
 from protab.table import TableSpec
@@ -631,7 +631,7 @@ class Session:
         # a float column groups by its text too: -0.0 and 0.0 (NaN and -NaN) are one value to
         # GROUP BY but two to a where-filter, which compares the text
         group = [quote_ident(c) for c in columns] + [
-            f"CAST({quote_ident(c)} AS VARCHAR)" for c in columns if cols[c].upper() in ("FLOAT", "DOUBLE", "REAL")]
+            f"CAST({quote_ident(c)} AS VARCHAR)" for c in columns if cols[c].upper() in FLOAT_TYPES]
         records = (f"CAST(sum({self.KEY_SUM_RECORDS}) AS BIGINT)" if table in self._key_sum_sources
                    else "count(*)")
         self._con.execute(

@@ -21,7 +21,7 @@ from typing import Any
 from protab._rollup import TableRun, quote_ident
 from protab.engine import SparkEngine, duckdb_type, require_java, require_spark, spark_arrow
 from protab.errors import InputError, show_values
-from protab.session import DEFAULT_MAX_CELLS, Session, _as_paths, _check_max_cells, _file_kind
+from protab.session import _INTEGER, DEFAULT_MAX_CELLS, Session, _as_paths, _check_max_cells, _file_kind
 from protab.table import TableSpec
 
 #: Column types whose values Spark and DuckDB write as the same text (codes, ids)
@@ -193,7 +193,7 @@ class SparkSession(Session):
         cols = self._require_columns(table, [column], "record key column")
         if isinstance(modulus, bool) or not isinstance(modulus, int) or modulus < 2:
             raise InputError(f"use_record_keys: the modulus must be a whole number of 2 or more, not {modulus!r}")
-        if not cols[column].endswith("INT") and cols[column] not in ("INTEGER", "BIGINT", "SMALLINT", "TINYINT"):
+        if not _INTEGER.match(cols[column]):
             raise InputError(
                 f"use_record_keys: record key column {column!r} of table {table!r} has type {cols[column]}; "
                 "keys must be integers"

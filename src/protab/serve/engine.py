@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from protab._rollup import quote_ident
+from protab._rollup import FLOAT_TYPES, quote_ident
 from protab.errors import ProtabError, SpecError, show_values
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
 from protab.serve.validator import (
@@ -80,7 +80,6 @@ CATALOG_CODES = 1000
 KEY_SUMS_GAIN = 4
 #: hierarchies a session keeps as tables before it drops them (bounded memory)
 KEEP_HIERARCHIES = 64
-_FLOATS = ("FLOAT", "DOUBLE", "REAL")
 _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 _TABLE_KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels")
@@ -232,7 +231,7 @@ class Engine:
                 raise SpecError(f"{where}: {what} names {show_values(missing)}, not columns of table {ds.table!r}")
             if key in names:
                 raise SpecError(f"{where}: {what} names {key!r}, the secret record keys of {ds.table!r}")
-        floats = [d for d in ds.dims if cols[d].upper() in _FLOATS]
+        floats = [d for d in ds.dims if cols[d].upper() in FLOAT_TYPES]
         if floats:
             raise SpecError(f"{where}: dims {show_values(floats)} are floating-point columns; dimensions are codes "
                             "(text or whole numbers)")
