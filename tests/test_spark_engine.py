@@ -362,3 +362,23 @@ def test_ansi_mode_is_required(spark):
             pt.Session.spark(spark)
     finally:
         spark.conf.set("spark.sql.ansi.enabled", "true")
+
+
+def test_use_record_keys_declares_keys_made_elsewhere_and_refuses_bad_ones(engines):
+    """Keys written by DuckDB, declared on Spark: the same cell keys; a text column, a bad
+    modulus, missing or out-of-range keys are clear InputErrors."""
+    duck, sp = engines
+    keyed = duck.sql("SELECT pid, sex, rk FROM persons")
+    sp.register("keyed", keyed, replace=True)
+    sp.use_record_keys("keyed", "rk", duck.record_key("persons")[1])
+    spec = pt.TableSpec({"sex": None})
+    assert_frame_equal(sp.tabulate("keyed", spec, cell_keys=True), duck.tabulate("persons", spec, cell_keys=True),
+                       check_exact=True)
+    with pytest.raises(InputError, match="has type VARCHAR; keys must be integers"):
+        sp.use_record_keys("keyed", "sex", 2**32)
+    with pytest.raises(InputError, match="modulus must be a whole number of 2 or more"):
+        sp.use_record_keys("keyed", "rk", 1)
+    with pytest.raises(InputError, match=r"record\(s\) of table 'keyed' have no key in 'rk' or one outside 0 … 255"):
+        sp.use_record_keys("keyed", "rk", 256)
+    with pytest.raises(InputError, match="no record key column 'nokey'"):
+        sp.use_record_keys("keyed", "nokey", 2**32)
