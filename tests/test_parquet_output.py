@@ -189,3 +189,32 @@ def test_spark_refuses_a_file_where_it_writes_a_folder(sparks, tmp_path):
     with pytest.raises(InputError, match="a file of that name exists"):
         sparks.cell_key("persons", SPEC, P, path=target)
     assert target.read_bytes() == b"not a folder"
+
+
+def test_outputs_never_replace_the_database_or_registered_files(tmp_path):
+    src = tmp_path / "persons.parquet"
+    RECORDS.write_parquet(src)
+    db = tmp_path / "db.duckdb"
+    with pt.Session(db, progress=False) as s:
+        s.register("persons", src)
+        s.add_record_keys("persons", id_column="pid", seed=SEED)
+        for bad, what in [(db, "database"), (src, "registered"), (tmp_path, "registered")]:
+            with pytest.raises(ProtabError, match=f"would replace .*{what}|is a folder"):
+                s.cell_key("persons", SPEC, P, path=bad)
+        with pytest.raises(InputError, match="would replace the session's database"):
+            s.cell_key("persons", SPEC, P, path=str(db) + ".wal")
+        assert_frame_equal(pl.read_parquet(src), RECORDS)
+        assert s.cell_key("persons", SPEC, P, path=tmp_path / "out.parquet")
+
+
+def test_spark_never_replaces_the_parquet_it_reads(spark, tmp_path):
+    folder = tmp_path / "lake" / "persons"
+    folder.mkdir(parents=True)
+    RECORDS.write_parquet(folder / "part-0.parquet")
+    s = pt.Session.spark(spark)
+    s.register("lake_persons", str(folder / "*.parquet"))
+    s.add_record_keys("lake_persons", id_column="pid", seed=SEED)
+    for bad in (folder, tmp_path / "lake", folder / "part-0.parquet"):
+        with pytest.raises(InputError, match="would replace files registered"):
+            s.cell_key("lake_persons", SPEC, P, path=bad)
+    assert_frame_equal(pl.read_parquet(folder / "part-0.parquet"), RECORDS)

@@ -135,6 +135,7 @@ class Session:
         temp_directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.database = str(database)
+        self._read_paths: list[str] = []  # files registered in this session (outputs never replace them)
         self._spill: _SpillFolder | None = None
         self.max_cells = _check_max_cells(max_cells)
         config: dict[str, Any] = {"memory_limit": _memory_limit(memory_limit)}
@@ -300,6 +301,7 @@ class Session:
         with self._transaction():
             if paths is not None:
                 self._register_files(name, paths, materialize)
+                self._read_paths += [os.path.abspath(p) for p in paths]
             elif isinstance(source, str):
                 if not self.exists(source):
                     raise InputError(
@@ -394,9 +396,25 @@ class Session:
             return
         from protab._io import atomic_path, check_output_file
 
-        with atomic_path(check_output_file(path)) as tmp:
+        target = check_output_file(path)
+        self._refuse_inputs(target, os.fspath(path))
+        with atomic_path(target) as tmp:
             run.sink = str(tmp)
             yield
+
+    def _refuse_inputs(self, target: Path, raw: str) -> None:
+        """InputError when writing ``target`` would replace the session's database file or
+        files (or a folder of files) registered in this session."""
+        import fnmatch
+
+        t = os.path.abspath(target)
+        protected = [(p, "files registered in this session") for p in self._read_paths]
+        if self.database not in (":memory:", "", "spark"):
+            db = os.path.abspath(self.database)
+            protected += [(db, "the session's database"), (db + ".wal", "the session's database")]
+        for pattern, what in protected:
+            if t == pattern or fnmatch.fnmatchcase(t, pattern) or pattern.startswith(t.rstrip(os.sep) + os.sep):
+                raise InputError(f"cannot write the table to {raw!r}: it would replace {what}; name another path")
 
     @contextmanager
     def _step(self, desc: str) -> Iterator[None]:

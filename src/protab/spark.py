@@ -79,6 +79,7 @@ class SparkSession(Session):
         self.max_cells = _check_max_cells(max_cells)
         self._duckdb_bar = self._bars = False
         self._keys: dict[str, tuple[str, int]] = {}
+        self._read_paths: list[str] = []
         self._key_sum_sources: dict[str, str] = {}
         self._hierarchies: dict[Any, tuple[str, str]] = {}
         self.spark = spark
@@ -149,6 +150,7 @@ class SparkSession(Session):
                     f"register {name!r}: the Spark engine reads Parquet files; cannot read {show_values(paths)} "
                     "(convert them to .parquet)"
                 )
+            self._read_paths += [os.path.abspath(p) for p in paths if "://" not in p]
             try:
                 df = self.spark.read.parquet(*paths)
             except Exception as exc:  # Spark's AnalysisException: missing path, bad file
@@ -275,6 +277,7 @@ class SparkSession(Session):
                 raise
             return
         target = Path(raw).absolute()
+        self._refuse_inputs(target, raw)
         if target.exists() and not target.is_dir():
             raise InputError(f"cannot write the table to {raw!r}: a file of that name exists (Spark writes a folder)")
         target.parent.mkdir(parents=True, exist_ok=True)
