@@ -12,7 +12,8 @@ the same Parquet file (DuckDB: a view over it; Spark: ``spark.read.parquet``) an
 the result in polars); the results must be equal frame for frame. Printed per size: the
 best of ``--repeat`` runs per engine after a warm-up, the ratio Spark / DuckDB, the time
 of the Spark stages (scan to inner cells: the only stage that reads records; all later
-stages read inner cells), and the peak resident memory of the driver process (the Python
+stages read inner cells), the time of the same table written as Parquet by Spark's
+executors (``cell_key(..., path=...)``: nothing collected; read back and checked equal), and the peak resident memory of the driver process (the Python
 process with DuckDB; Spark's JVM is a child process and is measured apart, from /proc).
 """
 
@@ -24,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import polars as pl
 from polars.testing import assert_frame_equal
 
 import protab as pt
@@ -105,7 +107,7 @@ def main() -> None:
     spec = pt.TableSpec({"m": h["m"], "a": h["a"], "o": h["o"]})
     p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
     print(f"{'records':>12}{'cells':>10}{'duckdb s':>10}{'spark s':>10}{'ratio':>8}{'spark scan s':>14}"
-          f"{'driver MiB':>12}{'jvm MiB':>9}")
+          f"{'to parquet s':>14}{'driver MiB':>12}{'jvm MiB':>9}")
     for n in sizes:
         path = tmp / f"persons_{n}.parquet"
         with pt.Session(":memory:") as d:
@@ -118,6 +120,10 @@ def main() -> None:
         s.use_record_keys("persons", "rkey", 2**32)
         t_spark, b = best(lambda s=s: s.cell_key("persons", spec, p, original=True), args.repeat)
         assert_frame_equal(a, b)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        out = s.cell_key("persons", spec, p, original=True, path=tmp / f"out_{n}")
+        t_write = time.perf_counter() - t0
+        assert_frame_equal(a, pl.read_parquet(f"{out}/*.parquet"))  # type: ignore[arg-type]
         # the one stage that reads records: the scan to inner cells (GROUP BY of the records)
         t0 = time.perf_counter()
         inner = s.sql("SELECT m, a, o, count(*) AS n, pmod(sum(rkey), 4294967296) AS k FROM persons GROUP BY ALL")
@@ -125,7 +131,7 @@ def main() -> None:
         del inner
         s.close()
         driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"{n:>12,}{a.height:>10,}{t_duck:>10.2f}{t_spark:>10.2f}{t_spark / t_duck:>8.1f}{t_scan:>14.2f}"  # type: ignore[attr-defined]
+        print(f"{n:>12,}{a.height:>10,}{t_duck:>10.2f}{t_spark:>10.2f}{t_spark / t_duck:>8.1f}{t_scan:>14.2f}{t_write:>14.2f}"  # type: ignore[attr-defined]
               f"{driver:>12.0f}{jvm_peak_kib() / 1024:>9.0f}")
     spark.stop()
 

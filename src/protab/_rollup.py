@@ -22,6 +22,7 @@ Identifiers are internal (``_d0``, ``_o0``, …) or quoted; every value is a bou
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -229,6 +230,8 @@ class TableRun:
         self.nd = len(spec.dimensions)
         self.top_k = top_k
         self.holding = holding
+        #: a path: published tables are written there as Parquet by the engine (see _emit)
+        self.sink: str | None = None
         if top_k is not None and spec.sums and spec.freq is not None:
             raise SpecError(
                 f"table {table!r}: magnitude tables need one row per contributor; the rows are "
@@ -326,6 +329,25 @@ class TableRun:
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         return self.eng.frame(query, params)
+
+    def _emit(self, head: str, items: Sequence[str], tail: str, params: Sequence[Any] | None = None) -> pl.DataFrame | None:
+        """The published table ``{head}SELECT {items} {tail}`` under its output names: a frame,
+        or with :attr:`sink` written as Parquet by the engine (None returned) — the columns
+        renamed in SQL, so the file holds what the frame would."""
+        if self.sink is None:
+            frame = self.arrow(f"{head}SELECT {', '.join(items)} {tail}", params)
+            return frame.rename(output_names(self.spec, frame.columns))
+        exprs, names = [], []
+        for item in items:  # "expr AS name" or "c.name"
+            expr, _, name = item.rpartition(" AS ") if " AS " in item else (item, "", item.rpartition(".")[2])
+            if not re.fullmatch(r"_[a-z]+[0-9]*", name):
+                raise AssertionError(f"protab: cannot name the output column of {item!r}")  # internal SQL only
+            exprs.append(expr)
+            names.append(name)
+        mapping = output_names(self.spec, names)
+        named = [f"{e} AS {quote_ident(mapping.get(n, n))}" for e, n in zip(exprs, names)]
+        self.eng.write_parquet(f"{head}SELECT {', '.join(named)} {tail}", params, self.sink)
+        return None
 
     # -- 1. one scan to inner cells ---------------------------------------------------------
     def _code_expr(self, column: str) -> str:
@@ -993,9 +1015,11 @@ class TableRun:
             ordered = number[order]
         out = frame.drop("_cell")[order]
         dims, levels = [], []
+        if span < 2**31:  # 32-bit division is about twice as fast (0.7 s → 0.24 s at 10^7 cells)
+            ordered = ordered.astype(np.int32)
         for k in reversed(range(self.nd)):
-            pos = pl.Series(ordered % sizes[k] - 1)
-            ordered = ordered // sizes[k]
+            ordered, rem = np.divmod(ordered, sizes[k])
+            pos = pl.Series(rem - 1)
             dims.insert(0, codes[k]["code"].gather(pos).alias(f"_d{k}"))
             levels.insert(0, codes[k]["level"].gather(pos).alias(f"_l{k}"))
         return pl.DataFrame(dims + levels).hstack(out)
@@ -1012,13 +1036,16 @@ class TableRun:
         return frame.with_columns(decoded).select(
             [f"_d{k}" for k in range(nd)] + [f"_l{k}" for k in range(nd)] + rest)
 
-    def _value_select(self, src: str, alias: str = "c.") -> str:
+    def _value_select(self, src: str, alias: str = "c.") -> list[str]:
         """A value column as published to a trusted user: decimals as DOUBLE; of a top-k list
         the values (for the list of smallest values: the largest and the smallest value)."""
+        if src.startswith("_tn"):  # the largest and smallest values
+            return [f"{alias}_tp{src[3:]}[1] AS _mx{src[3:]}", f"{alias}{src}[1] AS _mn{src[3:]}"]
+        return [self._one_value(src, alias)]
+
+    def _one_value(self, src: str, alias: str) -> str:
         if src == "_w" or src.startswith("_s"):
             return f"CAST({alias}{src} AS DOUBLE) AS {src}"
-        if src.startswith("_tn"):  # the largest and smallest values
-            return f"{alias}_tp{src[3:]}[1] AS _mx{src[3:]}, {alias}{src}[1] AS _mn{src[3:]}"
         if src.startswith("_tp"):
             top = top_list(int(src[3:]), int(self.top_k or 1), False).replace("_tp", f"{alias}_tp").replace(
                 "_tn", f"{alias}_tn")
@@ -1028,15 +1055,14 @@ class TableRun:
         return f"{alias}{src}"
 
     def _value_selects(self, values: Sequence[str], alias: str = "c.") -> list[str]:
-        return [self._value_select(v, alias) for v in values]
+        return [item for v in values for item in self._value_select(v, alias)]
 
-    def published(self) -> pl.DataFrame:
+    def published(self) -> pl.DataFrame | None:
         """Every published cell: dims, levels, n (w, sums, cell_key), in publication order."""
         cols, joins, order = self._decode()
         cols += self._value_selects(self.values)
         ctes, cells, params = self._cells_source()
-        frame = self.arrow(f"{ctes}SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}", params)
-        return frame.rename(output_names(self.spec, frame.columns))
+        return self._emit(ctes, cols, f"FROM {cells} c {joins} ORDER BY {order}", params)
 
     def inner_frame(self) -> pl.DataFrame:
         """The inner cells (with the zeros of extend0) in the order of their ``_id``."""
@@ -1106,7 +1132,7 @@ class TableRun:
         threshold: int | None,
         magnitude: "MagnitudeCKM | None" = None,
         rules: "SensitivityRules | None" = None,
-    ) -> pl.DataFrame:
+    ) -> pl.DataFrame | None:
         """Cells joined to the p-table's integer key ranges: n_pert (and w_pert); with
         ``magnitude`` every sums column perturbed too (``<s>_pert``, ``<s>_mean_pert``), with
         ``rules`` its sensitivity (``<s>_sensitive``, ``<s>_rule``).
@@ -1136,7 +1162,8 @@ class TableRun:
             if threshold is not None:
                 params += [int(threshold)] * 2
         codes = None
-        if magnitude is None and rules is None:
+        counts_only = magnitude is None and rules is None
+        if counts_only and self.sink is None:
             # count tables leave SQL as one number per cell that orders them (see _in_order)
             codes = [self.arrow(f"SELECT code, level FROM {t} ORDER BY ord") for t in self.codes]
             sizes = [c.height + 1 for c in codes]
@@ -1171,7 +1198,7 @@ class TableRun:
                                params)
             frame = self._in_order(frame, codes)
             return frame.rename(output_names(self.spec, frame.columns))
-        if magnitude is None and rules is None:
+        if counts_only and self.sink is None:
             # code numbers out, sorted and turned into codes in polars (no joins, no SQL sort)
             nums = [f"c._o{k}" for k in range(self.nd)] + [f"c._l{k}" for k in range(self.nd)]
             frame = self.arrow(f"{ctes}SELECT {', '.join(nums + values)} FROM (SELECT c.*, {', '.join(items)} {join}) c",
@@ -1179,6 +1206,9 @@ class TableRun:
             frame = self._decode_frame(frame)
             return frame.rename(output_names(self.spec, frame.columns))
         cols += values
+        if counts_only:  # written by the engine: decoded and ordered in SQL
+            return self._emit(ctes, cols, f"FROM (SELECT c.*, {', '.join(items)} {join}) c {joins} ORDER BY {order}",
+                              params)
         base = self._create("pcells", f"{ctes}SELECT c.*, {', '.join(items)} {join}", params)
         return self._perturb_magnitudes(base, cols, magnitude, rules, original=original)
 
@@ -1190,7 +1220,7 @@ class TableRun:
         rules: "SensitivityRules | None",
         *,
         original: bool,
-    ) -> pl.DataFrame:
+    ) -> pl.DataFrame | None:
         """Rules and the magnitude perturbation over the count-perturbed cells ``base``."""
         from protab import magnitude as mg
 
@@ -1250,10 +1280,7 @@ class TableRun:
                 out += [f"c._sens{k}", f"c._rule{k}"]
         dec, joins, order = self._decode()
         del dec
-        frame = self.arrow(
-            f"WITH {', '.join(ctes)} SELECT {', '.join(out)} FROM {prev} c {joins} ORDER BY {order}", params
-        )
-        return frame.rename(output_names(self.spec, frame.columns))
+        return self._emit(f"WITH {', '.join(ctes)} ", out, f"FROM {prev} c {joins} ORDER BY {order}", params)
 
     def sensitivity(self, rules: "SensitivityRules") -> pl.DataFrame:
         """The published cells with their original values and the rules' verdicts."""
@@ -1343,7 +1370,7 @@ class TableRun:
         finally:
             self.eng.unregister(reg)
 
-    def perturb_inner(self, ptable: "PTable", *, original: bool) -> pl.DataFrame:
+    def perturb_inner(self, ptable: "PTable", *, original: bool) -> pl.DataFrame | None:
         """Inner cells perturbed through the p-table by their own cell keys, margins as sums.
 
         Additive by construction (every published cell is a sum of perturbed inner cells), as
@@ -1366,8 +1393,7 @@ class TableRun:
         if original:
             cols += self._value_selects([v for v in values if v in ("_n", "_w")])
         cols += [f"c.{v}" for v in values if v in ("_np", "_wp")]
-        frame = self.arrow(f"SELECT {', '.join(cols)} FROM {cells} c {joins} ORDER BY {order}")
-        return frame.rename(output_names(self.spec, frame.columns))
+        return self._emit("", cols, f"FROM {cells} c {joins} ORDER BY {order}")
 
     #: Key buckets per row class of the p-table lookup (the join matches one or two entries).
     BUCKETS = 1024

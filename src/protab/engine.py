@@ -69,6 +69,11 @@ class Engine:
     def frame(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         return pl.from_arrow(self.arrow(sql, params))  # type: ignore[return-value]
 
+    def write_parquet(self, sql: str, params: Sequence[Any] | None, path: str) -> None:  # pragma: no cover
+        """Write the result of a query as Parquet at ``path`` by the engine itself (rows in
+        the query's order; nothing passes through Python)."""
+        raise NotImplementedError
+
     def decimal8(self, expr: str, floating: bool) -> str:
         """SQL of ``expr`` as an exact DECIMAL(38, 8), NULL where it cannot be (NaN, ±inf,
         |x| ≥ 1e30). DuckDB's cast of a floating-point value rounds x·10^8 half away from
@@ -96,6 +101,10 @@ class DuckDBEngine(Engine):
 
     def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         return self.con.sql(sql, params=list(params) if params else None).to_arrow_table()
+
+    def write_parquet(self, sql: str, params: Sequence[Any] | None, path: str) -> None:
+        """One Parquet file (zstd), written by DuckDB; rows in the query's order."""
+        self.con.sql(sql, params=list(params) if params else None).to_parquet(path, compression="zstd")
 
     def create_table(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
         self.con.execute(f"CREATE TEMP TABLE {name} AS {select}", list(params) if params else [])
@@ -303,6 +312,13 @@ class SparkEngine(Engine):
 
     def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
         return self.df(sql, params).toArrow()
+
+    def write_parquet(self, sql: str, params: Sequence[Any] | None, path: str) -> None:
+        """A folder of Parquet part files (zstd) written by Spark's executors, nothing collected
+        to the driver. An ORDER BY query is range-partitioned: the part files, read in the order
+        of their names, hold the rows in the query's order. Spark's commit protocol makes the
+        files appear only when every task has succeeded."""
+        self.df(sql, params).write.mode("errorifexists").option("compression", "zstd").parquet(path)
 
     def _keep(self, name: str, frame: Any) -> None:
         frame = frame.localCheckpoint(eager=True)  # computed once, lineage cut

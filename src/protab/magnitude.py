@@ -344,29 +344,80 @@ class MagnitudeCKM:
     # -- the p-tables as one relation ----------------------------------------------------
     TAB = {"all": 0, "even": 1, "odd": 2, "small_cells": 3}
 
+    #: key buckets per pair of p-table rows in the lookup relation: few, so that the relation
+    #: each component joins stays small (64: 22 % faster than 1,024 and 45 % than 65,536 at 10^6
+    #: records in benchmarks/magnitude_scale.py); entries crowding a bucket deepen the CASE
+    BUCKETS = 64
+
     def lookup_frames(self, modulus: int) -> Any:
-        """The p-tables as one small relation for the SQL lookup (polars): per table ``tab``
-        and pair of consecutive rows ``lo`` < ``hi`` (the last row paired with itself, ``hx``
-        = ∞: it serves every larger ratio), the integer key ranges of both rows as sorted
-        lists of lower bounds (``klo_lo``, ``klo_hi``) and their noise (``v_lo``, ``v_hi``).
-        A cell joins the one segment holding its ratio (a tiny hash join, no sort) and finds
-        its entry by counting the lower bounds at or below its key."""
+        """The p-tables as one small relation for the SQL lookup (polars), scalar columns only.
+
+        Per table ``tab``, pair of consecutive rows ``lo`` < ``hi`` (the last row paired with
+        itself, ``hx`` = ∞: it serves every larger ratio) and key bucket ``b`` (keys k with
+        k // width = b, :meth:`lookup_shape`): for each of the two rows the noise of the entry
+        whose key range holds the bucket's first key (``lo_v0``, ``hi_v0``) and the next
+        ``depth`` entries starting inside the bucket, by their lowest key (``lo_k1``,
+        ``lo_v1``, …; NULL where there are fewer). A cell joins its segment and bucket (a hash
+        join matching one row) and takes the last entry whose lowest key is at or below its
+        key: a CASE of ``depth`` comparisons, no list scanned per cell."""
+
+        return self._lookup(modulus)[0]
+
+    def lookup_shape(self, modulus: int) -> tuple[int, int]:
+        """(width of a key bucket, depth) of :meth:`lookup_frames` for ``modulus``."""
+        _, width, depth = self._lookup(modulus)
+        return width, depth
+
+    def _lookup(self, modulus: int) -> tuple[Any, int, int]:
+        import numpy as np
         import polars as pl
 
-        parts = []
+        cache = self.__dict__.setdefault("_lookups", {})
+        if modulus in cache:
+            return cache[modulus]
         named = list(self.tables.items()) + ([("small_cells", self.small_cells)] if self.small_cells else [])
+        segments = []  # (tab, lo, hi, hx, lower bounds and noise of row lo, of row hi)
         for name, t in named:
             ks = t.keyspace(modulus).sort(["i", "klo"])
-            per_row = {float(i): (g["klo"].to_list(), g["v"].cast(pl.Float64).to_list())
+            per_row = {float(i): (g["klo"].to_numpy().astype(np.int64), g["v"].cast(pl.Float64).to_numpy())
                        for (i,), g in ks.group_by(["i"], maintain_order=True)}
             rows = sorted(per_row)
             for lo, hi in zip(rows, rows[1:] + rows[-1:]):
-                parts.append({"tab": self.TAB[name], "lo": lo, "hi": hi, "hx": hi if hi > lo else math.inf,
-                              "klo_lo": per_row[lo][0], "v_lo": per_row[lo][1],
-                              "klo_hi": per_row[hi][0], "v_hi": per_row[hi][1]})
-        return pl.DataFrame(parts, schema={"tab": pl.Int32, "lo": pl.Float64, "hi": pl.Float64, "hx": pl.Float64,
-                                           "klo_lo": pl.List(pl.Int64), "v_lo": pl.List(pl.Float64),
-                                           "klo_hi": pl.List(pl.Int64), "v_hi": pl.List(pl.Float64)})
+                segments.append((self.TAB[name], lo, hi, hi if hi > lo else math.inf, per_row[lo], per_row[hi]))
+        width = -(-modulus // self.BUCKETS)
+        starts = np.arange(-(-modulus // width), dtype=np.int64) * width
+        depth = 0  # the most entry bounds strictly inside one bucket
+        for seg in segments:
+            for klo, _ in seg[4:]:
+                inside = np.searchsorted(klo, starts + width, "left") - np.searchsorted(klo, starts, "right")
+                depth = max(depth, int(inside.max()))
+        cols: dict[str, list[Any]] = {c: [] for c in ("tab", "lo", "hi", "hx", "b")}
+        for side in ("lo", "hi"):
+            cols[f"{side}_v0"] = []
+            for j in range(1, depth + 1):
+                cols[f"{side}_k{j}"], cols[f"{side}_v{j}"] = [], []
+        b = starts // width
+        n_b = len(b)
+        for tab, lo, hi, hx, row_lo, row_hi in segments:
+            for c, value in (("tab", tab), ("lo", lo), ("hi", hi), ("hx", hx)):
+                cols[c].append(np.full(n_b, value))
+            cols["b"].append(b)
+            for side, (klo, v) in (("lo", row_lo), ("hi", row_hi)):
+                first = np.searchsorted(klo, b * width, "right") - 1  # the entry holding the bucket's first key
+                cols[f"{side}_v0"].append(v[first])
+                for j in range(1, depth + 1):
+                    e = first + j
+                    inside = (e < len(klo)) & (klo[np.minimum(e, len(klo) - 1)] < (b + 1) * width)
+                    e = np.minimum(e, len(klo) - 1)
+                    cols[f"{side}_k{j}"].append(np.where(inside, klo[e], -1))
+                    cols[f"{side}_v{j}"].append(v[e])
+        frame = pl.DataFrame({c: np.concatenate(v) for c, v in cols.items()}).with_columns(
+            pl.col("tab").cast(pl.Int32),
+            *[pl.when(pl.col(c) >= 0).then(pl.col(c)).otherwise(None).alias(c)
+              for c in cols if "_k" in c],
+        )
+        cache[modulus] = (frame, width, depth)
+        return cache[modulus]
 
 
 def check_ptable_kind(ptable: object, where: str) -> None:
@@ -450,6 +501,7 @@ def ckm_ctes(
     else:
         drivers = [cv]
     key0 = "_k" if m.zero_keys else f"_kz{k}"
+    width, depth = m.lookup_shape(modulus)
     if len(m.tables) == 2:
         base_tab = f"CASE WHEN _cnt % 2 = 0 THEN {m.TAB['even']} ELSE {m.TAB['odd']} END"
     else:
@@ -497,12 +549,16 @@ def ckm_ctes(
             f"FROM _q{k}_{j}a))))"
         )
         key = keys[j - 1]
-        v_lo = f"g.v_lo[len(list_filter(g.klo_lo, lambda b: b <= c.{key}))]"
-        v_hi = f"g.v_hi[len(list_filter(g.klo_hi, lambda b: b <= c.{key}))]"
+        v_lo, v_hi = (
+            "CASE " + " ".join(f"WHEN c.{key} >= g.{side}_k{d} THEN g.{side}_v{d}" for d in range(depth, 0, -1))
+            + f" ELSE g.{side}_v0 END" if depth else f"g.{side}_v0"
+            for side in ("lo", "hi")
+        )
         ctes.append(
             f"_q{k}_{j}c AS (SELECT c.*, CASE WHEN g.hi = g.lo OR c._a = g.lo THEN {v_lo} "
             f"ELSE (1 - (c._a - g.lo) / (g.hi - g.lo)) * {v_lo} + ((c._a - g.lo) / (g.hi - g.lo)) * {v_hi} END AS _v "
-            f"FROM _q{k}_{j}b c LEFT JOIN {segments} g ON g.tab = c._tab AND c._a >= g.lo AND c._a < g.hx)"
+            f"FROM _q{k}_{j}b c LEFT JOIN {segments} g ON g.tab = c._tab AND g.b = c.{key} // {width} "
+            f"AND c._a >= g.lo AND c._a < g.hx)"
         )
         xh = (f"CASE WHEN _x IS NULL OR _zr OR _skip{k} OR _v IS NULL OR isnan(_a) THEN 0.0 "
               f"ELSE sign(_xo{k}) * abs(_xd2) * (CASE WHEN _v < 0 THEN -1 ELSE 1 END) * ({mu} + abs(_v)) END")

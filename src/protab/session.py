@@ -135,6 +135,7 @@ class Session:
         temp_directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.database = str(database)
+        self._read_paths: list[str] = []  # files registered in this session (outputs never replace them)
         self._spill: _SpillFolder | None = None
         self.max_cells = _check_max_cells(max_cells)
         config: dict[str, Any] = {"memory_limit": _memory_limit(memory_limit)}
@@ -300,6 +301,7 @@ class Session:
         with self._transaction():
             if paths is not None:
                 self._register_files(name, paths, materialize)
+                self._read_paths += [os.path.abspath(p) for p in paths]
             elif isinstance(source, str):
                 if not self.exists(source):
                     raise InputError(
@@ -384,6 +386,35 @@ class Session:
                 "raise Session(memory_limit=...), free disk space for spilling (or pass "
                 "temp_directory= a larger disk), or publish fewer cells"
             ) from None
+
+    @contextmanager
+    def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None) -> Iterator[None]:
+        """With a ``path``: the table ``run`` publishes is written there as one Parquet file
+        by DuckDB (through a temporary file beside it, renamed into place only when whole)."""
+        if path is None:
+            yield
+            return
+        from protab._io import atomic_path, check_output_file
+
+        target = check_output_file(path)
+        self._refuse_inputs(target, os.fspath(path))
+        with atomic_path(target) as tmp:
+            run.sink = str(tmp)
+            yield
+
+    def _refuse_inputs(self, target: Path, raw: str) -> None:
+        """InputError when writing ``target`` would replace the session's database file or
+        files (or a folder of files) registered in this session."""
+        import fnmatch
+
+        t = os.path.abspath(target)
+        protected = [(p, "files registered in this session") for p in self._read_paths]
+        if self.database not in (":memory:", "", "spark"):
+            db = os.path.abspath(self.database)
+            protected += [(db, "the session's database"), (db + ".wal", "the session's database")]
+        for pattern, what in protected:
+            if t == pattern or fnmatch.fnmatchcase(t, pattern) or pattern.startswith(t.rstrip(os.sep) + os.sep):
+                raise InputError(f"cannot write the table to {raw!r}: it would replace {what}; name another path")
 
     @contextmanager
     def _step(self, desc: str) -> Iterator[None]:
@@ -845,8 +876,9 @@ class Session:
         )
 
     def tabulate(
-        self, table: str, spec: TableSpec, *, cell_keys: bool = False, top_k: int | None = None
-    ) -> pl.DataFrame:
+        self, table: str, spec: TableSpec, *, cell_keys: bool = False, top_k: int | None = None,
+        path: str | os.PathLike[str] | None = None,
+    ) -> pl.DataFrame | str:
         """Every published cell of ``spec`` with its original count (and weight sum, sums).
 
         One scan of the microdata to inner cells, then a roll-up through the hierarchy
@@ -859,6 +891,8 @@ class Session:
         with a weight), ``s_nonzero`` (non-zero contributors), ``s_top`` (the ``top_k``
         largest contributions, largest |x| first), ``s_max``, ``s_min`` — from the same scan;
         margins merge their children's lists (docs/methods.md §1.8).
+
+        ``path``: write the table there as Parquet instead (see :meth:`cell_key`).
         """
         if top_k is not None:
             from protab.magnitude import MAX_TOP_K
@@ -868,7 +902,9 @@ class Session:
             if not spec.sums:
                 raise SpecError("tabulate: top_k lists the largest contributions of sums; give the TableSpec sums=[...]")
         with self._out_of_memory(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
-            return run.published()
+            with self._parquet_sink(run, path):
+                frame = run.published()
+        return frame if path is None else os.fspath(path)
 
     def sensitivity(self, table: str, spec: TableSpec, rules: "SensitivityRules") -> pl.DataFrame:
         """Every published cell of ``spec`` with its original values and, per sums column
@@ -928,7 +964,8 @@ class Session:
         threshold: float | None = None,
         magnitude: "MagnitudeCKM | None" = None,
         rules: "SensitivityRules | None" = None,
-    ) -> pl.DataFrame:
+        path: str | os.PathLike[str] | None = None,
+    ) -> pl.DataFrame | str:
         """Counts (and magnitudes) protected by the cell key method: every published cell.
 
         The cell key of a cell is the sum of its records' keys modulo the key modulus; its
@@ -953,6 +990,12 @@ class Session:
         ``s`` (or ``s_w``) itself only with ``original=True``. ``rules=`` (a
         :class:`protab.SensitivityRules`) adds ``s_sensitive``/``s_rule``; sensitive cells get
         the extra noise ``mu_c`` of the magnitude parameters.
+
+        ``path``: the table is not returned but written there as Parquet by the engine itself
+        (the same columns and rows in the same order; nothing passes through Python, for
+        tables too large to hold as a frame) and the path is returned. DuckDB writes one
+        file, renamed into place only when whole; on Spark the executors write a folder of
+        part files (docs/spark.md).
         """
         from protab.magnitude import MagnitudeCKM, SensitivityRules, check_ptable_kind
         from protab.ptable import PTable
@@ -979,18 +1022,21 @@ class Session:
         with self._out_of_memory(table), self._run(
             table, spec, keys=True, top_k=top_k, holding=rules.holding if rules else None
         ) as run:
-            return run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
+            with self._parquet_sink(run, path):
+                frame = run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
+        return frame if path is None else os.fspath(path)
 
     def perturb_inner(
-        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False
-    ) -> pl.DataFrame:
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False,
+        path: str | os.PathLike[str] | None = None,
+    ) -> pl.DataFrame | str:
         """Perturb the *inner* cells through ``ptable`` and publish margins as their sums.
 
         Each inner cell's noise comes from its own cell key, so the same inner cell moves the
         same way in every table; margins are sums of perturbed inner cells, so the table is
         additive (unlike :meth:`cell_key`, whose margins are perturbed on their own). This is
         how Barnardisation, small cell adjustment and other pre-aggregation noise run as a
-        p-table join. Columns as :meth:`cell_key`.
+        p-table join. Columns as :meth:`cell_key`; ``path`` as there.
         """
         from protab.magnitude import check_ptable_kind
         from protab.ptable import PTable
@@ -1005,7 +1051,9 @@ class Session:
                 "or leave sums out of the spec"
             )
         with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
-            return run.perturb_inner(ptable, original=original)
+            with self._parquet_sink(run, path):
+                frame = run.perturb_inner(ptable, original=original)
+        return frame if path is None else os.fspath(path)
 
     def suppress(
         self,

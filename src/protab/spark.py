@@ -15,7 +15,12 @@ key sums raise NotImplementedError.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from protab._rollup import TableRun, quote_ident
@@ -74,6 +79,7 @@ class SparkSession(Session):
         self.max_cells = _check_max_cells(max_cells)
         self._duckdb_bar = self._bars = False
         self._keys: dict[str, tuple[str, int]] = {}
+        self._read_paths: list[str] = []
         self._key_sum_sources: dict[str, str] = {}
         self._hierarchies: dict[Any, tuple[str, str]] = {}
         self.spark = spark
@@ -144,6 +150,7 @@ class SparkSession(Session):
                     f"register {name!r}: the Spark engine reads Parquet files; cannot read {show_values(paths)} "
                     "(convert them to .parquet)"
                 )
+            self._read_paths += [os.path.abspath(p) for p in paths if "://" not in p]
             try:
                 df = self.spark.read.parquet(*paths)
             except Exception as exc:  # Spark's AnalysisException: missing path, bad file
@@ -245,6 +252,46 @@ class SparkSession(Session):
         if id_column is not None and self.exists(table):
             self._text_alike(table, self.columns(table), [id_column], "id column")
         super().add_record_keys(table, id_column, *args, **kw)
+
+    @contextmanager
+    def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None) -> Iterator[None]:
+        """With a ``path``: the published table is written there by Spark's executors as a
+        folder of Parquet part files, nothing collected to the driver. On ``local`` masters a
+        plain path is written beside the target first and renamed into place when whole
+        (replacing an older folder); elsewhere (a cluster's file system, a URI) Spark's
+        commit protocol makes the files appear only when the job succeeds, and an existing
+        path is refused."""
+        if path is None:
+            yield
+            return
+        raw = os.fspath(path)
+        if "\x00" in raw or not raw.strip():
+            raise InputError(f"cannot write the table to {raw!r}: name a folder")
+        if "://" in raw or not str(self.spark.sparkContext.master).startswith("local"):
+            run.sink = raw
+            try:
+                yield
+            except Exception as exc:
+                if "PATH_ALREADY_EXISTS" in str(exc) or "already exists" in str(exc):
+                    raise InputError(f"cannot write the table to {raw!r}: it exists; remove it or name another") from None
+                raise
+            return
+        target = Path(raw).absolute()
+        self._refuse_inputs(target, raw)
+        if target.exists() and not target.is_dir():
+            raise InputError(f"cannot write the table to {raw!r}: a file of that name exists (Spark writes a folder)")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+        old = target.parent / f".{target.name}.{uuid.uuid4().hex}.old"
+        run.sink = str(tmp)
+        try:
+            yield
+            if target.exists():
+                os.replace(target, old)
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
 
     def sensitivity(self, *args: Any, **kw: Any) -> Any:
         raise _not_on_spark("sensitivity (magnitude rules)")
