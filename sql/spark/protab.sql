@@ -26,3 +26,27 @@ CREATE OR REPLACE TEMPORARY FUNCTION protab_row_class(n BIGINT, imin BIGINT, ima
 --   SELECT c.region, c.sex, c.n + coalesce(p.protab_v, 0) AS n_pert
 --   FROM cells c LEFT JOIN protab_ptable p
 --     ON p.protab_i = protab_row_class(c.n, 0, 8, 1) AND c.ck BETWEEN p.protab_klo AND p.protab_khi
+
+-- Sensitivity rules over top-k lists (docs/methods.md §6), the twins of sql/protab.sql's macros.
+-- the sum of the n first values of a top list (0 for an empty list)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_largest(top ARRAY<DOUBLE>, n INT)
+    RETURNS DOUBLE
+    RETURN aggregate(slice(top, 1, n), 0D, (acc, x) -> acc + x);
+
+-- the share of the n largest contributions in the total (0 when the total is 0)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_dominance_ratio(top ARRAY<DOUBLE>, total DOUBLE, n INT)
+    RETURNS DOUBLE
+    RETURN CASE WHEN total = 0 THEN 0D ELSE protab_largest(top, n) / total END;
+
+-- tau-ARGUS's weighted contributions: of the n largest records, each counts with its weight
+-- until the weights add up to n, the last one with the remainder (i counts from 0 here)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_weighted_largest(xs ARRAY<DOUBLE>, ws ARRAY<DOUBLE>, n INT)
+    RETURNS DOUBLE
+    RETURN aggregate(transform(slice(xs, 1, n), (x, i) ->
+        x * greatest(0D, least(ws[i], n - aggregate(slice(ws, 1, i), 0D, (acc, y) -> acc + y)))),
+        0D, (acc, y) -> acc + y);
+
+-- minimum frequency: fewer than n contributors (and at least one)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_frequency_rule(contributors BIGINT, n BIGINT)
+    RETURNS BOOLEAN
+    RETURN contributors > 0 AND contributors < n;

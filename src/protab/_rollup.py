@@ -1242,11 +1242,18 @@ class TableRun:
         ctes.append(f"_tops AS (SELECT *, {tops} FROM {prev})")
         prev = "_tops"
         if rules is not None:
+            stages: list[list[str]] = [[], []]
             items = []
             for k in range(len(spec.sums)):
-                sens, names, ps = rules.sql(k, weighted=weighted, holdings=self.holding is not None, top=f"_tl{k}")
+                more, sens, names, ps = rules.sql(k, weighted=weighted, holdings=self.holding is not None,
+                                                  top=f"_tl{k}")
+                for stage, extra in zip(stages, more, strict=True):
+                    stage += extra
                 items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"]
                 params += ps
+            for j, stage in enumerate(s for s in stages if s):
+                ctes.append(f"_rlists{j} AS (SELECT *, {', '.join(stage)} FROM {prev})")
+                prev = f"_rlists{j}"
             ctes.append(f"_rules AS (SELECT *, {', '.join(items)} FROM {prev})")
             prev = "_rules"
         if magnitude is not None:
@@ -1331,11 +1338,11 @@ class TableRun:
             x = f"CAST(_hx{k} AS DOUBLE)"
             aggs += [
                 f"count(*) FILTER (WHERE {x} <> 0) AS _hz{k}",
-                f"sum(abs({x})) AS _hsa{k}",
+                f"CAST(sum(abs(_hx{k})) AS DOUBLE) AS _hsa{k}",  # exact: the same in any order
                 f"max({{'a': abs({x}), 'w': 1.0, 'x': {x}}}, {int(self.top_k or 1)}) AS _ht{k}",
             ]
             if weights is not None:
-                aggs.append(f"sum(abs(CAST(_hwx{k} AS DOUBLE))) AS _hswa{k}")
+                aggs.append(f"CAST(sum(abs(_hwx{k})) AS DOUBLE) AS _hswa{k}")
         group = ", ".join(f"_o{j}" for j in range(self.nd))
         return self._create("hold", f"{ctes}SELECT {group}, {', '.join(aggs)} FROM {last} GROUP BY {group}", rparams)
 

@@ -162,10 +162,17 @@ def require_java() -> None:
         )
 
 
-@functools.lru_cache(maxsize=4096)
 def to_spark(sql: str) -> tuple[str, int]:
     """A DuckDB statement of protab as Spark SQL, and how many ``?`` it had (they become
     named parameters ``:p0``, ``:p1``, … in text order)."""
+    tree, count = spark_tree(sql)
+    return tree.sql(dialect="spark"), count
+
+
+@functools.lru_cache(maxsize=4096)
+def spark_tree(sql: str) -> tuple[Any, int]:
+    """The syntax tree of :func:`to_spark` (shared: copy it before changing it). Spark SQL
+    text is not parsed back: sqlglot would read ``max_by(x, x, n)`` as ``max_by(x, x)``."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.tokens import TokenType
@@ -203,7 +210,53 @@ def to_spark(sql: str) -> tuple[str, int]:
         x = node.this
         node.replace(exp.paren(exp.EQ(this=exp.Abs(this=x.copy()),
                                       expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE"))))
-    return tree.sql(dialect="spark"), count
+    _spark_lists(tree)
+    return tree, count
+
+
+def _spark_lists(tree: Any) -> None:
+    """DuckDB's list pieces of protab's magnitude SQL, rewritten for Spark on the syntax tree:
+
+    - ``max(x, n)`` / ``min(x, n)`` (the n largest / smallest values of a group, in order)
+      → ``max_by(x, x, n)`` / ``min_by(x, x, n)`` (the same list; NULL for no value);
+    - ``l[i]`` (NULL past the end in DuckDB; an error in Spark's ANSI mode) →
+      ``try_element_at(l, i)`` (1-based, as DuckDB);
+    - ``list_slice(l, a, b)`` (elements a..b) → ``slice(l, a, b - a + 1)``;
+    - several ``unnest`` in one SELECT (unnested side by side, the shorter padded with NULL)
+      → one ``inline(arrays_zip(...)) AS (names)``, which pads alike (Spark allows one
+      generator per SELECT)."""
+    from sqlglot import exp
+
+    for node in list(tree.find_all(exp.Max, exp.Min)):
+        n = node.args.get("count")
+        if n is not None:
+            fn = "max_by" if isinstance(node, exp.Max) else "min_by"
+            node.replace(exp.Anonymous(this=fn, expressions=[node.this.copy(), node.this.copy(), n.copy()]))
+    for node in list(tree.find_all(exp.Bracket)):
+        if len(node.expressions) == 1:
+            idx = node.expressions[0]
+            # sqlglot holds a literal index 0-based, any other index as written (1-based)
+            one = (exp.Literal.number(int(idx.this) + 1) if isinstance(idx, exp.Literal) and not idx.is_string
+                   else idx.copy())
+            node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), one]))
+    for node in list(tree.find_all(exp.Anonymous)):
+        if str(node.this).lower() == "list_slice" and len(node.expressions) == 3:
+            lst, a, b = (e.copy() for e in node.expressions)
+            length = exp.Add(this=exp.Sub(this=exp.paren(b), expression=exp.paren(a.copy())),
+                             expression=exp.Literal.number(1))
+            node.replace(exp.Anonymous(this="slice", expressions=[lst, a, length]))
+    for select in list(tree.find_all(exp.Select)):
+        gens = [e for e in select.expressions if isinstance(e, exp.Alias) and isinstance(e.this, exp.Explode)]
+        if len(gens) < 2:
+            continue
+        if gens != select.expressions[-len(gens):]:
+            raise ValueError("to_spark: unnest columns must come last in their SELECT")
+        zipped = exp.Anonymous(this="arrays_zip", expressions=[g.this.this.copy() for g in gens])
+        inline = exp.Aliases(this=exp.Anonymous(this="inline", expressions=[zipped]),
+                             expressions=[exp.to_identifier(g.alias) for g in gens])
+        for g in gens[1:]:
+            g.pop()
+        gens[0].replace(inline)
 
 
 class SparkEngine(Engine):
@@ -249,12 +302,12 @@ class SparkEngine(Engine):
 
     def df(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """The statement as a Spark DataFrame (lazy)."""
-        text, count = to_spark(sql)
+        tree, count = spark_tree(sql)
         params = list(params or [])
         if count != len(params):
             raise ValueError(f"statement has {count} parameters, {len(params)} given")
         args = {f"p{k}": _plain(v) for k, v in enumerate(params)}
-        text, views = self._shared_ctes(text, args)
+        text, views = self._shared_ctes(tree, args)
         try:
             return self._sql(text, args)
         finally:
@@ -267,20 +320,18 @@ class SparkEngine(Engine):
         used = {k: v for k, v in args.items() if re.search(rf":{k}\b", text)}
         return self.spark.sql(text, args=used) if used else self.spark.sql(text)
 
-    def _shared_ctes(self, text: str, args: dict[str, Any]) -> tuple[str, list[str]]:
+    def _shared_ctes(self, tree: Any, args: dict[str, Any]) -> tuple[str, list[str]]:
         """Common table expressions that the statement reads more than once computed first, as
         checkpointed views: DuckDB computes such a CTE once, Spark would inline it at every
         reference (the level-by-level roll-up reads each level twice: once to publish it, once
         to sum the next level from it)."""
-        if "WITH " not in text.upper():
-            return text, []
-        import sqlglot
         from sqlglot import exp
 
-        tree = sqlglot.parse_one(text, read="spark")
         with_ = tree.args.get("with") or tree.args.get("with_")
         if with_ is None:
-            return text, []
+            return tree.sql(dialect="spark"), []
+        tree = tree.copy()
+        with_ = tree.args.get("with") or tree.args.get("with_")
         views: list[str] = []
         for cte in list(with_.expressions):
             name = cte.alias

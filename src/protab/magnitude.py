@@ -164,8 +164,12 @@ class SensitivityRules:
         return self.convention == "argus" and (bool(self.dominance) or self.p_percent is not None
                                                or self.pq is not None)
 
-    def sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> tuple[str, str, list[Any]]:
-        """(sensitive, rule names, parameters) as SQL over the columns of sums variable ``k``.
+    def sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> tuple[list[list[str]], str, str, list[Any]]:
+        """(stages, sensitive, rule names, parameters) as SQL over the columns of sums variable
+        ``k``: ``stages`` are select items to compute first, stage after stage (the top list's
+        values ``_rx<k>`` and weights ``_rw<k>``, then tau-ARGUS's weighted sums of the
+        largest), which the rules' macros then take as plain columns (Spark takes no lambda,
+        nor a SQL function holding one, inside the argument of a SQL function).
 
         Columns read: records ``top`` (SQL of the top list), ``_s<k>`` (Σ x), ``_sw<k>`` (Σ w·x),
         ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
@@ -184,11 +188,18 @@ class SensitivityRules:
         contributors = nonzero if self.convention == "gauss" else everyone
         # holdings: |holding sums| over Σ|holding sums|; records: the signed values of the
         # records of largest |x| over the signed total (GaussSuppression 1.2.3 on its data)
-        ranked = f"list_transform({t}, lambda e: e.a)" if holdings else f"list_transform({t}, lambda e: e.x)"
+        ranked, xs, ws = f"_rx{k}", f"_rxs{k}", f"_rw{k}"
+        lists = [f"list_transform({t}, lambda e: e.{'a' if holdings else 'x'}) AS {ranked}"]
+        largest: list[str] = []
+        if weights == "tauargus":
+            lists += [f"list_transform({t}, lambda e: e.x) AS {xs}", f"list_transform({t}, lambda e: e.w) AS {ws}"]
 
         def largest_top(n: int) -> str:
             """A one-element list holding the weighted sum of the n largest (tauargus)."""
-            return f"[protab_weighted_largest(list_transform({t}, lambda e: e.x), list_transform({t}, lambda e: e.w), {n})]"
+            item = f"[protab_weighted_largest({xs}, {ws}, {n})] AS _rwl{k}_{n}"
+            if item not in largest:
+                largest.append(item)
+            return f"_rwl{k}_{n}"
 
         def ratio(n: int) -> str:
             if weights == "tauargus":
@@ -210,7 +221,7 @@ class SensitivityRules:
         sens = " OR ".join(f"coalesce({c}, false)" for c, _, _ in conds)
         names = "concat_ws(',', " + ", ".join(f"CASE WHEN {c} THEN '{name}' END" for c, name, _ in conds) + ")"
         params = [p for _, _, ps in conds for p in ps]
-        return f"({sens})", f"nullif({names}, '')", params + params
+        return [lists, largest], f"({sens})", f"nullif({names}, '')", params + params
 
 
 # ------------------------------------------------------------------------- perturbation
@@ -565,7 +576,7 @@ def ckm_ctes(
         capped = (f"CASE WHEN _v < 0 AND _xo{k} < 0 THEN least({xh}, -_xo{k}) "
                   f"WHEN _v < 0 THEN greatest({xh}, -_xo{k}) ELSE {xh} END")
         ctes.append(
-            f"_q{k}_{j}d AS (SELECT * EXCLUDE ({temp}) REPLACE (_xo{k} + ({capped}) AS _xo{k}) FROM _q{k}_{j}c)"
+            f"_q{k}_{j}d AS (SELECT * EXCLUDE ({temp}, _xo{k}), _xo{k} + ({capped}) AS _xo{k} FROM _q{k}_{j}c)"
         )
         src = f"_q{k}_{j}d"
     ctes.append(f"_q{k}_out AS (SELECT {codes}, _xo{k} AS _sp{k} FROM {src})")

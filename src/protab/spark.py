@@ -227,13 +227,11 @@ class SparkSession(Session):
 
     # -- table requests -------------------------------------------------------------------
     def _run(self, table: str, spec: TableSpec, **kw: Any) -> TableRun:
-        if isinstance(spec, TableSpec) and spec.sums:
-            raise _not_on_spark("a table with sums (magnitudes)")
-        if kw.get("top_k") is not None or kw.get("holding") is not None:
-            raise _not_on_spark("a magnitude table (top_k, holdings)")
-        if isinstance(spec, TableSpec):
+        if isinstance(spec, TableSpec) and self.exists(table):
             cols = self.columns(table)
             self._text_alike(table, cols, [*spec.columns, *(c for c, _, _ in spec.where)], "dimension or where column")
+            if kw.get("holding") is not None:
+                self._text_alike(table, cols, [kw["holding"]], "holding column")
         return super()._run(table, spec, **kw)
 
     @staticmethod
@@ -292,9 +290,6 @@ class SparkSession(Session):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.rmtree(old, ignore_errors=True)
-
-    def sensitivity(self, *args: Any, **kw: Any) -> Any:
-        raise _not_on_spark("sensitivity (magnitude rules)")
 
     def suppress(self, *args: Any, **kw: Any) -> Any:
         raise _not_on_spark("suppress")
