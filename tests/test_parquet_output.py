@@ -52,18 +52,9 @@ def _calls(s: pt.Session, table: str) -> dict[str, tuple]:
         "tabulate": (s.tabulate, (table, SPEC), {"cell_keys": True}),
         "perturb_inner": (s.perturb_inner, (table, SPEC, P), {"original": True}),
     }
-    if not isinstance(s, _spark_session_type()):
-        calls["magnitude"] = (s.cell_key, (table, SPEC_SUMS, P), {"magnitude": MAGNITUDE, "original": True})
-        calls["tabulate_top"] = (s.tabulate, (table, SPEC_SUMS), {"top_k": 3})
+    calls["magnitude"] = (s.cell_key, (table, SPEC_SUMS, P), {"magnitude": MAGNITUDE, "original": True})
+    calls["tabulate_top"] = (s.tabulate, (table, SPEC_SUMS), {"top_k": 3})
     return calls
-
-
-def _spark_session_type() -> type:
-    try:
-        from protab.spark import SparkSession
-    except ImportError:  # pragma: no cover - pyspark missing
-        return type(None)
-    return SparkSession
 
 
 def _read(path: str) -> pl.DataFrame:
@@ -146,7 +137,8 @@ def sparks(spark, duck):
     s.close()
 
 
-@pytest.mark.parametrize("name", ["cell_key", "cell_key_threshold", "tabulate", "perturb_inner"])
+@pytest.mark.parametrize("name", ["cell_key", "cell_key_threshold", "tabulate", "perturb_inner", "magnitude",
+                                  "tabulate_top"])
 def test_spark_executors_write_what_duckdb_returns(duck, sparks, tmp_path, name):
     method, args, kw = _calls(duck, "persons")[name]
     expected = method(*args, **kw)

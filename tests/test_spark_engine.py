@@ -229,12 +229,10 @@ def test_same_errors_on_both_engines(engines, name):
     assert messages[0] == messages[1]
 
 
-def test_magnitudes_are_refused_not_wrong(engines):
+def test_what_does_not_run_on_spark_is_refused_not_wrong(engines):
     _, sp = engines
     with pytest.raises(NotImplementedError, match="'w' of type DOUBLE"):  # 1e7 codes differ as text
         sp.tabulate("persons", pt.TableSpec({"w": None}))
-    with pytest.raises(NotImplementedError, match="sums"):
-        sp.tabulate("persons", pt.TableSpec({"sex": None}, sums=["w"]))
     with pytest.raises(NotImplementedError, match="suppress"):
         sp.suppress("persons", SPECS["flat"], min_frequency=3)
 
@@ -258,6 +256,20 @@ name = "weighted"
 source = "census"
 dims = ["muni", "sex"]
 weight = "w"
+[[tables]]
+name = "w_sums"
+source = "census"
+dims = ["muni", "sex", "age"]
+sums = ["w"]
+[magnitude]
+ptable = {{ maximum_entropy = {{ D = 10, V = 3, step = 2, icat = [1, 5, 10], optim = 4 }} }}
+small_cells = {{ maximum_entropy = {{ D = 5, V = 1, step = 5, icat = [1, 3, 5] }} }}
+fp = 20
+epsilon = [1, 0.5]
+mu_c = 1
+[rules]
+p_percent = 10
+min_frequency = 3
 """
 
 
@@ -272,7 +284,9 @@ def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark")
     files = sorted(p.name for p in (tmp_path / "duck").iterdir())
-    assert files == ["muni_sex.csv", "muni_sex.parquet", "weighted.csv", "weighted.parquet"]
+    assert files == ["muni_sex.csv", "muni_sex.parquet", "w_sums.csv", "w_sums.parquet", "weighted.csv",
+                     "weighted.parquet"]
+    assert "w_pert" in (tmp_path / "duck" / "w_sums.csv").read_text().splitlines()[0]
     for name in files:
         assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
     # Parquet without a DuckDB database: the key column and modulus from --spark-keys

@@ -185,3 +185,60 @@ def test_same_magnitude_cells_on_both_engines(engines, case):
     got = _run(sp, case)
     assert expected.height > 0
     assert_frame_equal(got, expected)
+
+
+# -- the same errors, with the same messages ----------------------------------------------------
+def _with(s: pt.Session, **columns: pl.Expr) -> str:
+    s.register("odd", RECORDS.with_columns(**columns), replace=True)
+    s.add_record_keys("odd", id_column="pid", seed=SEED)
+    return "odd"
+
+
+def _nulls(s: pt.Session) -> None:
+    s.tabulate(_with(s), pt.TableSpec({"muni": None}, sums=["en"]), top_k=2)
+
+
+def _nan(s: pt.Session) -> None:
+    t = _with(s, v=pl.when(pl.col("pid") < 40).then(float("nan")).otherwise(pl.col("v")))
+    s.tabulate(t, pt.TableSpec({"muni": None}, sums=["v"]), top_k=2)
+
+
+def _inf(s: pt.Session) -> None:
+    t = _with(s, v=pl.when(pl.col("pid") == 9).then(float("-inf")).otherwise(pl.col("v")))
+    s.cell_key(t, pt.TableSpec({"muni": None}, sums=["v"]), COUNTS, magnitude=MAGNITUDES["flex"])
+
+
+def _huge(s: pt.Session) -> None:
+    t = _with(s, v=pl.when(pl.col("pid") < 30).then(9e29).otherwise(pl.col("v")))
+    s.tabulate(t, pt.TableSpec({"muni": None}, sums=["v"]), top_k=2)
+
+
+def _holding_nulls(s: pt.Session) -> None:
+    t = _with(s, firm=pl.when(pl.col("pid") < 30).then(None).otherwise(pl.col("firm")))
+    s.sensitivity(t, SPECS["tree"], RULES["holding"])
+
+
+ERRORS = {
+    "NULL magnitudes": _nulls,
+    "NaN magnitudes": _nan,
+    "infinite magnitudes": _inf,
+    "sums too large": _huge,
+    "negative values under tau-ARGUS rules": lambda s: s.sensitivity("persons", SPECS["tree"], RULES["argus"]),
+    "holding with NULLs": _holding_nulls,
+    "top_k out of range": lambda s: s.tabulate("persons", SPECS["flat"], top_k=7),
+    "non-tree hierarchy with top-k": lambda s: s.tabulate("persons", SPECS["nontree"], top_k=2),
+    "unknown sums column": lambda s: s.tabulate("persons", pt.TableSpec({"sex": None}, sums=["turnover"])),
+    "text sums column": lambda s: s.tabulate("persons", pt.TableSpec({"sex": None}, sums=["muni"])),
+    "sums without magnitude": lambda s: s.cell_key("persons", SPECS["flat"], COUNTS),
+    "numeric p-table for counts": lambda s: s.cell_key("persons", SPECS["flat"], ALL),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_same_magnitude_errors_on_both_engines(engines, name):
+    messages = []
+    for s in engines:
+        with pytest.raises(pt.ProtabError) as info:
+            ERRORS[name](s)
+        messages.append((type(info.value).__name__, str(info.value)))
+    assert messages[0] == messages[1]

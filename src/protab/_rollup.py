@@ -413,7 +413,7 @@ class TableRun:
                 f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {self.source} GROUP BY ALL)",
                 params,
             )
-        except (duckdb.OutOfRangeException, duckdb.ConversionException) as exc:
+        except self.eng.overflow_errors() as exc:
             # a sum overflowed in some cell: the sum of |values| is beyond SUM_LIMIT
             self._too_large()
             reason = str(exc).splitlines()[0]

@@ -74,6 +74,10 @@ class Engine:
         the query's order; nothing passes through Python)."""
         raise NotImplementedError
 
+    def overflow_errors(self) -> tuple[type[BaseException], ...]:
+        """The exceptions the engine raises when a sum overflows its type."""
+        return (duckdb.OutOfRangeException, duckdb.ConversionException)
+
     def decimal8(self, expr: str, floating: bool) -> str:
         """SQL of ``expr`` as an exact DECIMAL(38, 8), NULL where it cannot be (NaN, ±inf,
         |x| ≥ 1e30). DuckDB's cast of a floating-point value rounds x·10^8 half away from
@@ -274,6 +278,12 @@ class SparkEngine(Engine):
             return super().decimal8(expr, floating)
         units = f"TRY_CAST(round({expr} * 100000000.0) AS DECIMAL(38, 0))"
         return f"TRY_CAST(CAST({units} AS VARCHAR) || 'E-8' AS DECIMAL(38, 8))"
+
+    def overflow_errors(self) -> tuple[type[BaseException], ...]:
+        """Spark's ANSI mode raises an ArithmeticException (e.g. a DECIMAL sum past 38 digits)."""
+        from pyspark.errors.exceptions.captured import ArithmeticException
+
+        return (ArithmeticException,)
 
     def decimal_times(self, value: str, coef: str) -> str:
         """Spark types DECIMAL(38, 8) × BIGINT as DECIMAL(38, 6) (two decimals lost);
