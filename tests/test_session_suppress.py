@@ -393,14 +393,3 @@ def test_a_table_of_one_inner_cell_cannot_protect_its_primary_cell():
     # x = Total, both with 2 records: both primary and suppressed — nothing is published
     assert out["suppressed"].to_list() == ["primary", "primary"]
     assert out["n"].null_count() == 2
-
-
-def test_protect_request_with_suppression_is_refused_on_spark(tmp_path, capsys):
-    """Suppression does not run on Spark: refused before any Spark session or output (no Java needed)."""
-    from protab import cli
-
-    _request(tmp_path, FREQ_TABLE, capsys)  # writes the database and the request (DuckDB run)
-    with pytest.raises(NotImplementedError, match='method = "suppression" does not run on Spark'):
-        cli.protect(str(tmp_path / "req.toml"), out=str(tmp_path / "spark_out"), engine="spark",
-                    spark_keys="rk:4294967296")
-    assert not (tmp_path / "spark_out").exists()

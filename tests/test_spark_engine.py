@@ -233,8 +233,8 @@ def test_what_does_not_run_on_spark_is_refused_not_wrong(engines):
     _, sp = engines
     with pytest.raises(NotImplementedError, match="'w' of type DOUBLE"):  # 1e7 codes differ as text
         sp.tabulate("persons", pt.TableSpec({"w": None}))
-    with pytest.raises(NotImplementedError, match="suppress"):
-        sp.suppress("persons", SPECS["flat"], min_frequency=3)
+    with pytest.raises(NotImplementedError, match="swap"):
+        sp.swap("persons")
 
 
 # -- protect --engine spark --------------------------------------------------------------------
@@ -295,6 +295,37 @@ def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark2"), engine="spark", spark_keys="rkey:4294967296")
     for name in files:
         assert (tmp_path / "spark2" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
+
+
+SUPPRESSION_REQUEST = """
+database = "micro.duckdb"
+formats = ["csv", "parquet"]
+[hierarchies.muni]
+code_lengths = [2, 2]
+[[tables]]
+name = "suppressed"
+source = "census"
+dims = ["muni", "sex", "age"]
+method = "suppression"
+min_frequency = 45
+"""
+
+
+def test_protect_engine_spark_suppresses_the_same_cells(tmp_path, spark):
+    with pt.Session(str(tmp_path / "micro.duckdb")) as s:
+        s.register("census", RECORDS)
+        s.add_record_keys("census", id_column="pid", seed=SEED)
+        s.con.execute(f"COPY census TO '{tmp_path / 'census.parquet'}' (FORMAT parquet)")
+    (tmp_path / "request.toml").write_text(SUPPRESSION_REQUEST)
+    from protab.cli import protect
+
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
+    spark.catalog.dropTempView("census")
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark")
+    out = pl.read_csv(tmp_path / "duck" / "suppressed.csv")
+    assert out["n"].null_count() > 5  # primary and secondary cells blanked
+    for name in ("suppressed.csv", "suppressed.parquet"):
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
 
 
 # -- rendering and missing pieces (no Spark needed) -----------------------------------------------

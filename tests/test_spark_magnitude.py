@@ -187,6 +187,29 @@ def test_same_magnitude_cells_on_both_engines(engines, case):
     assert_frame_equal(got, expected)
 
 
+# -- cell suppression: the model matrix, rules and inner cells from Spark, the elimination in Python
+SUPPRESSIONS = {
+    "counts": ("persons", pt.TableSpec({"muni": MUNI, "age": None, "sex": None}), {"min_frequency": 34}),
+    "counts_linked": ("persons", [pt.TableSpec({"muni": MUNI, "sex": None, "age": None}),
+                                  pt.TableSpec({"muni": MUNI, "geo": None})], {"min_frequency": 34}),
+    "magnitude": ("persons", SPECS["nonneg"], {"rules": SensitivityRules(dominance=[(1, 8)], convention="argus")}),
+    "magnitude_audit": ("persons", SPECS["weighted_nonneg"],
+                        {"rules": SensitivityRules(dominance=[(1, 8)], p_percent=60), "audit": True}),
+}
+
+
+@pytest.mark.parametrize("name", list(SUPPRESSIONS))
+def test_same_suppression_on_both_engines(engines, name):
+    table, spec, kw = SUPPRESSIONS[name]
+    duck, sp = engines
+    expected = duck.suppress(table, spec, **kw)
+    got = sp.suppress(table, spec, **kw)
+    frames = list(zip(got, expected, strict=True)) if isinstance(expected, list) else [(got, expected)]
+    assert any((b["suppressed"] == "secondary").any() for _, b in frames)
+    for a, b in frames:
+        assert_frame_equal(a, b)
+
+
 # -- the same errors, with the same messages ----------------------------------------------------
 def _with(s: pt.Session, **columns: pl.Expr) -> str:
     s.register("odd", RECORDS.with_columns(**columns), replace=True)

@@ -479,8 +479,6 @@ def _protect_request(
     if spark is not None and "swap" in cfg:  # the swap would change the DuckDB table, not what Spark reads
         raise NotImplementedError("protect --engine spark: [swap] (record swapping) does not run on Spark yet; "
                                   "swap with the DuckDB engine and give Spark the swapped records")
-    if spark is not None and any(t.get("method", "ckm") == "suppression" for t in tables):
-        raise NotImplementedError("protect --engine spark: method = \"suppression\" does not run on Spark yet")
     if "swap" in cfg:  # after every other check: the one step that writes to the database
         _swap(cfg["swap"], db, base)
     rows, frames = [], {}
@@ -519,7 +517,7 @@ def _protect_request(
 def _spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str, base: Path) -> Session:
     """The Spark engine's session of ``protect --engine spark``: the request's sources as Spark
     tables or Parquet files, their record keys declared from the DuckDB database (catalog only)
-    or from ``--spark-keys``. The swap section and suppression do not run on Spark yet."""
+    or from ``--spark-keys``. The swap section does not run on Spark yet."""
     from protab.engine import require_java, require_spark
     from protab.session import Session
     from protab.spark import SparkSession

@@ -291,9 +291,6 @@ class SparkSession(Session):
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.rmtree(old, ignore_errors=True)
 
-    def suppress(self, *args: Any, **kw: Any) -> Any:
-        raise _not_on_spark("suppress")
-
     def swap(self, *args: Any, **kw: Any) -> Any:
         raise _not_on_spark("swap (record swapping)")
 
