@@ -5,7 +5,7 @@ dialect with ``?`` parameters. :class:`DuckDBEngine` runs it as written; :class:
 renders it for Spark SQL with sqlglot (parsed as DuckDB, written as Spark, with the few
 DuckDB-only pieces rewritten on the syntax tree: ``?`` become named parameters, so that a
 rewrite that repeats an expression repeats its parameter too; ``isinf``; ``MATERIALIZED``
-common table expressions) and binds the same values as parameters. Temporary tables become
+common table expressions; the list pieces of magnitude tables, :func:`_spark_lists`) and binds the same values as parameters. Temporary tables become
 checkpointed temporary views of Spark, so a relation is computed once, as in DuckDB.
 
 Nothing here knows about tables, hierarchies or keys: those stay in ``_rollup.py``, in one copy.

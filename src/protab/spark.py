@@ -7,10 +7,11 @@ and whose table requests run the statements of ``protab._rollup`` rendered for S
 and perturbed count equals the DuckDB engine's bit for bit (docs/spark.md).
 
 On Spark today: registering Parquet paths, Spark tables and frames, ``add_record_keys``,
-``tabulate`` and ``inner_cells`` of counts and weighted counts, ``cell_key``,
-``perturb_inner`` and ``model_matrix`` (hierarchies, non-tree hierarchies, formulas,
-``drop_empty``, ``where``). Magnitudes (sums), sensitivity rules, suppression, swapping and
-key sums raise NotImplementedError.
+``tabulate`` and ``inner_cells`` of counts, weighted counts and sums (with top-k lists),
+``cell_key`` (counts and magnitudes), ``perturb_inner``, ``model_matrix``, ``sensitivity``
+and ``suppress`` (hierarchies, non-tree hierarchies, formulas, ``drop_empty``, ``where``,
+holdings). Swapping, key sums, ``install_ptable`` and grid hierarchies raise
+NotImplementedError.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def _spark_name(name: str) -> str:
 
 def _not_on_spark(what: str) -> NotImplementedError:
     return NotImplementedError(
-        f"{what} does not run on the Spark engine yet (counts, weighted counts, cell keys, perturb_inner "
-        "and model matrices do); run it with a DuckDB protab.Session"
+        f"{what} does not run on the Spark engine yet (count and magnitude tables, rules and suppression "
+        "do); run it with a DuckDB protab.Session"
     )
 
 
