@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protab.errors import ProtabError
+from protab.errors import InputError, ProtabError
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -177,7 +177,7 @@ def _probe(folder: Path, raw: str) -> None:
     try:
         tmp = tempfile.mkdtemp(prefix=".protab-probe-", dir=folder)
     except OSError as exc:
-        raise ProtabError(f"cannot write {raw!r}: {exc.strerror or exc} in {str(folder)!r}") from None
+        raise InputError(f"cannot write {raw!r}: {exc.strerror or exc} in {str(folder)!r}") from None
     os.rmdir(tmp)
 
 
@@ -198,19 +198,72 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def check_output_file(path: str | os.PathLike[str]) -> Path:
-    """Refuse a single output file that cannot be written (NUL, too long, a folder, no parent)."""
-    raw = os.fspath(path)
+def real_path(path: str | os.PathLike[str]) -> str:
+    """The absolute path with ``~`` expanded and every symbolic link resolved (as DuckDB and
+    the operating system read it): what two spellings of one file have in common."""
+    return os.path.realpath(os.path.expanduser(os.fspath(path)))
+
+
+def output_name(path: object, what: str = "output file") -> str:
+    """``path`` as a string (a str or os.PathLike of str), or an InputError."""
+    try:
+        raw = os.fspath(path)  # type: ignore[arg-type]
+    except TypeError:
+        raw = None
+    if not isinstance(raw, str):
+        raise InputError(f"the {what} must be a path (str or pathlib.Path), not {type(path).__name__}")
     if "\x00" in raw:
-        raise ProtabError(f"the output file {raw!r} contains a NUL character")
-    target = Path(os.path.abspath(raw))
+        raise InputError(f"the {what} {raw!r} contains a NUL character")
+    if not raw.strip():
+        raise InputError(f"the {what} {raw!r} is empty; name a file")
+    return raw
+
+
+_WILDCARDS = "*?["
+
+
+def protected_form(path: str) -> str:
+    """A registered input path as outputs are compared with it: its real path, or for a glob
+    the real path of its folder part (before the first wildcard) followed by the pattern."""
+    raw = os.path.expanduser(path)
+    marks = [raw.index(ch) for ch in _WILDCARDS if ch in raw]
+    if not marks:
+        return real_path(raw)
+    base = os.path.dirname(raw[: min(marks)])
+    return os.path.join(real_path(base or "."), raw[len(base):].lstrip(os.sep))
+
+
+def replaces(target: str, protected: str) -> bool:
+    """True when writing the real path ``target`` (a file, or a folder Spark fills) would
+    replace or change ``protected`` (a :func:`protected_form`): the same path, a path inside it,
+    a folder holding it, or a path its glob may match — any name matching the glob's last part
+    anywhere below its folder part (DuckDB's ``**`` also matches no folder at all)."""
+    import fnmatch
+
+    def below(a: str, b: str) -> bool:
+        return a.startswith(b.rstrip(os.sep) + os.sep)
+
+    if not any(ch in protected for ch in _WILDCARDS):
+        return target == protected or below(target, protected) or below(protected, target)
+    marks = [protected.index(ch) for ch in _WILDCARDS if ch in protected]
+    base = os.path.dirname(protected[: min(marks)])
+    last = os.path.basename(protected)
+    return (fnmatch.fnmatchcase(target, protected) or below(base, target) or target == base
+            or (below(target, base) and fnmatch.fnmatchcase(os.path.basename(target), last)))
+
+
+def check_output_file(path: str | os.PathLike[str]) -> Path:
+    """Refuse a single output file that cannot be written (NUL, too long, a folder, no parent).
+    The file is the real one: through a symbolic link the file it points to is written."""
+    raw = output_name(path)
+    target = Path(real_path(raw))
     if len(os.fsencode(target.name)) > NAME_MAX - 40 or len(os.fsencode(str(target))) > 4000:
-        raise ProtabError(f"the output file name {raw[:60]!r}… is too long")
-    if target.is_dir():
-        raise ProtabError(f"the output file {raw!r} is a folder; name a file")
+        raise InputError(f"the output file name {raw[:60]!r}… is too long")
+    if target.is_dir() or raw.endswith(os.sep):
+        raise InputError(f"the output file {raw!r} is a folder; name a file")
     probe = _existing_ancestor(target.parent)
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise ProtabError(f"cannot write {raw!r}: {str(probe)!r} is not a writable folder")
+        raise InputError(f"cannot write {raw!r}: {str(probe)!r} is not a writable folder")
     _probe(probe, raw)
     return target
 

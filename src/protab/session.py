@@ -35,6 +35,7 @@ from scipy import sparse
 
 from protab import _progress
 from protab._frames import as_polars, require_columns
+from protab._io import protected_form
 from protab._progress import bar
 from protab._rollup import FLOAT_TYPES, TableRun, code_sql, quote_ident
 from protab.errors import InputError, SpecError, show_values
@@ -153,6 +154,10 @@ class Session:
             # analyst's duckdb CLI (which may lag the Python package) opens them too
             config["storage_compatibility_version"] = storage_version
         self._db_key = _database_key(self.database)
+        # the files outputs never replace, fixed now (a later chdir or symlink changes nothing):
+        # the database by its real path and, for its .wal, also by the path as given
+        self._db_files = [] if self._db_key is None else [
+            self._db_key, self._db_key + ".wal", os.path.abspath(os.path.expanduser(self.database)) + ".wal"]
         spill = _acquire_spill(self._db_key, temp_directory)
         config["temp_directory"] = spill.path
         try:
@@ -301,7 +306,7 @@ class Session:
         with self._transaction():
             if paths is not None:
                 self._register_files(name, paths, materialize)
-                self._read_paths += [os.path.abspath(p) for p in paths]
+                self._read_paths += [protected_form(p) for p in paths]
             elif isinstance(source, str):
                 if not self.exists(source):
                     raise InputError(
@@ -387,33 +392,42 @@ class Session:
                 "temp_directory= a larger disk), or publish fewer cells"
             ) from None
 
+    def _check_sink(self, path: str | os.PathLike[str] | None) -> Path | None:
+        """The real file a ``path=`` output goes to (symbolic links followed), after the checks
+        that it can be written and replaces no input: run before any work is done."""
+        if path is None:
+            return None
+        from protab._io import check_output_file, output_name, real_path
+
+        raw = output_name(path)
+        self._refuse_inputs(Path(real_path(raw)), raw)
+        return check_output_file(raw)
+
     @contextmanager
     def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None) -> Iterator[None]:
         """With a ``path``: the table ``run`` publishes is written there as one Parquet file
         by DuckDB (through a temporary file beside it, renamed into place only when whole)."""
-        if path is None:
+        target = self._check_sink(path)
+        if target is None:
             yield
             return
-        from protab._io import atomic_path, check_output_file
+        from protab._io import atomic_path
 
-        target = check_output_file(path)
-        self._refuse_inputs(target, os.fspath(path))
         with atomic_path(target) as tmp:
             run.sink = str(tmp)
             yield
 
     def _refuse_inputs(self, target: Path, raw: str) -> None:
-        """InputError when writing ``target`` would replace the session's database file or
-        files (or a folder of files) registered in this session."""
-        import fnmatch
+        """InputError when writing ``target`` (a real path) would replace or change the
+        session's database file (or its .wal) or files (or a folder of files, or a glob's
+        files) registered in this session, however either is spelled."""
+        from protab._io import real_path, replaces
 
-        t = os.path.abspath(target)
+        t = real_path(target)
         protected = [(p, "files registered in this session") for p in self._read_paths]
-        if self.database not in (":memory:", "", "spark"):
-            db = os.path.abspath(self.database)
-            protected += [(db, "the session's database"), (db + ".wal", "the session's database")]
+        protected += [(p, "the session's database") for p in getattr(self, "_db_files", [])]
         for pattern, what in protected:
-            if t == pattern or fnmatch.fnmatchcase(t, pattern) or pattern.startswith(t.rstrip(os.sep) + os.sep):
+            if replaces(t, pattern):
                 raise InputError(f"cannot write the table to {raw!r}: it would replace {what}; name another path")
 
     @contextmanager
@@ -901,6 +915,7 @@ class Session:
                 raise SpecError(f"tabulate: top_k must be a whole number from 1 to {MAX_TOP_K}")
             if not spec.sums:
                 raise SpecError("tabulate: top_k lists the largest contributions of sums; give the TableSpec sums=[...]")
+        self._check_sink(path)
         with self._out_of_memory(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
             with self._parquet_sink(run, path):
                 frame = run.published()
@@ -1019,6 +1034,7 @@ class Session:
         top_k = None
         if spec.sums:
             top_k = max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)
+        self._check_sink(path)
         with self._out_of_memory(table), self._run(
             table, spec, keys=True, top_k=top_k, holding=rules.holding if rules else None
         ) as run:
@@ -1050,6 +1066,7 @@ class Session:
                 "publish unperturbed: protect magnitudes with cell_key(..., magnitude=protab.MagnitudeCKM(...)), "
                 "or leave sums out of the spec"
             )
+        self._check_sink(path)
         with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
             with self._parquet_sink(run, path):
                 frame = run.perturb_inner(ptable, original=original)
@@ -1588,7 +1605,7 @@ def _database_key(database: str) -> str | None:
     """The real path of a database file (None for an in-memory database)."""
     if database in ("", ":memory:") or database.startswith(":memory:"):
         return None
-    return os.path.realpath(database)
+    return os.path.realpath(os.path.expanduser(database))
 
 
 def _acquire_spill(key: str | None, base: str | os.PathLike[str] | None) -> _SpillFolder:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from protab._io import protected_form
 from protab._rollup import TableRun, quote_ident
 from protab.engine import SparkEngine, duckdb_type, require_java, require_spark, spark_arrow
 from protab.errors import InputError, show_values
@@ -151,7 +152,7 @@ class SparkSession(Session):
                     f"register {name!r}: the Spark engine reads Parquet files; cannot read {show_values(paths)} "
                     "(convert them to .parquet)"
                 )
-            self._read_paths += [os.path.abspath(p) for p in paths if "://" not in p]
+            self._read_paths += [protected_form(p) for p in paths if "://" not in p]
             try:
                 df = self.spark.read.parquet(*paths)
             except Exception as exc:  # Spark's AnalysisException: missing path, bad file
@@ -252,6 +253,39 @@ class SparkSession(Session):
             self._text_alike(table, self.columns(table), [id_column], "id column")
         super().add_record_keys(table, id_column, *args, **kw)
 
+    #: What Spark writes into an output folder: a folder holding anything else is not replaced
+    _SPARK_OUTPUT = ("part-", "_SUCCESS", "._SUCCESS.crc", ".part-", "_committed_", "_started_")
+
+    def _check_sink(self, path: str | os.PathLike[str] | None) -> Path | None:
+        """The local folder a ``path=`` output goes to (None for a URI or a cluster's file
+        system), after the checks, before any work is done: it is no input of this session,
+        nor inside one or above one (symbolic links followed), not a symbolic link itself, not
+        a file, not the working folder, the home folder or above them, and if it exists it
+        holds only what Spark writes (an older output), never other files."""
+        if path is None:
+            return None
+        from protab._io import output_name, real_path
+
+        raw = output_name(path, "output folder")
+        if "://" in raw or not str(self.spark.sparkContext.master).startswith("local"):
+            return None
+        target = Path(real_path(raw))
+        self._refuse_inputs(target, raw)
+        if os.path.islink(os.path.abspath(os.path.expanduser(raw)).rstrip(os.sep)):
+            raise InputError(f"cannot write the table to {raw!r}: it is a symbolic link; name the folder itself")
+        if target.exists() and not target.is_dir():
+            raise InputError(f"cannot write the table to {raw!r}: a file of that name exists (Spark writes a folder)")
+        cwd, home = Path.cwd().resolve(), Path.home().resolve()
+        if target == target.parent or target in (cwd, home) or target in cwd.parents or target in home.parents:
+            raise InputError(f"cannot write the table to {raw!r}: it is the working or home folder or above "
+                             "them; give the table a folder of its own")
+        if target.is_dir():
+            other = sorted(f for f in os.listdir(target) if not f.startswith(self._SPARK_OUTPUT))
+            if other:
+                raise InputError(f"cannot write the table to {raw!r}: the folder holds files protab did not "
+                                 f"write ({show_values(other)}); remove them or name another folder")
+        return target
+
     @contextmanager
     def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None) -> Iterator[None]:
         """With a ``path``: the published table is written there by Spark's executors as a
@@ -260,13 +294,12 @@ class SparkSession(Session):
         (replacing an older folder); elsewhere (a cluster's file system, a URI) Spark's
         commit protocol makes the files appear only when the job succeeds, and an existing
         path is refused."""
+        target = self._check_sink(path)
         if path is None:
             yield
             return
         raw = os.fspath(path)
-        if "\x00" in raw or not raw.strip():
-            raise InputError(f"cannot write the table to {raw!r}: name a folder")
-        if "://" in raw or not str(self.spark.sparkContext.master).startswith("local"):
+        if target is None:  # a URI or a cluster's file system
             run.sink = raw
             try:
                 yield
@@ -275,10 +308,6 @@ class SparkSession(Session):
                     raise InputError(f"cannot write the table to {raw!r}: it exists; remove it or name another") from None
                 raise
             return
-        target = Path(raw).absolute()
-        self._refuse_inputs(target, raw)
-        if target.exists() and not target.is_dir():
-            raise InputError(f"cannot write the table to {raw!r}: a file of that name exists (Spark writes a folder)")
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
         old = target.parent / f".{target.name}.{uuid.uuid4().hex}.old"
