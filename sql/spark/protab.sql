@@ -27,24 +27,27 @@ CREATE OR REPLACE TEMPORARY FUNCTION protab_row_class(n BIGINT, imin BIGINT, ima
 --   FROM cells c LEFT JOIN protab_ptable p
 --     ON p.protab_i = protab_row_class(c.n, 0, 8, 1) AND c.ck BETWEEN p.protab_klo AND p.protab_khi
 
--- Sensitivity rules over top-k lists (docs/methods.md §6), the twins of sql/protab.sql's macros.
+-- Sensitivity rules over top-k lists (docs/methods.md §6), the twins of sql/protab.sql's macros:
+-- NULL elements are skipped and a NULL list sums to 0, as DuckDB's list_sum does.
 -- the sum of the n first values of a top list (0 for an empty list)
-CREATE OR REPLACE TEMPORARY FUNCTION protab_largest(top ARRAY<DOUBLE>, n INT)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_largest(top ARRAY<DOUBLE>, n BIGINT)
     RETURNS DOUBLE
-    RETURN aggregate(slice(top, 1, n), 0D, (acc, x) -> acc + x);
+    RETURN coalesce(aggregate(filter(slice(top, 1, CAST(least(n, 2147483647) AS INT)), x -> x IS NOT NULL),
+                              0D, (acc, x) -> acc + x), 0D);
 
 -- the share of the n largest contributions in the total (0 when the total is 0)
-CREATE OR REPLACE TEMPORARY FUNCTION protab_dominance_ratio(top ARRAY<DOUBLE>, total DOUBLE, n INT)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_dominance_ratio(top ARRAY<DOUBLE>, total DOUBLE, n BIGINT)
     RETURNS DOUBLE
     RETURN CASE WHEN total = 0 THEN 0D ELSE protab_largest(top, n) / total END;
 
 -- tau-ARGUS's weighted contributions: of the n largest records, each counts with its weight
 -- until the weights add up to n, the last one with the remainder (i counts from 0 here)
-CREATE OR REPLACE TEMPORARY FUNCTION protab_weighted_largest(xs ARRAY<DOUBLE>, ws ARRAY<DOUBLE>, n INT)
+CREATE OR REPLACE TEMPORARY FUNCTION protab_weighted_largest(xs ARRAY<DOUBLE>, ws ARRAY<DOUBLE>, n BIGINT)
     RETURNS DOUBLE
-    RETURN aggregate(transform(slice(xs, 1, n), (x, i) ->
-        x * greatest(0D, least(ws[i], n - aggregate(slice(ws, 1, i), 0D, (acc, y) -> acc + y)))),
-        0D, (acc, y) -> acc + y);
+    RETURN coalesce(aggregate(filter(transform(slice(xs, 1, CAST(least(n, 2147483647) AS INT)), (x, i) ->
+        x * greatest(0D, least(try_element_at(ws, i + 1),
+                               n - aggregate(filter(slice(ws, 1, i), y -> y IS NOT NULL), 0D, (acc, y) -> acc + y)))),
+        v -> v IS NOT NULL), 0D, (acc, v) -> acc + v), 0D);
 
 -- minimum frequency: fewer than n contributors (and at least one)
 CREATE OR REPLACE TEMPORARY FUNCTION protab_frequency_rule(contributors BIGINT, n BIGINT)

@@ -118,13 +118,17 @@ def top_list(k: int, top_k: int, weighted: bool) -> str:
     ones carry the k largest and the k smallest values (``_tp``/``_tn``: lists of numbers
     compare and merge several times faster than lists of structs), and the k values of
     largest |x| are among the non-negative ones of the first and the negative ones of the
-    second."""
+    second. A cell whose smallest value is 0 or more (most cells of most variables) takes
+    the list of largest values as it is, already in that order: no sort."""
     if weighted:
         return f"_t{k}"
     as_struct = "lambda v: {'a': abs(v), 'w': 1.0, 'x': v}"
-    return (f"list_slice(list_sort(list_concat("
-            f"list_transform(list_filter(coalesce(_tp{k}, []), lambda v: v >= 0), {as_struct}), "
-            f"list_transform(list_filter(coalesce(_tn{k}, []), lambda v: v < 0), {as_struct})), 'DESC'), 1, {int(top_k)})")
+    signed = (f"list_slice(list_sort(list_concat("
+              f"list_transform(list_filter(coalesce(_tp{k}, []), lambda v: v >= 0), {as_struct}), "
+              f"list_transform(list_filter(coalesce(_tn{k}, []), lambda v: v < 0), {as_struct})), 'DESC'), "
+              f"1, {int(top_k)})")
+    plain = f"list_slice(list_transform(coalesce(_tp{k}, []), {as_struct}), 1, {int(top_k)})"
+    return f"CASE WHEN coalesce(_tn{k}[1] >= 0, TRUE) THEN {plain} ELSE {signed} END"
 
 
 def zero_sql(internal: str, alias: str) -> str:
@@ -447,7 +451,9 @@ class TableRun:
         r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"  # non-zero key sum
         for k, col in enumerate(spec.sums):
             q = quote_ident(col)
-            x = f"CAST(coalesce({q}, 0) AS DOUBLE)" if spec.null_sums == "zero" else f"CAST({q} AS DOUBLE)"
+            # + 0.0 turns -0.0 into 0.0: DuckDB's top lists hold 0.0 for it, Spark's max_by -0.0
+            x = (f"(CAST(coalesce({q}, 0) AS DOUBLE) + 0.0)" if spec.null_sums == "zero"
+                 else f"(CAST({q} AS DOUBLE) + 0.0)")
             present = "TRUE" if spec.null_sums == "zero" else f"{q} IS NOT NULL"
             if spec.weight is not None:
                 prod = f"TRY_CAST({x} * {w} AS DECIMAL(38, 8))"

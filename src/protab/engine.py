@@ -188,7 +188,7 @@ def spark_tree(sql: str) -> tuple[Any, int]:
     for k, pos in enumerate(marks):
         parts += [sql[last:pos], f"${k + 1}"]
         last = pos + 1
-    tree = sqlglot.parse_one("".join(parts) + sql[last:], read="duckdb")
+    tree = sqlglot.parse_one("".join(parts) + sql[last:], read=_duckdb_as_written())
     count = len(marks)
     for node in list(tree.find_all(exp.Placeholder)):
         node.replace(exp.Placeholder(this=f"p{int(str(node.this)) - 1}"))
@@ -218,17 +218,32 @@ def spark_tree(sql: str) -> tuple[Any, int]:
     return tree, count
 
 
+@functools.lru_cache(maxsize=1)
+def _duckdb_as_written() -> Any:
+    """sqlglot's DuckDB dialect, except that list indices stay as written (1-based): the
+    stock dialect shifts some indices to 0-based (literals, expressions it knows are
+    integers) and not others (plain columns), which :func:`_spark_lists` could not tell apart."""
+    from sqlglot.dialects.duckdb import DuckDB
+
+    class DuckDBAsWritten(DuckDB):
+        INDEX_OFFSET = 0
+
+    return DuckDBAsWritten
+
+
 def _spark_lists(tree: Any) -> None:
     """DuckDB's list pieces of protab's magnitude SQL, rewritten for Spark on the syntax tree:
 
     - ``max(x, n)`` / ``min(x, n)`` (the n largest / smallest values of a group, in order)
       → ``max_by(x, x, n)`` / ``min_by(x, x, n)`` (the same list; NULL for no value);
     - ``l[i]`` (NULL past the end in DuckDB; an error in Spark's ANSI mode) →
-      ``try_element_at(l, i)`` (1-based, as DuckDB);
+      ``try_element_at(l, i)`` (1-based, as DuckDB; a literal index below 1, which counts
+      from the end in DuckDB, is refused);
     - ``list_slice(l, a, b)`` (elements a..b) → ``slice(l, a, b - a + 1)``;
     - several ``unnest`` in one SELECT (unnested side by side, the shorter padded with NULL)
-      → one ``inline(arrays_zip(...)) AS (names)``, which pads alike (Spark allows one
-      generator per SELECT)."""
+      → one ``inline(arrays_zip(coalesce(l, array()), ...)) AS (names)``, which pads alike
+      (Spark allows one generator per SELECT; a NULL list, which DuckDB pads as an empty
+      one, would make ``arrays_zip`` NULL)."""
     from sqlglot import exp
 
     for node in list(tree.find_all(exp.Max, exp.Min)):
@@ -239,13 +254,14 @@ def _spark_lists(tree: Any) -> None:
     for node in list(tree.find_all(exp.Bracket)):
         if len(node.expressions) == 1:
             idx = node.expressions[0]
-            # sqlglot holds a literal index 0-based, any other index as written (1-based)
-            one = (exp.Literal.number(int(idx.this) + 1) if isinstance(idx, exp.Literal) and not idx.is_string
-                   else idx.copy())
-            node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), one]))
+            if isinstance(idx, exp.Neg) or (isinstance(idx, exp.Literal) and not idx.is_string and int(idx.this) < 1):
+                raise ValueError(f"to_spark: list index {idx.sql()} counts from the end in DuckDB; not rendered")
+            node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), idx.copy()]))
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() == "list_slice" and len(node.expressions) == 3:
             lst, a, b = (e.copy() for e in node.expressions)
+            if not (isinstance(a, exp.Literal) and not a.is_string and int(a.this) >= 1):
+                raise ValueError(f"to_spark: list_slice from {a.sql()}: only a literal start of 1 or more is rendered")
             length = exp.Add(this=exp.Sub(this=exp.paren(b), expression=exp.paren(a.copy())),
                              expression=exp.Literal.number(1))
             node.replace(exp.Anonymous(this="slice", expressions=[lst, a, length]))
@@ -255,7 +271,8 @@ def _spark_lists(tree: Any) -> None:
             continue
         if gens != select.expressions[-len(gens):]:
             raise ValueError("to_spark: unnest columns must come last in their SELECT")
-        zipped = exp.Anonymous(this="arrays_zip", expressions=[g.this.this.copy() for g in gens])
+        zipped = exp.Anonymous(this="arrays_zip", expressions=[
+            exp.Coalesce(this=g.this.this.copy(), expressions=[exp.Array(expressions=[])]) for g in gens])
         inline = exp.Aliases(this=exp.Anonymous(this="inline", expressions=[zipped]),
                              expressions=[exp.to_identifier(g.alias) for g in gens])
         for g in gens[1:]:
