@@ -13,8 +13,11 @@ the result in polars); the results must be equal frame for frame. Printed per si
 best of ``--repeat`` runs per engine after a warm-up, the ratio Spark / DuckDB, the time
 of the Spark stages (scan to inner cells: the only stage that reads records; all later
 stages read inner cells), the time of the same table written as Parquet by Spark's
-executors (``cell_key(..., path=...)``: nothing collected; read back and checked equal), and the peak resident memory of the driver process (the Python
-process with DuckDB; Spark's JVM is a child process and is measured apart, from /proc).
+executors (``cell_key(..., path=...)``: nothing collected; read back and checked equal), the
+magnitude table of the same cells (a skewed variable x: sums, top-3 lists, p% and dominance
+rules, the cell key method for magnitudes) on both engines (also checked equal), and the
+peak resident memory of the driver process (the Python process with DuckDB; Spark's JVM is
+a child process and is measured apart, from /proc).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import polars as pl
 from polars.testing import assert_frame_equal
 
 import protab as pt
+from protab.magnitude import MagnitudeCKM, SensitivityRules
+from protab.ptable.numeric import NumericPTable
 
 GEN = """
 COPY (
@@ -36,7 +41,8 @@ SELECT range AS pid,
        'R' || CAST(m % 8 + 1 AS VARCHAR) || lpad(CAST(m // 8 + 1 AS VARCHAR), 3, '0') AS m,
        lpad(CAST(a AS VARCHAR), 2, '0') AS a,
        'O' || lpad(CAST(o AS VARCHAR), 2, '0') AS o,
-       CAST(protab_record_key('benchmark-seed', range, 32) AS BIGINT) AS rkey
+       CAST(protab_record_key('benchmark-seed', range, 32) AS BIGINT) AS rkey,
+       round(100 * pow((hash(range * 3 + 5) % 1000003 + 1) / 1000004.0, -0.8), 2) AS x
 FROM (
     SELECT range,
            CAST(floor(400 * pow((hash(range * 3) % 1000003) / 1000003.0, 2)) AS INTEGER) AS m,
@@ -106,8 +112,16 @@ def main() -> None:
     h = hierarchies()
     spec = pt.TableSpec({"m": h["m"], "a": h["a"], "o": h["o"]})
     p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
+    spec_x = pt.TableSpec({"m": h["m"], "a": h["a"], "o": h["o"]}, sums=["x"])
+    mag = MagnitudeCKM(NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]),
+                       fp=500, p=(0.25, 0.05), epsilon=[1, 0.5, 0.2])
+    rules = SensitivityRules(min_frequency=3, dominance=[(1, 85)], p_percent=10)
+
+    def magnitudes(sess: pt.Session) -> pl.DataFrame:
+        return sess.cell_key("persons", spec_x, p, magnitude=mag, rules=rules)
+
     print(f"{'records':>12}{'cells':>10}{'duckdb s':>10}{'spark s':>10}{'ratio':>8}{'spark scan s':>14}"
-          f"{'to parquet s':>14}{'driver MiB':>12}{'jvm MiB':>9}")
+          f"{'to parquet s':>14}{'mag duckdb s':>14}{'mag spark s':>13}{'ratio':>7}{'driver MiB':>12}{'jvm MiB':>9}")
     for n in sizes:
         path = tmp / f"persons_{n}.parquet"
         with pt.Session(":memory:") as d:
@@ -115,6 +129,7 @@ def main() -> None:
             d.register("persons", str(path))
             d.add_record_keys("persons", record_key_column="rkey", bits=32, name="rkey")  # the keys as they are
             t_duck, a = best(lambda d=d: d.cell_key("persons", spec, p, original=True), args.repeat)
+            t_mduck, ma = best(lambda d=d: magnitudes(d), 1)
         s = pt.Session.spark(spark)
         s.register("persons", str(path), replace=True)
         s.use_record_keys("persons", "rkey", 2**32)
@@ -129,9 +144,12 @@ def main() -> None:
         inner = s.sql("SELECT m, a, o, count(*) AS n, pmod(sum(rkey), 4294967296) AS k FROM persons GROUP BY ALL")
         t_scan = time.perf_counter() - t0
         del inner
+        t_mspark, mb = best(lambda s=s: magnitudes(s), 1)
+        assert_frame_equal(ma, mb)
         s.close()
         driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{n:>12,}{a.height:>10,}{t_duck:>10.2f}{t_spark:>10.2f}{t_spark / t_duck:>8.1f}{t_scan:>14.2f}{t_write:>14.2f}"  # type: ignore[attr-defined]
+              f"{t_mduck:>14.2f}{t_mspark:>13.2f}{t_mspark / t_mduck:>7.1f}"
               f"{driver:>12.0f}{jvm_peak_kib() / 1024:>9.0f}")
     spark.stop()
 
