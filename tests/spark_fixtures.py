@@ -1,7 +1,38 @@
 """A local SparkSession for the Spark tests: no UI, few shuffle partitions, its warehouse in
-a temporary folder (not the working directory), quiet logs."""
+a temporary folder (not the working directory), quiet logs; and the hierarchies the
+engine-comparison tests share."""
 
 from __future__ import annotations
+
+import shutil
+
+import polars as pl
+import pytest
+
+import protab as pt
+
+
+def require_spark() -> None:
+    """Skip the calling test module without pyspark or a Java runtime."""
+    pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
+    if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17 (make java)
+        pytest.skip("Spark needs a Java runtime (make java installs Java 17)", allow_module_level=True)
+
+
+def geo_hierarchy() -> pt.Hierarchy:
+    """A hierarchy that is not a tree: Europe = all three, nonEU = Iceland, EU = Europe − nonEU."""
+    return pt.Hierarchy.from_frame(pl.DataFrame({
+        "mapsFrom": ["Spain", "Iceland", "Portugal", "Iceland", "Europe", "nonEU"],
+        "mapsTo": ["Europe", "Europe", "Europe", "nonEU", "EU", "EU"],
+        "sign": [1, 1, 1, 1, 1, -1],
+        "level": [1, 1, 1, 1, 2, 2],
+    }))
+
+
+def age_hierarchy() -> pt.Hierarchy:
+    """A tree whose leaves sit at different depths (rolled up through its bridge)."""
+    return pt.Hierarchy.from_parent_child([("Total", "young"), ("young", "0"), ("young", "1"), ("Total", "2"),
+                                           ("Total", "3")])
 
 
 def local_spark(tmp_path_factory, app: str, cores: int = 1):

@@ -11,7 +11,6 @@ errors without pyspark or Java.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import warnings
@@ -22,14 +21,13 @@ import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from spark_fixtures import age_hierarchy, geo_hierarchy, require_spark
 
 import protab as pt
 from protab.engine import to_spark
 from protab.errors import InputError, ProtabError
 
-pyspark = pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
-if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17 (make java)
-    pytest.skip("Spark needs a Java runtime (make java installs Java 17)", allow_module_level=True)
+require_spark()
 
 from protab.spark import SparkSession  # noqa: E402
 
@@ -57,16 +55,8 @@ def _records() -> pl.DataFrame:
 
 RECORDS = _records()
 MUNI = pt.Hierarchy.from_code_lengths(RECORDS["muni"].unique().to_list(), [2, 2])
-# a hierarchy that is not a tree: Europe = all three, nonEU = Iceland, EU = Europe − nonEU
-GEO = pt.Hierarchy.from_frame(pl.DataFrame({
-    "mapsFrom": ["Spain", "Iceland", "Portugal", "Iceland", "Europe", "nonEU"],
-    "mapsTo": ["Europe", "Europe", "Europe", "nonEU", "EU", "EU"],
-    "sign": [1, 1, 1, 1, 1, -1],
-    "level": [1, 1, 1, 1, 2, 2],
-}))
-# a tree whose leaves sit at different depths: rolled up through its bridge, not level by level
-AGE = pt.Hierarchy.from_parent_child([("Total", "young"), ("young", "0"), ("young", "1"), ("Total", "2"),
-                                      ("Total", "3")])
+GEO = geo_hierarchy()  # not a tree: Europe = all three, nonEU = Iceland, EU = Europe − nonEU
+AGE = age_hierarchy()  # leaves at different depths: rolled up through its bridge, not level by level
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
@@ -273,12 +263,17 @@ min_frequency = 3
 """
 
 
-def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
+def _census(tmp_path: Path, request: str) -> None:
+    """micro.duckdb with the keyed records as table census, census.parquet, request.toml."""
     with pt.Session(str(tmp_path / "micro.duckdb")) as s:
         s.register("census", RECORDS)
         s.add_record_keys("census", id_column="pid", seed=SEED)
         s.con.execute(f"COPY census TO '{tmp_path / 'census.parquet'}' (FORMAT parquet)")
-    (tmp_path / "request.toml").write_text(REQUEST.format())
+    (tmp_path / "request.toml").write_text(request)
+
+
+def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
+    _census(tmp_path, REQUEST.format())
     from protab.cli import protect
 
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
@@ -312,11 +307,7 @@ min_frequency = 45
 
 
 def test_protect_engine_spark_suppresses_the_same_cells(tmp_path, spark):
-    with pt.Session(str(tmp_path / "micro.duckdb")) as s:
-        s.register("census", RECORDS)
-        s.add_record_keys("census", id_column="pid", seed=SEED)
-        s.con.execute(f"COPY census TO '{tmp_path / 'census.parquet'}' (FORMAT parquet)")
-    (tmp_path / "request.toml").write_text(SUPPRESSION_REQUEST)
+    _census(tmp_path, SUPPRESSION_REQUEST)
     from protab.cli import protect
 
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))

@@ -15,21 +15,19 @@ GaussSuppression and brute force elsewhere (tests/test_magnitude_*.py).
 
 from __future__ import annotations
 
-import shutil
 import warnings
 
 import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from spark_fixtures import age_hierarchy, geo_hierarchy, require_spark
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, SensitivityRules
 from protab.ptable.numeric import NumericPTable
 
-pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
-if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17 (make java)
-    pytest.skip("Spark needs a Java runtime (make java installs Java 17)", allow_module_level=True)
+require_spark()
 
 N = 1500
 SEED = "spark-magnitude-tests"
@@ -59,14 +57,8 @@ def _records() -> pl.DataFrame:
 
 RECORDS = _records()
 MUNI = pt.Hierarchy.from_code_lengths(RECORDS["muni"].unique().to_list(), [2, 2])
-GEO = pt.Hierarchy.from_frame(pl.DataFrame({  # not a tree: EU = Europe − nonEU
-    "mapsFrom": ["Spain", "Iceland", "Portugal", "Iceland", "Europe", "nonEU"],
-    "mapsTo": ["Europe", "Europe", "Europe", "nonEU", "EU", "EU"],
-    "sign": [1, 1, 1, 1, 1, -1],
-    "level": [1, 1, 1, 1, 2, 2],
-}))
-AGE = pt.Hierarchy.from_parent_child([("Total", "young"), ("young", "0"), ("young", "1"), ("Total", "2"),
-                                      ("Total", "3")])
+GEO = geo_hierarchy()  # not a tree: EU = Europe − nonEU
+AGE = age_hierarchy()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     COUNTS = pt.PTable.maximum_entropy(D=3, V=1.0)
