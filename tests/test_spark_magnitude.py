@@ -279,3 +279,11 @@ def test_same_magnitude_errors_on_both_engines(engines, name):
             ERRORS[name](s)
         messages.append((type(info.value).__name__, str(info.value)))
     assert messages[0] == messages[1]
+
+
+def test_an_older_spark_is_named_not_wrong(engines, monkeypatch):
+    """Top-k lists need max_by(x, x, k) (Spark 4.2): an older Spark is refused by name."""
+    _, sp = engines
+    monkeypatch.setattr(type(sp.spark), "version", property(lambda self: "4.1.1"))
+    with pytest.raises(NotImplementedError, match=r"Spark 4\.2 or later.*Spark 4\.1\.1"):
+        sp.tabulate("persons", SPECS["flat"], top_k=2)

@@ -1,4 +1,4 @@
--- protab: the same record keys and row rule in Spark SQL (Spark 4), for data platforms that
+-- protab: the same record keys, row rule and sensitivity-rule functions in Spark SQL (Spark 4), for data platforms that
 -- run protab's tables past one machine. Run each statement with spark.sql(...).
 --
 -- Record key: the first 32 bits of SHA-256(seed || U+001F || id), modulo 2^bits — bit for bit

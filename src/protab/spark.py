@@ -229,12 +229,25 @@ class SparkSession(Session):
 
     # -- table requests -------------------------------------------------------------------
     def _run(self, table: str, spec: TableSpec, **kw: Any) -> TableRun:
+        if kw.get("top_k") is not None:
+            self._require_version((4, 2), "top-k lists of magnitude tables (rules, the cell key method for sums)")
         if isinstance(spec, TableSpec) and self.exists(table):
             cols = self.columns(table)
             self._text_alike(table, cols, [*spec.columns, *(c for c, _, _ in spec.where)], "dimension or where column")
             if kw.get("holding") is not None:
                 self._text_alike(table, cols, [kw["holding"]], "holding column")
         return super()._run(table, spec, **kw)
+
+    def _require_version(self, least: tuple[int, int], what: str) -> None:
+        """NotImplementedError when the Spark version is older than ``least`` (major, minor)."""
+        import re
+
+        found = tuple(int(x) for x in re.findall(r"\d+", str(self.spark.version))[:2])
+        if found < least:
+            raise NotImplementedError(
+                f"{what} need Spark {least[0]}.{least[1]} or later (max_by with k); this is Spark "
+                f"{self.spark.version}: pip install 'pyspark>={least[0]}.{least[1]}'"
+            )
 
     @staticmethod
     def _text_alike(table: str, cols: dict[str, str], columns: Sequence[str], what: str) -> None:
