@@ -55,3 +55,17 @@ def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
         yield s
     finally:
         s.stop()
+
+
+def engine_pair(spark, prepare):
+    """The body of a module's ``engines`` fixture: a DuckDB Session and a Spark Session over
+    ``spark``, each prepared by ``prepare(session)``; yields (duckdb, spark) and closes both."""
+    duck = pt.Session(":memory:")
+    sp = pt.Session.spark(spark)
+    try:
+        for s in (duck, sp):
+            prepare(s)
+        yield duck, sp
+    finally:
+        sp.close()
+        duck.close()

@@ -122,13 +122,9 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engines(spark):
-    duck = pt.Session(":memory:")
-    sp = pt.Session.spark(spark)
-    for s in (duck, sp):
-        _add_keys(s)
-    yield duck, sp
-    sp.close()
-    duck.close()
+    from spark_fixtures import engine_pair
+
+    yield from engine_pair(spark, _add_keys)
 
 
 def _run(s: pt.Session, case: tuple) -> list[pl.DataFrame]:

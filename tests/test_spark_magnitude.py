@@ -148,17 +148,13 @@ def _add_keys(s: pt.Session) -> None:
 
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory):
-    from spark_fixtures import local_spark
+    from spark_fixtures import engine_pair, local_spark
 
     spark = local_spark(tmp_path_factory, "protab-spark-magnitude", cores=2)
-    duck = pt.Session(":memory:")
-    sp = pt.Session.spark(spark)
-    for s in (duck, sp):
-        _add_keys(s)
-    yield duck, sp
-    sp.close()
-    duck.close()
-    spark.stop()
+    try:
+        yield from engine_pair(spark, _add_keys)
+    finally:
+        spark.stop()
 
 
 def _run(s: pt.Session, case: tuple) -> pl.DataFrame:
