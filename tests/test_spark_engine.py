@@ -223,6 +223,39 @@ def test_what_does_not_run_on_spark_is_refused_not_wrong(engines):
         sp.swap("persons")
 
 
+# -- grid hierarchies: the INSPIRE codes checked in Spark SQL (a Java regex for DuckDB's RE2 one)
+def _grid_records(bad: list[str]) -> pl.DataFrame:
+    rng = np.random.default_rng(3)
+    n, e = rng.integers(2680, 2700, 600), rng.integers(4330, 4345, 600)
+    codes = [f"1kmN{a}E{b}" for a, b in zip(n, e)]
+    return pl.DataFrame({"pid": np.arange(600), "sex": rng.choice(["f", "m"], 600),
+                         "cell": bad + codes[len(bad):]})
+
+
+def test_grid_tables_on_both_engines(engines):
+    out, h = [], []
+    for s in engines:
+        s.register("grid", _grid_records([]), replace=True)
+        s.add_record_keys("grid", id_column="pid", seed=SEED)
+        h.append(s.hierarchy_from_grid("grid", "cell", ["10km", "100km"]))
+        out.append(s.cell_key("grid", pt.TableSpec({"cell": h[-1], "sex": None}), P))
+    assert h[0] == h[1]
+    assert_frame_equal(out[1], out[0])
+    assert out[0].filter(pl.col("cell_level") == 1).height > 1  # 10 km squares
+
+
+def test_malformed_grid_codes_give_the_same_error(engines):
+    """A code with a newline at its end: Java's $ would take it, RE2's whole match not."""
+    messages = []
+    for s in engines:
+        s.register("grid_bad", _grid_records(["1kmN2689E4337\n", "1kmN2689E4337x", "10kmN26E4"]), replace=True)
+        with pytest.raises(ProtabError) as info:
+            s.hierarchy_from_grid("grid_bad", "cell")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "2 malformed codes in 2 rows: '1kmN2689E4337\\n' (1 row), '1kmN2689E4337x' (1 row)" in messages[0]
+
+
 # -- protect --engine spark --------------------------------------------------------------------
 REQUEST = """
 database = "micro.duckdb"

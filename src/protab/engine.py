@@ -243,7 +243,8 @@ def _spark_lists(tree: Any) -> None:
     - several ``unnest`` in one SELECT (unnested side by side, the shorter padded with NULL)
       → one ``inline(arrays_zip(coalesce(l, array()), ...)) AS (names)``, which pads alike
       (Spark allows one generator per SELECT; a NULL list, which DuckDB pads as an empty
-      one, would make ``arrays_zip`` NULL)."""
+      one, would make ``arrays_zip`` NULL);
+    - ``regexp_full_match(x, 'p')`` → ``x RLIKE '\\A(?:p)\\z'`` (the whole text, as RE2's)."""
     from sqlglot import exp
 
     for node in list(tree.find_all(exp.Max, exp.Min)):
@@ -257,6 +258,13 @@ def _spark_lists(tree: Any) -> None:
             if isinstance(idx, exp.Neg) or (isinstance(idx, exp.Literal) and not idx.is_string and int(idx.this) < 1):
                 raise ValueError(f"to_spark: list index {idx.sql()} counts from the end in DuckDB; not rendered")
             node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), idx.copy()]))
+    for node in list(tree.find_all(exp.RegexpFullMatch)):
+        # RE2's whole-string match as a Java regex: \A and \z (Java's $ also matches before a
+        # final newline)
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise ValueError("to_spark: regexp_full_match needs a literal pattern")
+        node.replace(exp.RegexpLike(this=node.this.copy(), expression=exp.Literal.string(f"\\A(?:{pattern.this})\\z")))
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() == "list_slice" and len(node.expressions) == 3:
             lst, a, b = (e.copy() for e in node.expressions)

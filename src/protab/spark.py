@@ -10,7 +10,7 @@ On Spark today: registering Parquet paths, Spark tables and frames, ``add_record
 ``tabulate`` and ``inner_cells`` of counts, weighted counts and sums (with top-k lists),
 ``cell_key`` (counts and magnitudes), ``perturb_inner``, ``model_matrix``, ``sensitivity``
 and ``suppress`` (hierarchies, non-tree hierarchies, formulas, ``drop_empty``, ``where``,
-holdings). Swapping, key sums, ``install_ptable`` and grid hierarchies raise
+holdings), ``hierarchy_from_grid``. Swapping, key sums and ``install_ptable`` raise
 NotImplementedError.
 """
 
@@ -342,9 +342,6 @@ class SparkSession(Session):
 
     def install_ptable(self, *args: Any, **kw: Any) -> None:
         raise _not_on_spark("install_ptable (the ckm() SQL macro)")
-
-    def hierarchy_from_grid(self, *args: Any, **kw: Any) -> Any:
-        raise _not_on_spark("hierarchy_from_grid")
 
     def _arrow(self, query: str, params: Sequence[Any] | None = None) -> Any:
         """A DuckDB-dialect query of the Session's own (rendered for Spark) as a polars frame."""
