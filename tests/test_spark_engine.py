@@ -223,6 +223,25 @@ def test_what_does_not_run_on_spark_is_refused_not_wrong(engines):
         sp.swap("persons")
 
 
+# -- key sums: counts and key sums per combination, summed once, then any count table of them
+@pytest.mark.parametrize("table", ["persons", "persons_dec12"])
+def test_key_sums_on_both_engines(engines, table):
+    """A key-sum table gives the records' cells on both engines (12-digit keys: summed wide),
+    also when summed again; new keys drop it."""
+    duck, sp = engines
+    expected = duck.cell_key(table, SPECS["hierarchy"], P)
+    for s in engines:
+        fine = s.key_sums(table, ["muni", "sex", "age"])
+        coarse = s.key_sums(fine, ["muni", "age"])
+        assert_frame_equal(s.cell_key(fine, SPECS["hierarchy"], P), expected)
+        assert_frame_equal(s.cell_key(coarse, pt.TableSpec({"muni": MUNI, "age": None}), P),
+                           duck.cell_key(table, pt.TableSpec({"muni": MUNI, "age": None}), P))
+        s.drop_key_sums(coarse)
+        assert not s.exists(coarse) and s.exists(fine)
+        s.drop_key_sums(fine)
+        assert not s.exists(fine)
+
+
 # -- grid hierarchies: the INSPIRE codes checked in Spark SQL (a Java regex for DuckDB's RE2 one)
 def _grid_records(bad: list[str]) -> pl.DataFrame:
     rng = np.random.default_rng(3)

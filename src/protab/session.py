@@ -679,9 +679,11 @@ class Session:
             f"CAST({quote_ident(c)} AS VARCHAR)" for c in columns if cols[c].upper() in FLOAT_TYPES]
         records = (f"CAST(sum({self.KEY_SUM_RECORDS}) AS BIGINT)" if table in self._key_sum_sources
                    else "count(*)")
-        self._con.execute(
-            f"CREATE TEMP TABLE {quote_ident(name)} AS SELECT {keep}, {records} AS {self.KEY_SUM_RECORDS}, "
-            f"CAST(sum({quote_ident(key)}) % ? AS BIGINT) AS {self.KEY_SUM_KEY} "
+        # keys above 32 bits summed wide (an engine whose BIGINT sums stay BIGINT could overflow)
+        k = f"CAST({quote_ident(key)} AS HUGEINT)" if modulus > 2**32 else quote_ident(key)
+        self._temp_table(
+            name,
+            f"SELECT {keep}, {records} AS {self.KEY_SUM_RECORDS}, CAST(sum({k}) % ? AS BIGINT) AS {self.KEY_SUM_KEY} "
             f"FROM {quote_ident(table)} GROUP BY {', '.join(group)}",
             [modulus],
         )
@@ -693,9 +695,16 @@ class Session:
         """Drop a key-sum table made by :meth:`key_sums` (it goes with the session anyway)."""
         if name not in self._key_sum_sources:
             raise SpecError(f"drop_key_sums: {name!r} is not a key-sum table of this session")
-        self._con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(name)}")
+        self._drop_temp_table(name)
         del self._key_sum_sources[name]
         self._keys.pop(name, None)
+
+    def _temp_table(self, name: str, select: str, params: Sequence[Any]) -> None:
+        """A temporary table of this session named ``name`` holding ``select``'s rows."""
+        self._con.execute(f"CREATE TEMP TABLE {quote_ident(name)} AS {select}", list(params))
+
+    def _drop_temp_table(self, name: str) -> None:
+        self._con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(name)}")
 
     def _drop_key_sums_of(self, table: str) -> None:
         """Drop the key-sum tables made from ``table`` (and from those): its records or keys changed."""

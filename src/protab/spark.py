@@ -10,7 +10,7 @@ On Spark today: registering Parquet paths, Spark tables and frames, ``add_record
 ``tabulate`` and ``inner_cells`` of counts, weighted counts and sums (with top-k lists),
 ``cell_key`` (counts and magnitudes), ``perturb_inner``, ``model_matrix``, ``sensitivity``
 and ``suppress`` (hierarchies, non-tree hierarchies, formulas, ``drop_empty``, ``where``,
-holdings), ``hierarchy_from_grid``. Swapping, key sums and ``install_ptable`` raise
+holdings), ``hierarchy_from_grid``, ``key_sums``. Swapping and ``install_ptable`` raise
 NotImplementedError.
 """
 
@@ -181,6 +181,8 @@ class SparkSession(Session):
             df = df.cache()
         df.createOrReplaceTempView(_spark_name(name))
         self._keys.pop(name, None)
+        self._drop_key_sums_of(name)
+        self._key_sum_sources.pop(name, None)
 
     # -- record keys ----------------------------------------------------------------------
     def _write_key_column(
@@ -194,6 +196,7 @@ class SparkSession(Session):
         df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
         df.createOrReplaceTempView(_spark_name(table))
         self._keys[table] = (name, modulus)
+        self._drop_key_sums_of(table)  # their key sums are of the old keys
 
     def use_record_keys(self, table: str, column: str, modulus: int) -> None:
         """Declare that column ``column`` of ``table`` holds record keys made elsewhere (e.g. by
@@ -217,6 +220,7 @@ class SparkSession(Session):
                 f"0 … {modulus - 1}; give the modulus the keys were made with"
             )
         self._keys[table] = (column, int(modulus))
+        self._drop_key_sums_of(table)
 
     def record_key(self, table: str) -> tuple[str, int]:
         if table in self._keys:
@@ -337,8 +341,15 @@ class SparkSession(Session):
     def swap(self, *args: Any, **kw: Any) -> Any:
         raise _not_on_spark("swap (record swapping)")
 
-    def key_sums(self, *args: Any, **kw: Any) -> Any:
-        raise _not_on_spark("key_sums")
+    def _temp_table(self, name: str, select: str, params: Sequence[Any]) -> None:
+        """A checkpointed temporary view named ``name`` (computed once, as DuckDB's TEMP table)."""
+        self.engine.create_table(_spark_name(name), select, params)
+
+    def _drop_temp_table(self, name: str) -> None:
+        frame = self.engine._frames.pop(_spark_name(name), None)  # made under its quoted name
+        self.spark.catalog.dropTempView(name)  # which takes the name itself
+        if frame is not None:
+            frame.unpersist()
 
     def install_ptable(self, *args: Any, **kw: Any) -> None:
         raise _not_on_spark("install_ptable (the ckm() SQL macro)")
