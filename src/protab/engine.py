@@ -166,6 +166,7 @@ def require_java() -> None:
         )
 
 
+@functools.lru_cache(maxsize=4096)
 def to_spark(sql: str) -> tuple[str, int]:
     """A DuckDB statement of protab as Spark SQL, and how many ``?`` it had (they become
     named parameters ``:p0``, ``:p1``, … in text order)."""
@@ -337,12 +338,12 @@ class SparkEngine(Engine):
 
     def df(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """The statement as a Spark DataFrame (lazy)."""
-        tree, count = spark_tree(sql)
+        count = spark_tree(sql)[1]
         params = list(params or [])
         if count != len(params):
             raise ValueError(f"statement has {count} parameters, {len(params)} given")
         args = {f"p{k}": _plain(v) for k, v in enumerate(params)}
-        text, views = self._shared_ctes(tree, args)
+        text, views = self._shared_ctes(sql, args)
         try:
             return self._sql(text, args)
         finally:
@@ -355,17 +356,18 @@ class SparkEngine(Engine):
         used = {k: v for k, v in args.items() if re.search(rf":{k}\b", text)}
         return self.spark.sql(text, args=used) if used else self.spark.sql(text)
 
-    def _shared_ctes(self, tree: Any, args: dict[str, Any]) -> tuple[str, list[str]]:
+    def _shared_ctes(self, sql: str, args: dict[str, Any]) -> tuple[str, list[str]]:
         """Common table expressions that the statement reads more than once computed first, as
         checkpointed views: DuckDB computes such a CTE once, Spark would inline it at every
         reference (the level-by-level roll-up reads each level twice: once to publish it, once
         to sum the next level from it)."""
         from sqlglot import exp
 
+        tree = spark_tree(sql)[0]
         with_ = tree.args.get("with") or tree.args.get("with_")
         if with_ is None:
-            return tree.sql(dialect="spark"), []
-        tree = tree.copy()
+            return to_spark(sql)[0], []
+        tree = tree.copy()  # the cached tree stays as it was
         with_ = tree.args.get("with") or tree.args.get("with_")
         views: list[str] = []
         for cte in list(with_.expressions):

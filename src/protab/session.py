@@ -320,6 +320,11 @@ class Session:
                     )
             else:
                 self._register_frame(name, source)
+        self._forget(name)
+
+    def _forget(self, name: str) -> None:
+        """Forget what the session knew of table ``name`` (its record keys, its key sums): it
+        holds other records now."""
         self._keys.pop(name, None)
         self._drop_key_sums_of(name)
         self._key_sum_sources.pop(name, None)
@@ -404,10 +409,10 @@ class Session:
         return check_output_file(raw)
 
     @contextmanager
-    def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None) -> Iterator[None]:
-        """With a ``path``: the table ``run`` publishes is written there as one Parquet file
-        by DuckDB (through a temporary file beside it, renamed into place only when whole)."""
-        target = self._check_sink(path)
+    def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None, target: Path | None) -> Iterator[None]:
+        """With a ``path`` (checked by :meth:`_check_sink`, which gave ``target``): the table
+        ``run`` publishes is written there as one Parquet file by DuckDB (through a temporary
+        file beside it, renamed into place only when whole)."""
         if target is None:
             yield
             return
@@ -425,7 +430,7 @@ class Session:
 
         t = real_path(target)
         protected = [(p, "files registered in this session") for p in self._read_paths]
-        protected += [(p, "the session's database") for p in getattr(self, "_db_files", [])]
+        protected += [(p, "the session's database") for p in self._db_files]
         for pattern, what in protected:
             if replaces(t, pattern):
                 raise InputError(f"cannot write the table to {raw!r}: it would replace {what}; name another path")
@@ -924,9 +929,9 @@ class Session:
                 raise SpecError(f"tabulate: top_k must be a whole number from 1 to {MAX_TOP_K}")
             if not spec.sums:
                 raise SpecError("tabulate: top_k lists the largest contributions of sums; give the TableSpec sums=[...]")
-        self._check_sink(path)
+        target = self._check_sink(path)
         with self._out_of_memory(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
-            with self._parquet_sink(run, path):
+            with self._parquet_sink(run, path, target):
                 frame = run.published()
         return frame if path is None else os.fspath(path)
 
@@ -1043,11 +1048,11 @@ class Session:
         top_k = None
         if spec.sums:
             top_k = max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)
-        self._check_sink(path)
+        target = self._check_sink(path)
         with self._out_of_memory(table), self._run(
             table, spec, keys=True, top_k=top_k, holding=rules.holding if rules else None
         ) as run:
-            with self._parquet_sink(run, path):
+            with self._parquet_sink(run, path, target):
                 frame = run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
         return frame if path is None else os.fspath(path)
 
@@ -1075,9 +1080,9 @@ class Session:
                 "publish unperturbed: protect magnitudes with cell_key(..., magnitude=protab.MagnitudeCKM(...)), "
                 "or leave sums out of the spec"
             )
-        self._check_sink(path)
+        target = self._check_sink(path)
         with self._out_of_memory(table), self._run(table, spec, keys=True) as run:
-            with self._parquet_sink(run, path):
+            with self._parquet_sink(run, path, target):
                 frame = run.perturb_inner(ptable, original=original)
         return frame if path is None else os.fspath(path)
 

@@ -82,6 +82,7 @@ class SparkSession(Session):
         self._duckdb_bar = self._bars = False
         self._keys: dict[str, tuple[str, int]] = {}
         self._read_paths: list[str] = []
+        self._db_files: list[str] = []  # no database file: Spark's catalog
         self._key_sum_sources: dict[str, str] = {}
         self._hierarchies: dict[Any, tuple[str, str]] = {}
         self.spark = spark
@@ -180,9 +181,7 @@ class SparkSession(Session):
         if materialize:
             df = df.cache()
         df.createOrReplaceTempView(_spark_name(name))
-        self._keys.pop(name, None)
-        self._drop_key_sums_of(name)
-        self._key_sum_sources.pop(name, None)
+        self._forget(name)
 
     # -- record keys ----------------------------------------------------------------------
     def _write_key_column(
@@ -304,14 +303,13 @@ class SparkSession(Session):
         return target
 
     @contextmanager
-    def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None) -> Iterator[None]:
+    def _parquet_sink(self, run: TableRun, path: str | os.PathLike[str] | None, target: Path | None) -> Iterator[None]:
         """With a ``path``: the published table is written there by Spark's executors as a
         folder of Parquet part files, nothing collected to the driver. On ``local`` masters a
         plain path is written beside the target first and renamed into place when whole
         (replacing an older folder); elsewhere (a cluster's file system, a URI) Spark's
         commit protocol makes the files appear only when the job succeeds, and an existing
-        path is refused."""
-        target = self._check_sink(path)
+        path is refused. ``target``: what :meth:`_check_sink` gave."""
         if path is None:
             yield
             return
