@@ -426,3 +426,28 @@ def test_spark_legitimate_writes_and_bad_names(spark, tmp_path):
     finally:
         s.close()
     assert _listing(tmp_path) == ["out"]
+
+
+def test_duckdb_bad_path_is_refused_before_the_scan(duck, tmp_path, monkeypatch):
+    """The path is checked before any work: the table request is never prepared."""
+    def no_scan(*args, **kwargs):
+        raise AssertionError("the table was computed before the path was checked")
+
+    monkeypatch.setattr(pt.Session, "_run", no_scan)
+    (tmp_path / "adir").mkdir()
+    for method in (duck.cell_key, duck.perturb_inner):
+        with pytest.raises(InputError, match="is a folder"):
+            method("persons", SPEC, P, path=tmp_path / "adir")
+    with pytest.raises(InputError, match="is a folder"):
+        duck.tabulate("persons", SPEC, path=tmp_path / "adir")
+
+
+def test_duckdb_writes_through_a_symlink_to_another_file(duck, tmp_path):
+    """A symbolic link to a file that is no input: the file it points to gets the table, the
+    link stays a link."""
+    (tmp_path / "real.parquet").write_bytes(b"old")
+    (tmp_path / "alias.parquet").symlink_to(tmp_path / "real.parquet")
+    _write(duck, tmp_path / "alias.parquet")
+    assert (tmp_path / "alias.parquet").is_symlink()
+    assert_frame_equal(pl.read_parquet(tmp_path / "real.parquet"), duck.cell_key("persons", SPEC, P))
+    assert _listing(tmp_path) == ["alias.parquet", "real.parquet"]

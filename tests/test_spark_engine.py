@@ -466,3 +466,29 @@ def test_use_record_keys_declares_keys_made_elsewhere_and_refuses_bad_ones(engin
         sp.use_record_keys("keyed", "rk", 256)
     with pytest.raises(InputError, match="no record key column 'nokey'"):
         sp.use_record_keys("keyed", "nokey", 2**32)
+
+
+@pytest.mark.parametrize("sql,why", [
+    ("SELECT l[0] FROM t", "counts from the end"),
+    ("SELECT l[-1] FROM t", "counts from the end"),
+    ("SELECT list_slice(l, 0, 2) FROM t", "literal start"),
+    ("SELECT list_slice(l, i, 2) FROM t", "literal start"),
+    ("SELECT regexp_full_match(x, p) FROM t", "literal pattern"),
+    ("SELECT unnest(a) AS e, unnest(b) AS f, x FROM t", "must come last"),
+])
+def test_list_pieces_spark_would_read_otherwise_are_refused(sql, why):
+    """DuckDB forms whose Spark rendering would mean something else are refused, not rendered."""
+    to_spark.cache_clear()
+    with pytest.raises(ValueError, match=why):
+        to_spark(sql)
+
+
+def test_list_pieces_rendered_for_spark():
+    sql = to_spark("SELECT max(x, 6) FILTER (WHERE y) AS t, l[2].x, l[j], list_slice(l, 1, 3), "
+                   "regexp_full_match(c, '^a$') FROM t")[0]
+    assert "MAX_BY(x, x, 6) FILTER(WHERE y)" in sql
+    assert "TRY_ELEMENT_AT(l, 2).x" in sql and "TRY_ELEMENT_AT(l, j)" in sql  # 1-based, as written
+    assert "SLICE(l, 1, (3) - (1) + 1)" in sql
+    assert "c RLIKE '\\\\A(?:^a$)\\\\z'" in sql
+    zipped = to_spark("SELECT x, unnest(r.a) AS e, unnest(r.b) AS f FROM t r")[0]
+    assert "INLINE(ARRAYS_ZIP(COALESCE(r.a, ARRAY()), COALESCE(r.b, ARRAY()))) AS (e, f)" in zipped

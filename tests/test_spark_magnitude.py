@@ -264,6 +264,9 @@ ERRORS = {
     "text sums column": lambda s: s.tabulate("persons", pt.TableSpec({"sex": None}, sums=["muni"])),
     "sums without magnitude": lambda s: s.cell_key("persons", SPECS["flat"], COUNTS),
     "numeric p-table for counts": lambda s: s.cell_key("persons", SPECS["flat"], ALL),
+    "key sums of an unknown column": lambda s: s.key_sums("persons", ["muni", "region"]),
+    "key sums with weights": lambda s: s.tabulate(s.key_sums("persons", ["muni"], name="ks_muni"),
+                                                  pt.TableSpec({"muni": None}, weight="w")),
 }
 
 
@@ -283,3 +286,34 @@ def test_an_older_spark_is_named_not_wrong(engines, monkeypatch):
     monkeypatch.setattr(type(sp.spark), "version", property(lambda self: "4.1.1"))
     with pytest.raises(NotImplementedError, match=r"Spark 4\.2 or later.*Spark 4\.1\.1"):
         sp.tabulate("persons", SPECS["flat"], top_k=2)
+
+
+# the rules' SQL functions, called directly (duckdb CLI and Spark SQL users): DuckDB form, Spark form
+MACRO_CALLS = [
+    ("protab_largest(NULL, 2)", "protab_largest(NULL, 2)"),
+    ("protab_largest([1.0, NULL, 2.0], 3)", "protab_largest(array(1D, NULL, 2D), 3)"),
+    ("protab_largest([5.0, 3.0, 1.0], 2)", "protab_largest(array(5D, 3D, 1D), 2)"),
+    ("protab_dominance_ratio(NULL, 10, 1)", "protab_dominance_ratio(NULL, 10, 1)"),
+    ("protab_dominance_ratio([6.0, 3.0], 10, 1)", "protab_dominance_ratio(array(6D, 3D), 10, 1)"),
+    ("protab_dominance_ratio([6.0, 3.0], 0, 2)", "protab_dominance_ratio(array(6D, 3D), 0, 2)"),
+    ("protab_weighted_largest(NULL, NULL, 2)", "protab_weighted_largest(NULL, NULL, 2)"),
+    ("protab_weighted_largest([5.0, 3.0, 2.0], [0.5, 2.0, 1.0], 2)",
+     "protab_weighted_largest(array(5D, 3D, 2D), array(0.5D, 2D, 1D), 2)"),
+    ("protab_weighted_largest([5.0, 3.0], [1.0], 2)", "protab_weighted_largest(array(5D, 3D), array(1D), 2)"),
+    ("protab_frequency_rule(2, 3)", "protab_frequency_rule(2, 3)"),
+    ("protab_frequency_rule(0, 3)", "protab_frequency_rule(0, 3)"),
+]
+
+
+@pytest.mark.parametrize("duck_sql,spark_sql", MACRO_CALLS, ids=[c[0] for c in MACRO_CALLS])
+def test_rule_functions_agree_with_the_duckdb_macros(engines, duck_sql, spark_sql):
+    duck, sp = engines
+    expected = duck.sql(f"SELECT {duck_sql} AS v")["v"][0]
+    got = sp.sql(f"SELECT {spark_sql} AS v")["v"][0]
+    assert got == expected and expected is not None
+
+
+def test_a_holding_column_spark_would_write_otherwise_is_refused(engines):
+    _, sp = engines
+    with pytest.raises(NotImplementedError, match="holding column"):
+        sp.sensitivity("persons", SPECS["tree"], SensitivityRules(min_frequency=3, holding="w"))
