@@ -38,6 +38,11 @@ class Engine:
     """What a table request needs of an SQL engine; statements are DuckDB SQL with ``?``."""
 
     name = "engine"
+    #: the roll-up may read the rows so far as a union of several SELECTs (each read more
+    #: than once) instead of one CTE; Spark's optimizer fails on those nested unions
+    #: (NoSuchElementException in Union.rewriteConstraints, Spark 4.3), so it gets one CTE
+    #: per step as before
+    union_pieces = True
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -294,6 +299,7 @@ class SparkEngine(Engine):
     checkpointed temporary views (computed once, then read like a table)."""
 
     name = "spark"
+    union_pieces = False
 
     def decimal8(self, expr: str, floating: bool) -> str:
         """Spark casts a double to a decimal through its shortest text, rounded half up

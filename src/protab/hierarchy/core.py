@@ -422,11 +422,14 @@ class Hierarchy:
         )
         s = _as_codes(codes, where)
         n_null = s.null_count()
-        distinct = s.drop_nulls().unique()
-        known = pl.DataFrame({"code": self._code, "is_leaf": self._is_leaf})
-        j = pl.DataFrame({"code": distinct}).join(known, on="code", how="left").sort("code")
-        unknown = j.filter(pl.col("is_leaf").is_null())["code"].to_list()
-        internal = j.filter(pl.col("is_leaf").not_())["code"].to_list()
+        # the codes that are not leaves, found by a semi-join on the leaves (only they are
+        # made distinct and sorted: a million valid codes cost one hash probe each)
+        leaves = self._code.filter(pl.Series(self._is_leaf)).to_frame("code")
+        bad = pl.DataFrame({"code": s.drop_nulls()}).join(leaves, on="code", how="anti")["code"].unique().sort()
+        internal_set = self._code.filter(~pl.Series(self._is_leaf))
+        is_internal = bad.is_in(internal_set)
+        unknown = bad.filter(~is_internal).to_list()
+        internal = bad.filter(is_internal).to_list()
         if not unknown and not internal and not n_null:
             return
         parts = []
