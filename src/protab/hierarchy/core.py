@@ -427,7 +427,7 @@ class Hierarchy:
         leaves = self._code.filter(pl.Series(self._is_leaf)).to_frame("code")
         bad = pl.DataFrame({"code": s.drop_nulls()}).join(leaves, on="code", how="anti")["code"].unique().sort()
         internal_set = self._code.filter(~pl.Series(self._is_leaf))
-        is_internal = bad.is_in(internal_set)
+        is_internal = bad.is_in(internal_set.implode())
         unknown = bad.filter(~is_internal).to_list()
         internal = bad.filter(is_internal).to_list()
         if not unknown and not internal and not n_null:
