@@ -422,12 +422,12 @@ class Hierarchy:
         )
         s = _as_codes(codes, where)
         n_null = s.null_count()
-        # the codes that are not leaves, found by a semi-join on the leaves (only they are
+        # the codes that are not leaves, found by an anti-join with the leaves (only they are
         # made distinct and sorted: a million valid codes cost one hash probe each)
-        leaves = self._code.filter(pl.Series(self._is_leaf)).to_frame("code")
-        bad = pl.DataFrame({"code": s.drop_nulls()}).join(leaves, on="code", how="anti")["code"].unique().sort()
-        internal_set = self._code.filter(~pl.Series(self._is_leaf))
-        is_internal = bad.is_in(internal_set.implode())
+        leaf = pl.Series(self._is_leaf)
+        bad = s.drop_nulls().to_frame("code").join(
+            self._code.filter(leaf).to_frame("code"), on="code", how="anti")["code"].unique().sort()
+        is_internal = bad.is_in(self._code.filter(~leaf).implode())
         unknown = bad.filter(~is_internal).to_list()
         internal = bad.filter(is_internal).to_list()
         if not unknown and not internal and not n_null:
