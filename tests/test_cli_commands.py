@@ -103,7 +103,7 @@ def test_outputs_beside_the_working_folder_and_dotdot_paths(demo_db, tmp_path, m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.csv", "req.toml"]
     # a folder holding the database is refused too
     assert cli.main(["protect", "req.toml", "--out", str(root)]) == 2
-    assert "holds the database" in capsys.readouterr().err
+    assert "would replace the microdata database" in capsys.readouterr().err
     assert cli.main(["protect", "req.toml", "--out", "sub/x/.."]) == 0
     assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["t.csv", "t.parquet"]
 

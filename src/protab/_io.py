@@ -18,7 +18,7 @@ import shutil
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -250,6 +250,31 @@ def replaces(target: str, protected: str) -> bool:
     last = os.path.basename(protected)
     return (fnmatch.fnmatchcase(target, protected) or below(base, target) or target == base
             or (below(target, base) and fnmatch.fnmatchcase(os.path.basename(target), last)))
+
+
+def database_files(database: str | os.PathLike[str]) -> list[str]:
+    """The files of a DuckDB database that no output may replace: the file by its real path,
+    and its write-ahead log by the real path and by the path as given (the log may not exist
+    yet). Nothing for an in-memory database."""
+    raw = os.fspath(database)
+    if raw in ("", ":memory:") or raw.startswith(":memory:"):
+        return []
+    real = real_path(raw)
+    return [real, real + ".wal", os.path.abspath(os.path.expanduser(raw)) + ".wal"]
+
+
+def refuse_replacing(raw: str | os.PathLike[str], protected: Sequence[tuple[str, str]], what: str,
+                     hint: str = "name another path") -> None:
+    """InputError when writing the output ``raw`` (a file, or a folder swapped in whole) would
+    replace or change a protected path: each a :func:`protected_form` with a label ("the
+    microdata database"). Paths are compared as real paths (symbolic links resolved, ``~`` and
+    ``..`` expanded), so no spelling of an input gets past."""
+    name = os.fspath(raw)
+    target = real_path(name)
+    for pattern, label in protected:
+        if replaces(target, pattern):
+            raise InputError(f"{what} {name!r} would replace {label} (or a file in it, or the folder "
+                             f"holding it); {hint}")
 
 
 def check_output_file(path: str | os.PathLike[str]) -> Path:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab import _schema
-from protab._io import check_output_file, check_output_folder, read_toml
+from protab._io import check_output_file, check_output_folder, read_toml, refuse_replacing
 from protab._request import hierarchy, load_magnitude, load_ptable, load_rules, reading
+from protab.demo import DEMO_TABLES, demo  # noqa: F401  (cli.demo, cli.DEMO_TABLES)
 from protab.errors import InputError, ProtabError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,7 +142,8 @@ def _protect_one(
         "table": name,
         "cells": frame.height,
         "changed": share_changed(n, n_pert),
-        "hellinger_utility": hellinger_utility(n, n_pert) if n.sum() > 0 else float("nan"),
+        "method": "ckm",
+        "hellinger_utility": hellinger_utility(n, n_pert) if n.sum() > 0 else None,
     }
     # originals, and the sensitivity verdicts (they tell which cells one contributor dominates)
     originals = ["n", "w"] + [c for v in spec.sums for c in (v, f"{v}_w", f"{v}_sensitive", f"{v}_rule")]
@@ -180,17 +182,43 @@ def _check_methods(tables: list[dict[str, Any]], cfg: dict[str, Any]) -> None:
             "gives their noise away; protect all tables of one source by the same method"
         )
     for src in by_source:
-        group = [t for t in tables if t["source"] == src and t.get("method", "ckm") == "suppression"]
-        for key in ("min_frequency", "protect_zeros", "freq", "sums", "weight", "null_sums"):
-            values = {repr(t.get(key)) for t in group}
-            if len(values) > 1:
-                raise SpecError(
-                    f"request: the suppressed tables of source {src!r} are suppressed together (linked: a "
-                    f"common cell gets one decision), so they must agree on {key}"
-                )
+        _check_linked([t for t in tables if t["source"] == src and t.get("method", "ckm") == "suppression"])
     if "ptable" not in cfg and any(t.get("method", "ckm") == "ckm" for t in tables):
         raise SpecError("request: needs a [ptable] section for the cell key method (tables without "
                         "method = \"suppression\")")
+
+
+#: what the suppressed tables of one source must share, the kind of value first (a sums table
+#: takes its primary cells from [rules], a count table from min_frequency: that is the conflict)
+LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "min_frequency", "protect_zeros")
+
+
+def _check_linked(group: list[dict[str, Any]]) -> None:
+    """The suppressed tables of one source are suppressed together (linked: a common cell gets one
+    decision), so they must agree on what is suppressed and how: name the first key they differ on."""
+    if not group:
+        return
+    defaults = {"sums": [], "null_sums": "error", "protect_zeros": False}
+    for key in LINKED_KEYS:
+        def value(t: dict[str, Any], key: str = key) -> str:
+            return repr(t.get(key, defaults.get(key)))
+
+        a = group[0]
+        b = next((t for t in group if value(t) != value(a)), None)
+        if b is not None:
+            what = (" (a table of counts and a table of sums cannot be suppressed together: put them in "
+                    "separate requests, or give both the same sums)" if key == "sums" else "")
+            shown = (f": table {a['name']!r} has {_shown(a.get(key))}, table {b['name']!r} has {_shown(b.get(key))}"
+                     if key in ("sums", "weight", "freq", "null_sums") else  # thresholds are not shown
+                     f" (tables {a['name']!r} and {b['name']!r} differ)")
+            raise SpecError(
+                f"request: the suppressed tables of source {a['source']!r} are suppressed together (linked: a "
+                f"common cell gets one decision), so they must agree on {key}{shown}{what}"
+            )
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None or value == [] else repr(value)
 
 
 def _suppress_all(
@@ -210,12 +238,26 @@ def _suppress_all(
                             protect_zeros=t0.get("protect_zeros", False))
         if len(group) == 1:
             frames = [frames]
-        for (t, _), frame in zip(group, frames):
-            label = frame["suppressed"]
-            row = {"table": t["name"], "cells": frame.height, "changed": float((label != "no").mean()),
-                   "hellinger_utility": float("nan")}
-            out[t["name"]] = (frame.drop("suppressed"), row)
+        for (t, spec), frame in zip(group, frames):
+            out[t["name"]] = (frame.drop("suppressed"), _suppression_row(s, t, spec, frame))
     return out
+
+
+def _suppression_row(s: Session, t: dict[str, Any], spec: TableSpec, frame: pl.DataFrame) -> dict[str, Any]:
+    """The summary of a suppressed table: the share of its cells suppressed and the share of its
+    value (the count, or the first sums variable) in suppressed cells, from the original table."""
+    import polars as pl
+
+    value = spec.sums[0] if spec.sums else "n"
+    mask = frame["suppressed"] != "no"
+    dims = [d.column for d in spec.dimensions]
+    original = s.tabulate(t["source"], spec).select(*dims, pl.col(value).alias("_v"))
+    v = frame.select(dims).join(original, on=dims, how="left", nulls_equal=True)["_v"].cast(pl.Float64).abs()
+    total = float(v.sum())
+    return {"table": t["name"], "cells": frame.height, "method": "suppression",
+            "changed": float(mask.mean()) if frame.height else None, "value": value,
+            "suppressed_value_share": float(v.filter(mask).sum()) / total if total > 0 else None,
+            "hellinger_utility": None}
 
 
 def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
@@ -227,87 +269,22 @@ def _write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str
 
 
 def _summary(rows: list[dict[str, Any]]) -> str:
-    lines = [f"{'table':<34}{'cells':>10}{'changed':>10}{'Hellinger utility':>20}"]
+    """One line per table with the measures that apply to its method: for the cell key method
+    the share of cells changed and the Hellinger utility; for suppression the share of cells
+    and of the table's value suppressed. A measure without meaning (an empty table) is "-"."""
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1%}"
+
+    lines = [f"{'table':<34}{'cells':>10}  measures"]
     for r in rows:
-        lines.append(
-            f"{r['table']:<34}{r['cells']:>10,}{r['changed']:>10.1%}{r['hellinger_utility']:>20.6f}"
-        )
+        if r.get("method") == "suppression":
+            text = (f"suppressed {pct(r['changed'])} of cells, {pct(r['suppressed_value_share'])} of the "
+                    f"{'value' if r.get('value') == 'n' else repr(r.get('value'))}")
+        else:
+            h = r["hellinger_utility"]
+            text = f"changed {pct(r['changed'])}, Hellinger utility {'-' if h is None else f'{h:.6f}'}"
+        lines.append(f"{r['table']:<34}{r['cells']:>10,}  {text}")
     return "\n".join(lines)
-
-
-# -- demo -----------------------------------------------------------------------------------
-DEMO_TABLES = ("municipality_sex_agegroup", "grid_sex", "region_agegroup_weighted",
-               "municipality_agegroup_plus_sex")
-
-
-def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str] = FORMATS,
-         replace: bool = False) -> list[dict[str, Any]]:
-    """Generate a synthetic census in SQL, protect four tables by the cell key method."""
-    from protab._progress import track
-    from protab.ptable import PTable
-    from protab.session import Session, sql_text
-    from protab.table import TableSpec
-
-    if isinstance(persons, bool) or not isinstance(persons, int) or persons < 1:
-        raise InputError("--persons must be a whole number of at least 1")
-    if persons > 2_000_000_000:
-        raise InputError("--persons must be at most 2,000,000,000")
-    out_dir = check_output_folder(out, [f"{t}.{f}" for t in DEMO_TABLES for f in formats])
-    t0 = time.perf_counter()
-    if not replace and database != ":memory:" and Path(database).is_file():
-        with Session(database, read_only=True, progress=False) as s:  # look, write nothing
-            taken = [t for t in ("persons",) if s.exists(t)]
-            installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
-        if taken or installed:
-            what = " and ".join(
-                ([f"a table {taken[0]!r}"] if taken else []) + (["an installed p-table"] if installed else [])
-            )
-            raise InputError(
-                f"the database {database!r} holds {what} already; the demo would replace "
-                "them: pass --replace to do so, or --db another file"
-            )
-    with Session(database) as s:
-        _say(f"protab demo: generating {persons:,} persons in {database} (table persons) …")
-        s.con.execute(sql_text("demo_population.sql"))
-        s.con.execute("BEGIN TRANSACTION")
-        try:
-            s.con.execute(
-                "CREATE OR REPLACE TABLE persons AS SELECT * FROM protab_demo_population(?)",
-                [persons],
-            )
-            s.con.execute("COMMIT")
-        except BaseException:
-            s.con.execute("ROLLBACK")
-            raise
-        _say("  adding record keys …")
-        s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)
-        h_mun = s.hierarchy_from_columns("persons", ["region", "municipality"])
-        h_grid = s.hierarchy_from_columns("persons", ["grid10km", "grid1km"])
-        ptable = PTable.maximum_entropy(D=5, V=3, js=2)
-        s.install_ptable(ptable, table="persons")
-        tables = {
-            "municipality_sex_agegroup": TableSpec(
-                {"municipality": h_mun, "sex": None, "agegroup": None}),
-            "grid_sex": TableSpec({"grid1km": h_grid, "sex": None}, drop_empty=True),
-            "region_agegroup_weighted": TableSpec(
-                {"region": None, "agegroup": None}, weight="weight"),
-            "municipality_agegroup_plus_sex": TableSpec(
-                {"municipality": h_mun, "agegroup": None, "sex": None},
-                formula="municipality*agegroup + municipality*sex"),
-        }
-        rows, frames = [], {}
-        for name, spec in track(tables.items(), "protecting tables", total=len(tables), unit="table"):
-            _say(f"  protecting {name} …")
-            frames[name], row = _protect_one(s, name, "persons", spec, ptable)
-            rows.append(row)
-    _write_all(frames, out_dir, formats)
-    _say(f"done in {time.perf_counter() - t0:.1f} s")
-    print(f"protab demo: {persons:,} persons, {len(rows)} tables protected by the cell key method")
-    print(_summary(rows))
-    print(f"protected tables written to {out}/ as {', '.join(formats)}")
-    print(f"the microdata, record keys and p-table are in {database} "
-          "(query it with the duckdb CLI: SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL)")
-    return rows
 
 
 # -- protect: a request file ----------------------------------------------------------------
@@ -356,6 +333,8 @@ def protect(
     names = [t["name"] for t in cfg["tables"]]
     _check_names(names)
     check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
+    refuse_replacing(out_dir, request_inputs(path, cfg, _database_path(path, cfg, database)),
+                     "protect: the output folder", _OWN_FOLDER)
     spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
     frames, rows = _protect_request(path, cfg, database, out_dir, spark=spark)
     _write_all(frames, out_dir, formats)
@@ -376,14 +355,12 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
 
     path = Path(request)
     cfg = _request(path, _schema.PROTECT)
-    _check_names([t["name"] for t in cfg["tables"]])
-    target = Path(to)
-    if target.is_dir():
-        raise InputError(f"publish: {str(target)!r} is a folder; give a database file name")
-    if os.path.abspath(_database_path(path, cfg, database)) == os.path.abspath(target):
-        raise InputError(f"publish: {str(target)!r} is the microdata database; publish to a new file")
+    _check_publish_names([t["name"] for t in cfg["tables"]])
+    target = check_output_file(to)  # the real file: through a symbolic link, the file it points to
+    refuse_replacing(to, request_inputs(path, cfg, _database_path(path, cfg, database)), "publish: --to",
+                     "publish to a new file")
     if target.exists() and not replace:
-        raise InputError(f"publish: {str(target)!r} exists; pass --replace to replace it")
+        raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
     frames, rows = _protect_request(path, cfg, database, None)
     methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
     with atomic_path(target) as tmp:
@@ -418,6 +395,56 @@ def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[st
         con.close()
 
 
+_FILE_KEYS = ("file", "hrc", "parent_child", "ssb_frame", "seed_file")
+_VIEW_FILE = re.compile(r"'((?:[^']|'')+)'")
+_FILE_SUFFIX = re.compile(r"(\.(parquet|csv|tsv|json|ndjson|txt)(\.gz|\.zst)?|[*?\[].*)$", re.IGNORECASE)
+
+
+def request_inputs(path: Path, cfg: dict[str, Any], db: str) -> list[tuple[str, str]]:
+    """What no output of a request may replace, as (protected form, label): the microdata database
+    and its write-ahead log, the request file, every file the request names (p-tables,
+    hierarchies, seeds) and the files the database's views read (``protab register``)."""
+    from protab._io import database_files, protected_form
+
+    found = [(p, f"the microdata database {db!r}") for p in database_files(db)]
+    found.append((protected_form(str(path)), f"the request file {str(path)!r}"))
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in _FILE_KEYS and isinstance(v, str):
+                    found.append((protected_form(str(path.parent / v)), f"the file of {where}{k} ({v!r})"))
+                else:
+                    walk(v, f"{where}{k}.")
+        elif isinstance(node, list):
+            for k, v in enumerate(node):
+                walk(v, f"{where[:-1]}[{k}].")
+
+    walk(cfg, "")
+    return found + [(protected_form(f), f"the file {f!r} that a view of {db!r} reads") for f in view_files(db)]
+
+
+def view_files(db: str) -> list[str]:
+    """The files the views of a database read (``protab register`` makes views over files): every
+    quoted name in a view's SQL that looks like a data file or a glob."""
+    import duckdb
+
+    if db == ":memory:" or not Path(db).is_file():
+        return []
+    try:
+        with duckdb.connect(db, read_only=True) as con:
+            texts = [r[0] for r in con.execute(
+                "SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary").fetchall()]
+    except duckdb.Error:  # open elsewhere, or not a database: the run itself will say so
+        return []
+    names = {m.replace("''", "'") for t in texts for m in _VIEW_FILE.findall(t or "")}
+    return sorted(n for n in names if _FILE_SUFFIX.search(n))
+
+
+_OWN_FOLDER = ("outputs are swapped in as a whole folder, so give them a folder of their own "
+               "(e.g. output = \"protab_output\")")
+
+
 def _check_names(names: list[str]) -> None:
     for n in names:
         if "/" in n or "\\" in n or n.startswith("."):
@@ -426,6 +453,25 @@ def _check_names(names: list[str]) -> None:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SpecError(f"request: the table names {dup} appear more than once (they name the output files)")
+
+
+_PUBLISH_RESERVED = ("protab_published", "protab_catalog")
+
+
+def _check_publish_names(names: list[str]) -> None:
+    """Table names of a published database: plain file names (as for protect), none of the names
+    publish gives its own catalogue, and distinct without regard to case (DuckDB's names are not
+    case-sensitive)."""
+    _check_names(names)
+    for n in names:
+        if n.lower() in _PUBLISH_RESERVED:
+            raise SpecError(f"request: table name {n!r} is taken: a published database names its catalogue "
+                            f"{' and '.join(_PUBLISH_RESERVED)}; rename the table")
+    lowered = [n.lower() for n in names]
+    clash = sorted({n for n in names if lowered.count(n.lower()) > 1})
+    if clash:
+        raise SpecError(f"request: the table names {clash} differ only in case; a DuckDB database takes them as "
+                        "one name, so rename one of them")
 
 
 def _database_path(path: Path, cfg: dict[str, Any], database: str | None) -> str:
@@ -446,6 +492,10 @@ def _protect_request(
     from protab.session import Session
     from protab.table import TableSpec
 
+    if spark is not None and "swap" in cfg:  # the swap would change the DuckDB table, not what Spark reads
+        raise SpecError("protect --engine spark: [swap] (record swapping) does not run on Spark yet; run the "
+                        "request with the DuckDB engine, or swap with it first (`Session.swap`) and give Spark "
+                        "the swapped records without a [swap] section")
     base = path.parent
     db = _database_path(path, cfg, database)
     tables = cfg["tables"]
@@ -455,12 +505,6 @@ def _protect_request(
                         "[[tables]] entries); remove it or fix the name")
     if spark is None or spark["keys"] is None:
         _require_database(db, "paths in a request file are relative to the file; ")
-    if out_dir is not None and db != ":memory:" and Path(os.path.abspath(db)).is_relative_to(
-            Path(os.path.abspath(out_dir))):
-        raise SpecError(
-            f"the output folder {str(out_dir)!r} holds the database {db!r}; outputs are swapped in as a "
-            "whole folder, so give them a folder of their own (e.g. output = \"protab_output\")"
-        )
     _check_methods(tables, cfg)
     ckm = [t for t in tables if t.get("method", "ckm") == "ckm"]
     ptable = load_ptable(cfg["ptable"], base) if ckm else None
@@ -476,9 +520,6 @@ def _protect_request(
         raise SpecError("request: [rules] apply to tables with sums; no table has sums")
     magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
     rules = load_rules(cfg["rules"]) if "rules" in cfg else None
-    if spark is not None and "swap" in cfg:  # the swap would change the DuckDB table, not what Spark reads
-        raise NotImplementedError("protect --engine spark: [swap] (record swapping) does not run on Spark yet; "
-                                  "swap with the DuckDB engine and give Spark the swapped records")
     if "swap" in cfg:  # after every other check: the one step that writes to the database
         _swap(cfg["swap"], db, base)
     rows, frames = [], {}

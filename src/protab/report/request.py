@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from protab._io import check_output_folder, read_toml
+from protab._io import check_output_folder, database_files, protected_form, read_toml, refuse_replacing
 from protab._schema import HIERARCHY, PROTECT_TABLE, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
@@ -309,6 +309,21 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
 # run_request
 
 
+def _inputs(req: _Request, cfg: Mapping[str, Any], database: str | os.PathLike[str] | None) -> list[tuple[str, str]]:
+    """What the report folder may not replace: the request, the database and every file named."""
+    oc = cfg["original"]
+    db = os.fspath(database) if database is not None else str(req.base / oc.get("database", "protab.duckdb"))
+    found = [(p, f"the database {db!r}") for p in database_files(db)] if "table" in oc else []
+    named = [(f"original.{k}", oc[k]) for k in ("file", "inner") if isinstance(oc.get(k), str)]
+    for k, e in enumerate(cfg["protected"]):
+        named += [(f"protected[{k}].{key}", e[key]) for key in ("file", "ptable", "expected")
+                  if isinstance(e.get(key), str)]
+        if isinstance(e.get("ptable"), dict) and isinstance(e["ptable"].get("file"), str):
+            named.append((f"protected[{k}].ptable.file", e["ptable"]["file"]))
+    found += [(protected_form(str(req.base / v)), f"the file of {key} ({v!r})") for key, v in named]
+    return found + [(protected_form(str(req.path)), "the request file")]
+
+
 def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
                 database: str | os.PathLike[str] | None = None) -> pl.DataFrame:
     """Run a report request file (TOML, format in the docstring of :mod:`protab.report`) and
@@ -332,6 +347,8 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     out_dir = Path(os.path.normpath(out_dir))  # "a/b/.." is a, not a folder named ".."
     try:
         check_output_folder(out_dir, ["report.html"])
+        refuse_replacing(out_dir, _inputs(req, cfg, database), f"{req.name}: the report folder",
+                         "give the report a folder of its own")
     except ProtabError as exc:
         raise req.fail(exc, "--out" if out is not None else "output") from None
 

@@ -1,0 +1,90 @@
+"""``protab demo``: a synthetic census generated in SQL (sql/demo_population.sql), keyed, with
+an installed p-table, and four tables protected by the cell key method into an output folder.
+Its database is what the README's examples read."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from protab.errors import InputError
+
+FORMATS = ("csv", "parquet")
+DEMO_TABLES = ("municipality_sex_agegroup", "grid_sex", "region_agegroup_weighted",
+               "municipality_agegroup_plus_sex")
+
+
+def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str] = FORMATS,
+         replace: bool = False) -> list[dict[str, Any]]:
+    """Generate a synthetic census in SQL, protect four tables by the cell key method."""
+    from protab._io import check_output_folder
+    from protab._progress import track
+    from protab.cli import _protect_one, _say, _summary, _write_all
+    from protab.ptable import PTable
+    from protab.session import Session, sql_text
+    from protab.table import TableSpec
+
+    if isinstance(persons, bool) or not isinstance(persons, int) or persons < 1:
+        raise InputError("--persons must be a whole number of at least 1")
+    if persons > 2_000_000_000:
+        raise InputError("--persons must be at most 2,000,000,000")
+    out_dir = check_output_folder(out, [f"{t}.{f}" for t in DEMO_TABLES for f in formats])
+    t0 = time.perf_counter()
+    if not replace and database != ":memory:" and Path(database).is_file():
+        with Session(database, read_only=True, progress=False) as s:  # look, write nothing
+            taken = [t for t in ("persons",) if s.exists(t)]
+            installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
+        if taken or installed:
+            what = " and ".join(
+                ([f"a table {taken[0]!r}"] if taken else []) + (["an installed p-table"] if installed else [])
+            )
+            raise InputError(
+                f"the database {database!r} holds {what} already; the demo would replace "
+                "them: pass --replace to do so, or --db another file"
+            )
+    with Session(database) as s:
+        _say(f"protab demo: generating {persons:,} persons in {database} (table persons) …")
+        s.con.execute(sql_text("demo_population.sql"))
+        s.con.execute("BEGIN TRANSACTION")
+        try:
+            s.con.execute(
+                "CREATE OR REPLACE TABLE persons AS SELECT * FROM protab_demo_population(?)",
+                [persons],
+            )
+            s.con.execute("COMMIT")
+        except BaseException:
+            s.con.execute("ROLLBACK")
+            raise
+        _say("  adding record keys …")
+        s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)
+        h_mun = s.hierarchy_from_columns("persons", ["region", "municipality"])
+        h_grid = s.hierarchy_from_columns("persons", ["grid10km", "grid1km"])
+        ptable = PTable.maximum_entropy(D=5, V=3, js=2)
+        s.install_ptable(ptable, table="persons")
+        tables = {
+            "municipality_sex_agegroup": TableSpec(
+                {"municipality": h_mun, "sex": None, "agegroup": None}),
+            "grid_sex": TableSpec({"grid1km": h_grid, "sex": None}, drop_empty=True),
+            "region_agegroup_weighted": TableSpec(
+                {"region": None, "agegroup": None}, weight="weight"),
+            "municipality_agegroup_plus_sex": TableSpec(
+                {"municipality": h_mun, "agegroup": None, "sex": None},
+                formula="municipality*agegroup + municipality*sex"),
+        }
+        rows, frames = [], {}
+        for name, spec in track(tables.items(), "protecting tables", total=len(tables), unit="table"):
+            _say(f"  protecting {name} …")
+            frames[name], row = _protect_one(s, name, "persons", spec, ptable)
+            rows.append(row)
+    _write_all(frames, out_dir, formats)
+    _say(f"done in {time.perf_counter() - t0:.1f} s")
+    print(f"protab demo: {persons:,} persons, {len(rows)} tables protected by the cell key method")
+    print(_summary(rows))
+    print(f"protected tables written to {out}/ as {', '.join(formats)}")
+    print(f"the microdata, record keys and p-table are in {database} "
+          "(query it with the duckdb CLI: SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL)")
+    return rows
+
+
