@@ -107,7 +107,12 @@ tauargus (tau-ARGUS' ';' file; "argus"); ons holds count p-tables only.
 show and convert tell the kinds apart: a file with integer noise and a row for every
 original value is a count p-table; one with fractional noise, gaps between the classes or
 a type even/odd/small_cells is numeric. --numeric refuses a count p-table; install refuses
-a numeric one. p-table parameters are secrets: nothing here prints them.
+a numeric one.
+
+p-table parameters (D, V, js, pstay) are secrets of the office: no protected output, log
+line or error message of protab shows them, and they are not to be published (the ESS
+guidelines for census protection advise against publishing D). `show` prints them for the
+office that holds the file (whoever can read the file can read them): keep its output internal.
 """
 
 PTABLE_GENERATE = """\
@@ -821,11 +826,34 @@ _CLI_WORDS = (
 )
 
 
+_KEYS_HINT = re.compile(r"call Session\.add_record_keys\(('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"), "
+                        r"id_column=\.\.\., seed=\.\.\.\) or add_record_keys\(\.\.\., record_key_column=\.\.\.\)")
+
+
+def _keys_hint(match: re.Match[str]) -> str:
+    """The command line's form of the hint to add record keys: a whole `protab keys` command."""
+    import ast
+    import shlex
+
+    table = shlex.quote(ast.literal_eval(match.group(1)))
+    return (f"add them with `protab keys {table} --id ID_COLUMN --seed-env VAR` (or `--seed-file FILE`; "
+            f"existing keys: `protab keys {table} --record-key-column COLUMN`)")
+
+
+def cli_words(text: str) -> str:
+    """A message of the Python API in the command line's words (options instead of arguments)."""
+    text = _KEYS_HINT.sub(_keys_hint, text)
+    for api, flag in _CLI_WORDS:
+        text = text.replace(api, flag)
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
         prog="protab", formatter_class=fmt,
-        description="Protected frequency tables from microdata in DuckDB (cell key method).",
+        description="Protected frequency and magnitude tables from microdata in DuckDB (cell key method, "
+                    "cell suppression, record swapping, rounding).",
         epilog="Request formats: `protab protect --help` and `protab report --help`; more in README.md.\n"
                "Progress bars show on a terminal; PROTAB_PROGRESS=0 hides them, =1 forces them.",
     )
@@ -940,8 +968,10 @@ def _parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("protect", help="protect the tables of a TOML request file",
                         formatter_class=fmt, epilog=PROTECT_FORMAT,
-                        description="Protect every table of a request by the cell key method and write them "
-                                    "as CSV/Parquet.")
+                        description="Protect every table of a request and write them as CSV/Parquet: by the cell "
+                                    "key method (counts, weighted counts, and sums by the cell key method for "
+                                    "magnitudes, with optional sensitivity rules), or by cell suppression (method = "
+                                    "\"suppression\"), optionally after targeted record swapping ([swap]).")
     pr.add_argument("request", help="the TOML request file")
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
@@ -1127,10 +1157,7 @@ def _write_numeric(tables: dict[str, Any], target: str, layout: str, source: str
 
 def _warn(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
     """Warnings as one line for people, not a Python file path and source line."""
-    text = str(message)
-    for api, flag in _CLI_WORDS:
-        text = text.replace(api, flag)
-    print(f"protab: warning: {text}", file=sys.stderr)
+    print(f"protab: warning: {cli_words(str(message))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1142,10 +1169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _run(args)
     except ProtabError as exc:
-        msg = str(exc)
-        for api, flag in _CLI_WORDS:
-            msg = msg.replace(api, flag)
-        print(f"protab: error: {msg}", file=sys.stderr)
+        print(f"protab: error: {cli_words(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # the disk, not the input: say what and where, without a traceback
         where = f" ({exc.filename})" if exc.filename else ""
