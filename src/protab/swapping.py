@@ -8,32 +8,52 @@ first (coarsest) level where that risk exceeds 1/k (a count below k); risky hous
 swapped, level by level from the coarsest, with a donor household outside their level-h area
 that agrees on a similarity profile (fallback profiles in order), donors drawn with probability
 proportional to their risk; at the finest level random households (weighted by their risk) top
-the swaps up to the global swap rate. A swap exchanges the geography (and the carry-along
+the swaps up to the global swap rate (every risky household is swapped, so the achieved rate can
+be far above it: SwapRateWarning; ``SwapSpec.max_swap_rate`` caps it, riskiest households
+first). A swap exchanges the geography (and the carry-along
 variables) of two whole households. Every random choice is a keyed hash (SHA-256) of the seed
 and the household id, so the result depends on nothing but the data and the seed.
 
 The matching of recipients with donors runs in rounds of proposals (each recipient proposes to
 one donor; a proposal is kept where it is the best one touching both of its households, which
 makes the kept proposals a matching); a loop over geography levels, profiles and a bounded
-number of rounds is the only Python loop.
+number of rounds is the only Python loop. The spec lives in ``protab._swap_spec``, the input
+checks and the writing of results (permanent or temporary, ``persist_swap``) in
+``protab._swap_io``; both are re-exported here.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from protab._rollup import quote_ident as q
+from protab._swap_io import (
+    check_columns,
+    check_names,
+    check_seed,
+    check_values,
+    discard_swap,
+    persist_swap,
+    relation_kind,
+    write_results,
+)
+from protab._swap_spec import SwapSpec
 from protab.errors import InputError, SpecError, show_values
 
-__all__ = ["SwapSpec", "swap"]
+__all__ = ["SwapRateWarning", "SwapSpec", "discard_swap", "persist_swap", "swap"]
+
+
+class SwapRateWarning(UserWarning):
+    """The risky households alone made the achieved swap rate exceed the requested one (every
+    risky household is swapped, as sdcMicro's recordSwap does); ``SwapSpec(max_swap_rate=...)``
+    caps it."""
+
 
 _PROPOSAL_ROUNDS = 6  # rounds of proposals to the best-ranked donors (risk-weighted order)
 _RESCUE_ROUNDS = 64  # rounds of proposals over every donor outside the area, until none is left
@@ -43,132 +63,6 @@ _CANDIDATES = 3  # the best `_CANDIDATES * m + 8` donors of a class serve its m 
 _HEX = 13  # hexadecimal digits (52 bits) of SHA-256 per uniform number
 _UNIT = repr(2.0 ** (-4 * _HEX))  # a DOUBLE literal (a decimal one makes DuckDB compute in DECIMAL)
 _TAG = "protab-swap"
-
-
-def _names(value: Any, what: str, *, allow_empty: bool = True) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise SpecError(f"SwapSpec: {what} must be a list of column names, not {value!r}")
-    names = tuple(value)
-    bad = [v for v in names if not isinstance(v, str) or not v]
-    if bad:
-        raise SpecError(f"SwapSpec: {what} must hold non-empty column names; got {show_values(bad)}")
-    dup = sorted({v for v in names if names.count(v) > 1})
-    if dup:
-        raise SpecError(f"SwapSpec: {what} names {show_values(dup)} more than once")
-    if not names and not allow_empty:
-        raise SpecError(f"SwapSpec: {what} must name at least one column")
-    return names
-
-
-def _real(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
-        raise SpecError(f"SwapSpec: {what} must be a finite number, not {value!r}")
-    return float(value)
-
-
-@dataclass(frozen=True)
-class SwapSpec:
-    """What to swap and how (sdcMicro ``recordSwap``'s interface, column names instead of indices).
-
-    ``household``: household id column. ``geography``: area columns, coarsest first (e.g.
-    region, municipality, 1 km square). ``risk_variables``: columns whose k-anonymity counts
-    inside each area give the risk. ``similar``: similarity profiles, the first preferred; a
-    donor agrees with its recipient on every column of the profile used (a flat list of names is
-    one profile; an empty profile matches any household). ``swap_rate``: share of households
-    swapped, in (0, 1). ``k_anonymity``: a household is risky at a level where some member's
-    count is below k (0: none is risky). ``risk``: optional columns of risk per record, one per
-    geography level, used instead of the counts (as sdcMicro's ``risk``), with
-    ``risk_threshold`` (0: 1/k as sdcMicro). ``carry_along``: household columns moved with the
-    geography. ``return_swapped_id``: add ``<household>_swapped``, the id of the household whose
-    geography a household now has (its own when not swapped).
-    """
-
-    household: str
-    geography: Sequence[str]
-    risk_variables: Sequence[str]
-    similar: Sequence[Sequence[str]]
-    swap_rate: float = 0.05
-    k_anonymity: int = 3
-    risk_threshold: float = 0.0
-    carry_along: Sequence[str] = ()
-    risk: Sequence[str] = ()
-    return_swapped_id: bool = False
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.household, str) or not self.household:
-            raise SpecError(f"SwapSpec: household must be a column name, not {self.household!r}")
-        geography = _names(self.geography, "geography", allow_empty=False)
-        risk_variables = _names(self.risk_variables, "risk_variables")
-        risk = _names(self.risk, "risk")
-        carry = _names(self.carry_along, "carry_along")
-        similar = self.similar
-        if isinstance(similar, str) or not isinstance(similar, Sequence) or not similar:
-            raise SpecError(f"SwapSpec: similar must be a list of profiles (lists of column names), not {similar!r}")
-        if all(isinstance(s, str) for s in similar):
-            similar = (tuple(similar),)  # one profile given as a flat list, as sdcMicro allows
-        profiles = tuple(_names(p, f"similar profile {i + 1}") for i, p in enumerate(similar))
-        rate = _real(self.swap_rate, "swap_rate")
-        if not 0.0 < rate < 1.0:
-            raise SpecError(f"SwapSpec: swap_rate must lie strictly between 0 and 1, not {self.swap_rate!r}")
-        k = self.k_anonymity
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
-            raise SpecError(f"SwapSpec: k_anonymity must be a whole number >= 0, not {k!r}")
-        threshold = _real(self.risk_threshold, "risk_threshold")
-        if threshold < 0:
-            raise SpecError(f"SwapSpec: risk_threshold must be >= 0, not {self.risk_threshold!r}")
-        if not isinstance(self.return_swapped_id, bool):
-            raise SpecError(f"SwapSpec: return_swapped_id must be True or False, not {self.return_swapped_id!r}")
-        if risk:
-            if len(risk) != len(geography):
-                raise SpecError(
-                    f"SwapSpec: risk must name one column per geography level ({len(geography)}), not {len(risk)}"
-                )
-        else:
-            if not risk_variables:
-                raise SpecError("SwapSpec: risk_variables must name at least one column (or give risk columns)")
-            if threshold > 0:
-                raise SpecError(
-                    "SwapSpec: risk_threshold applies to given risk columns; with risk_variables the "
-                    "threshold is 1/k_anonymity (set k_anonymity instead)"
-                )
-        ids = {self.household}
-        for what, cols in (("geography", geography), ("risk_variables", risk_variables), ("risk", risk)):
-            if ids & set(cols):
-                raise SpecError(f"SwapSpec: the household column {self.household!r} cannot be in {what}")
-        both = sorted(set(geography) & set(risk_variables))
-        if both:
-            raise SpecError(f"SwapSpec: {show_values(both)} cannot be both geography and risk variables")
-        for i, p in enumerate(profiles):
-            bad = sorted((set(p) & set(geography)) | (set(p) & ids))
-            if bad:
-                raise SpecError(
-                    f"SwapSpec: similar profile {i + 1} names {show_values(bad)}, the household id or geography "
-                    "(which the swap moves)"
-                )
-        if self.household in carry:
-            raise SpecError(
-                f"SwapSpec: the household column {self.household!r} cannot be carried along "
-                "(return_swapped_id=True shows the partner's id)"
-            )
-        carry = tuple(c for c in carry if c not in geography)  # geography moves anyway (as sdcMicro)
-        object.__setattr__(self, "geography", geography)
-        object.__setattr__(self, "risk_variables", risk_variables)
-        object.__setattr__(self, "risk", risk)
-        object.__setattr__(self, "carry_along", carry)
-        object.__setattr__(self, "similar", profiles)
-        object.__setattr__(self, "swap_rate", rate)
-        object.__setattr__(self, "k_anonymity", int(k))
-        object.__setattr__(self, "risk_threshold", threshold)
-
-    @property
-    def threshold(self) -> float:
-        """The risk above which a household must be swapped (sdcMicro: 1/k; 2 when k = 0)."""
-        if self.risk and self.risk_threshold > 0:
-            return self.risk_threshold
-        return 2.0 if self.k_anonymity == 0 else 1.0 / self.k_anonymity
-
-    def similar_columns(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(c for p in self.similar for c in p))
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -188,6 +82,7 @@ class _Run:
         self.const: list[str] = []  # similarity and carry-along columns, household-level
         self.props_params: list[Any] = []
         self.target = self.n_hh = 0
+        self.cap: int | None = None  # the most households swapped (SwapSpec.max_swap_rate)
 
     def t(self, name: str) -> str:
         full = f"{self.prefix}_{name}"
@@ -252,6 +147,14 @@ class _Run:
             + f" FROM {src} t {join} GROUP BY t.{hid}"
         )
         self.check_households()
+        self.build_work()
+        self.bookkeeping_tables()
+
+    def build_work(self) -> None:
+        """The work table: per household its area id per level, class id per similarity profile,
+        risk and swap level, and its random keys."""
+        s, hh, const = self.spec, self.t("hh"), self.const
+        L = len(s.geography)
         # work table: area ids per level, class ids per profile (numbered over the distinct
         # values, then joined: an unpartitioned window over every household runs on one thread)
         joins, area, cls = [], [], []
@@ -303,12 +206,16 @@ class _Run:
             + f"{', '.join(digests)} FROM {hh} hh {' '.join(joins)})",
             [self.seed] * len(digests),
         )
+
+    def bookkeeping_tables(self) -> None:
+        """Households done, pairs, households without donor and those left by the cap."""
         self.x(f"CREATE TEMP TABLE {self.t('done')} (hid {self.hid_type})")
         self.x(
             f"CREATE TEMP TABLE {self.t('pairs')} (rid {self.hid_type}, did {self.hid_type}, level INTEGER, "
             "profile INTEGER, reason VARCHAR)"
         )
         self.x(f"CREATE TEMP TABLE {self.t('failed')} (hid {self.hid_type}, level INTEGER, reason VARCHAR)")
+        self.x(f"CREATE TEMP TABLE {self.t('capped')} (hid {self.hid_type}, level INTEGER)")
 
     def check_households(self) -> None:
         s, hh = self.spec, self.t("hh")
@@ -447,12 +354,16 @@ class _Run:
         s, w, done = self.spec, self.t("w"), self.t("done")
         L = len(s.geography)
         rec = self.t("rec")
+        n_hh = int(self.one(f"SELECT count(*) FROM {w}"))
+        cap = None if s.max_swap_rate is None else math.ceil(s.max_swap_rate * n_hh - 1e-9)
         for h in range(L):
-            self.x(f"CREATE OR REPLACE TEMP TABLE {rec} AS SELECT hid FROM {w} WHERE level = ?", [h])
-            self.match(rec, h, "risk")
+            if cap is None:
+                self.x(f"CREATE OR REPLACE TEMP TABLE {rec} AS SELECT hid FROM {w} WHERE level = ?", [h])
+                self.match(rec, h, "risk")
+            else:
+                self.match_capped(rec, h, cap)
         # top up at the finest level to the global swap rate: draw households by key
         # risk/Exp(1) (Efraimidis–Spirakis, as sdcMicro's sample at its lowest level)
-        n_hh = int(self.one(f"SELECT count(*) FROM {w}"))
         target = math.ceil(s.swap_rate * n_hh - 1e-9)  # share of households, as sdcMicro
         pairs = self.t("pairs")
         for _ in range(_TOPUP_ROUNDS):
@@ -460,6 +371,10 @@ class _Run:
             if swapped >= target:
                 break
             need = (target - swapped + 1) // 2
+            if cap is not None:  # a pair is two households: stay within the cap
+                need = min(need, (cap - swapped) // 2)
+                if need < 1:
+                    break
             self.x(
                 f"CREATE OR REPLACE TEMP TABLE {rec} AS SELECT hid FROM {w} "
                 f"WHERE hid NOT IN (SELECT hid FROM {done}) ORDER BY skey DESC, hid LIMIT ?",
@@ -470,8 +385,32 @@ class _Run:
             self.match(rec, L - 1, "rate")
         else:
             self.round_limit_hit = True
-        self.target = target
-        self.n_hh = n_hh
+        self.target, self.n_hh, self.cap = target, n_hh, cap
+
+    def match_capped(self, rec: str, level: int, cap: int) -> None:
+        """``match`` for the households risky at ``level`` under a cap of ``cap`` swapped
+        households: riskiest first (risk at the level, then the risk-weighted random key), each
+        round as many as the room left allows (a recipient makes at most one pair, two
+        households). Risky households beyond the cap take no further part (logged as 'cap')."""
+        w, done, pairs = self.t("w"), self.t("done"), self.t("pairs")
+        left = (
+            f"(SELECT hid, r{level} AS r, dkey{level} AS k FROM {w} "
+            f"WHERE level = {int(level)} AND hid NOT IN (SELECT hid FROM {done}))"
+        )
+        for _ in range(_TOPUP_ROUNDS):
+            n_left = int(self.one(f"SELECT count(*) FROM {left}"))
+            room = cap - 2 * int(self.one(f"SELECT count(*) FROM {pairs}"))
+            if not n_left or room < 2:
+                break
+            self.x(
+                f"CREATE OR REPLACE TEMP TABLE {rec} AS SELECT hid FROM {left} ORDER BY r DESC, k DESC, hid LIMIT ?",
+                [min(n_left, room // 2)],
+            )
+            self.match(rec, level, "risk")
+        else:
+            self.round_limit_hit = True
+        self.x(f"INSERT INTO {self.t('capped')} SELECT hid, ? FROM {left}", [level])
+        self.x(f"INSERT INTO {done} SELECT hid FROM {self.t('capped')} WHERE level = ?", [level])
 
     # -- results ----------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -498,6 +437,7 @@ class _Run:
         top_pairs = int(self.one(f"SELECT count(*) FROM {pairs} WHERE reason = 'rate'"))
         no_donor = int(self.one(f"SELECT count(*) FROM {failed}"))
         no_donor_risky = int(self.one(f"SELECT count(*) FROM {failed} WHERE reason = 'risk'"))
+        over_cap = int(self.one(f"SELECT count(*) FROM {self.t('capped')}"))
         return {
             "households": n_hh,
             "persons": persons,
@@ -516,6 +456,10 @@ class _Run:
             "per_level": per_level,
             "matching_rounds": self.rounds,
             "round_limit_hit": self.round_limit_hit,
+            "risky_share": risky / n_hh if n_hh else 0.0,
+            "max_swap_rate": s.max_swap_rate,
+            "cap_households": self.cap,
+            "risky_over_cap": over_cap,
         }
 
     def out_select(self, columns: list[str]) -> str:
@@ -531,7 +475,7 @@ class _Run:
         if s.return_swapped_id:
             sel.append(f"coalesce(m.partner, t.{q(s.household)}) AS {q(s.household + '_swapped')}")
         names = columns + ([s.household + "_swapped"] if s.return_swapped_id else [])
-        if _relation_kind(self.con, self.table) == "table" and "rowid" not in self.cols:
+        if relation_kind(self.con, self.table) == "table" and "rowid" not in self.cols:
             order = "t.rowid"  # the input's order
         else:  # a view has no row order of its own: by household, then every column
             order = ", ".join(q(c) for c in [s.household] + [c for c in names if c != s.household])
@@ -553,7 +497,8 @@ class _Run:
             f"WITH names(name, level) AS (VALUES {geo}), x AS ("
             f"SELECT rid AS hid, did AS partner, level, profile, reason, 'recipient' AS role FROM {pairs} "
             f"UNION ALL SELECT did, rid, level, profile, reason, 'donor' FROM {pairs} "
-            f"UNION ALL SELECT hid, NULL, level, NULL, reason, NULL FROM {failed}) "
+            f"UNION ALL SELECT hid, NULL, level, NULL, reason, NULL FROM {failed} "
+            f"UNION ALL SELECT hid, NULL, level, NULL, 'cap', NULL FROM {self.t('capped')}) "
             f"SELECT x.hid AS {q(s.household)}, x.partner AS partner, x.level AS level, names.name AS geography, "
             f"x.profile + 1 AS profile, x.reason AS reason, x.role AS role, x.partner IS NOT NULL AS swapped, "
             f"w.size AS persons, {risk} AS risk "
@@ -566,117 +511,24 @@ class _Run:
         return self.cols[self.spec.household]
 
 
-# -- checks ---------------------------------------------------------------------------------
-
-
-def _relation_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
-    rows = con.execute(
-        "SELECT 'table' FROM duckdb_tables() WHERE table_name = ? AND NOT internal "
-        "UNION ALL SELECT 'view' FROM duckdb_views() WHERE view_name = ? AND NOT internal",
-        [name, name],
-    ).fetchall()
-    return str(rows[0][0]) if rows else None
-
-
-def _check_input(run: _Run, out: str, log: str | None, replace: bool) -> None:
-    con, table, s = run.con, run.table, run.spec
-    if not isinstance(table, str) or _relation_kind(con, table) is None:
-        raise InputError(f"swap: no table or view named {table!r}; register the microdata first")
-    for what, name in (("out", out), ("log", log)):
-        if name is None:
-            continue
-        if not isinstance(name, str) or not name:
-            raise InputError(f"swap: {what} must be a table name, not {name!r}")
-        if name == table:
-            raise InputError(f"swap: {what} {name!r} is the input table; give another name")
-        kind = _relation_kind(con, name)
-        if kind is not None and not replace:
-            raise InputError(f"swap: a {kind} named {name!r} exists already; pass replace=True or another {what} name")
-    if log is not None and log == out:
-        raise InputError(f"swap: out and log are both {out!r}; give two names")
-    rows = con.execute(
-        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? AND NOT internal "
-        "ORDER BY column_index",
-        [table],
-    ).fetchall()
-    cols = {str(n): str(t) for n, t in rows}
-    run.cols = cols
-    run.columns = list(cols)
-    need = [
-        (s.household, "household"),
-        *[(g, "geography") for g in s.geography],
-        *[(c, "risk variable") for c in s.risk_variables],
-        *[(c, "risk") for c in s.risk],
-        *[(c, "similarity variable") for c in s.similar_columns()],
-        *[(c, "carry-along") for c in s.carry_along],
-    ]
-    missing = [f"{c!r} ({what})" for c, what in need if c not in cols]
-    if missing:
-        raise InputError(
-            f"swap: table {table!r} has no column {', '.join(missing)}; its columns are {show_values(list(cols), 12)}"
-        )
-    if s.return_swapped_id and s.household + "_swapped" in cols:
-        raise InputError(
-            f"swap: table {table!r} has a column {s.household + '_swapped'!r} already; "
-            "return_swapped_id=True would add it"
-        )
-    for c in s.risk:
-        if not any(k in cols[c].upper() for k in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL")):
-            raise InputError(f"swap: risk column {c!r} of table {table!r} has type {cols[c]}, not a number")
-    src = q(table)
-    nulls = [s.household, *s.geography, *s.risk]
-    exprs = ["count(*)"] + [f"count(*) - count({q(c)})" for c in nulls]
-    exprs += [f"count(DISTINCT {q(c)}) + max(CASE WHEN {q(c)} IS NULL THEN 1 ELSE 0 END)" for c in s.risk_variables]
-    exprs += [f"count(*) FILTER (WHERE NOT isfinite(CAST({q(c)} AS DOUBLE)) OR {q(c)} < 0)" for c in s.risk]
-    row = con.execute(f"SELECT {', '.join(exprs)} FROM {src}").fetchall()[0]
-    n = int(row[0])
-    if n == 0:
-        raise InputError(f"swap: table {table!r} has no records")
-    null_counts = dict(zip(nulls, row[1 : 1 + len(nulls)]))
-    bad = {c: v for c, v in null_counts.items() if v}
-    if bad:
-        shown = ", ".join(f"{c!r} ({v} records)" for c, v in bad.items())
-        raise InputError(
-            f"swap: table {table!r} has missing (NULL) values in {shown}; household ids, geography and "
-            "risk must be given for every record"
-        )
-    ncat = row[1 + len(nulls) : 1 + len(nulls) + len(s.risk_variables)]
-    single = [c for c, k in zip(s.risk_variables, ncat) if k <= 1]
-    if single:
-        c = single[0]
-        value = con.execute(f"SELECT {q(c)} FROM {src} LIMIT 1").fetchall()[0][0]
-        raise InputError(
-            f"swap: risk variable {c!r} of table {table!r} has one category only ({value!r} in all {n} records)"
-            + (f"; so have {show_values(single[1:])}" if len(single) > 1 else "")
-            + "; it cannot separate records, drop it from risk_variables"
-        )
-    neg = row[1 + len(nulls) + len(s.risk_variables) :]
-    badr = [c for c, v in zip(s.risk, neg) if v]
-    if badr:
-        raise InputError(
-            f"swap: risk columns {show_values(badr)} of table {table!r} hold negative or non-finite values"
-        )
-
-
-def _check_seed(seed: Any) -> str:
-    if isinstance(seed, bool) or not isinstance(seed, (str, numbers.Integral)) or (isinstance(seed, str) and not seed):
-        raise InputError("swap: seed must be a non-empty string or a whole number")
-    return str(seed)
-
-
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    try:
-        con.execute("BEGIN TRANSACTION")
-    except duckdb.TransactionException:
-        raise InputError("swap: the connection has an open transaction; commit or roll it back first") from None
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    else:
-        con.execute("COMMIT")
+def _warn_rate(table: str, spec: SwapSpec, r: dict[str, Any]) -> None:
+    """SwapRateWarning when the risky households alone took the achieved rate past the requested
+    one by more than the rounding of a pair (no cap given)."""
+    if spec.max_swap_rate is not None or r["swapped_households"] <= r["target_households"] + 1:
+        return
+    level, most = max(r["per_level"].items(), key=lambda kv: kv[1]["risky"])
+    why = (f"a combination of {', '.join(map(repr, spec.risk_variables))} shared by fewer than k_anonymity "
+           "records in their area" if not spec.risk else "their given risk is above the threshold")
+    warnings.warn(
+        f"swap: table {table!r}: the requested swap rate {spec.swap_rate:g} became {r['achieved_swap_rate']:.3f} "
+        f"({r['swapped_households']:,} of {r['households']:,} households swapped) because {r['risky_share']:.1%} "
+        f"of the households ({r['risky_households']:,}) are risky ({why}; most of them first at level {level!r}: "
+        f"{most['risky']:,}) and every risky household is swapped, as in sdcMicro's recordSwap. To keep the rate "
+        "down give SwapSpec(max_swap_rate=...) (the riskiest households first, up to that rate), or lower "
+        "k_anonymity, use fewer risk variables or a coarser finest geography",
+        SwapRateWarning,
+        stacklevel=3,
+    )
 
 
 def swap(
@@ -688,39 +540,41 @@ def swap(
     out: str,
     log: str | None = None,
     replace: bool = False,
+    temporary: bool = False,
 ) -> dict[str, Any]:
     """Targeted record swapping of the microdata ``table`` (handbook §5.6; sdcMicro recordSwap).
 
     Writes the swapped records to table ``out`` (the input's columns, geography and carry-along
     values exchanged between paired households, rows in the input order) and, if ``log`` is
-    given, one row per household swapped or left without a donor (partner, level, profile,
-    reason 'risk' or 'rate'). Both are written in one transaction; on any error nothing is.
-    Returns a summary: households, risky households, swapped households, achieved swap rate,
-    share of risky households swapped, per-level counts, households without donor.
+    given, one row per household swapped, left without a donor or left by the cap (partner,
+    level, profile, reason 'risk', 'rate' or 'cap'). Both are written in one transaction; on any
+    error nothing is. With ``temporary=True`` they are temporary tables of the connection (gone
+    when it closes) until ``persist_swap`` keeps them. Returns a summary: households, risky
+    households and their share, swapped households, requested and achieved swap rate, share of
+    risky households swapped, per-level counts, households without donor, the cap and the risky
+    households it left. Warns (SwapRateWarning) when risky households alone took the achieved
+    rate past the requested one.
     """
     if not isinstance(spec, SwapSpec):
         raise SpecError(f"swap: spec must be a SwapSpec, not {type(spec).__name__}")
-    seed_text = _check_seed(seed)
-    if not isinstance(replace, bool):
-        raise InputError(f"swap: replace must be True or False, not {replace!r}")
+    seed_text = check_seed(seed)
+    for name, flag in (("replace", replace), ("temporary", temporary)):
+        if not isinstance(flag, bool):
+            raise InputError(f"swap: {name} must be True or False, not {flag!r}")
     run = _Run(con, table, spec, seed_text)
     try:
-        _check_input(run, out, log, replace)
+        check_names(con, table, out, log, replace)
+        run.cols = check_columns(con, table, spec)
+        run.columns = list(run.cols)
+        check_values(con, table, spec, run.cols)
         run.build_households()
         run.run()
         result = run.summary()
-        out_sql = run.out_select(run.columns)
-        log_sql = run.log_select() if log is not None else None
-        with _transaction(con):
-            for name in (out, log):
-                if name is None:
-                    continue
-                kind = _relation_kind(con, name)
-                if kind is not None:
-                    con.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} {q(name)}")
-            con.execute(f"CREATE TABLE {q(out)} AS {out_sql}")
-            if log is not None:
-                con.execute(f"CREATE TABLE {q(log)} AS {log_sql}", list(spec.geography))
+        outputs = [(out, run.out_select(run.columns), ())]
+        if log is not None:
+            outputs.append((log, run.log_select(), spec.geography))
+        write_results(con, outputs, temporary=temporary)
     finally:
         run.close()
+    _warn_rate(table, spec, result)
     return result
