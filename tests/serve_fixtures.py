@@ -32,6 +32,13 @@ MAX_CELLS = 2000
 MAX_BODY = 65536
 PERSONS = 6000
 ALICE_DIMS = ["region", "municipality", "sex", "agegroup"]
+#: the declared code lists of persons (the codes its data hold, in the order of their text)
+PERSONS_CODES = {
+    "municipality": [[f"R{r}", f"R{r}-{m}"] for r in (1, 2, 3) for m in range(4)],
+    "sex": ["F", "M"],
+    "agegroup": ["a0-4", "a10-14", "a15-19", "a5-9"],
+    "age": sorted(str(a) for a in range(20)),
+}
 INLINE = {"bob": "tok-bob-inline-5b1e", "carol": "tok-carol-expired-77aa", "dave": "tok-dave-revoked-0c3d",
           "erin": "tok-erin-no-region-2f6c"}
 
@@ -95,6 +102,7 @@ def config_text(db: str, audit: str = "audit.jsonl", **overrides: object) -> str
         'dims = ["region", "municipality", "sex", "agegroup", "age"]',
         'measures = ["income", "hours"]',
         'hierarchies = { municipality = ["region", "municipality"] }',
+        f"codes = {_toml_value(PERSONS_CODES)}",  # region: the level of municipality's hierarchy
         'description = "persons of the test census"',
         "[datasets.persons.magnitude]",
         f"ptable = {{ maximum_entropy = {_toml_value(MAGNITUDE)} }}",
@@ -102,8 +110,10 @@ def config_text(db: str, audit: str = "audit.jsonl", **overrides: object) -> str
         "[datasets.households]",
         'dims = ["region", "size"]',
         'measures = ["rooms"]',
+        'codes = { region = ["R1", "R2", "R3"], size = [1, 2, 3, 4, 5] }',
         "[datasets.secret]",
         'dims = ["kind"]',
+        'codes = { kind = ["A", "B"] }',
         "[users.alice]",
         'datasets = ["households"]',
         "[users.alice.rights.persons]",

@@ -244,7 +244,8 @@ def test_service_starts_with_a_dimension_named_protab_records(tmp_path):
     with pt.Session(db, progress=False) as s:
         s.con.execute("ALTER TABLE households ADD COLUMN protab_records VARCHAR DEFAULT 'x'")
     config, _ = F.write_setup(tmp_path, db)
-    config.write_text(config.read_text().replace('dims = ["region", "size"]',
-                                                 'dims = ["region", "size", "protab_records"]'))
+    config.write_text(config.read_text()
+                      .replace('dims = ["region", "size"]', 'dims = ["region", "size", "protab_records"]')
+                      .replace('size = [1, 2, 3, 4, 5] }', 'size = [1, 2, 3, 4, 5], protab_records = ["x"] }'))
     engine = Engine(load_config(config))
     engine.close()

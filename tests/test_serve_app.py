@@ -466,8 +466,10 @@ def test_audit_log_survives_kill_9(served, tmp_path):
     [
         ("threshold = 3", "threshold = 3\nthresold = 4", "unknown key 'thresold'"),
         ('dims = ["kind"]', 'dims = ["kind"]\ntable = "missing_table"', "table 'missing_table' is not in the database"),
-        ('dims = ["kind"]', 'dims = ["kind", "nope"]', "'nope', not columns of table 'secret'"),
-        ('dims = ["kind"]', 'dims = ["rkey"]', "the secret record keys"),
+        ('dims = ["kind"]\ncodes = { kind = ["A", "B"] }',
+         'dims = ["kind", "nope"]\ncodes = { kind = ["A", "B"], nope = ["x"] }', "'nope', not columns of table 'secret'"),
+        ('dims = ["kind"]\ncodes = { kind = ["A", "B"] }', 'dims = ["rkey"]\ncodes = { rkey = ["1"] }',
+         "the secret record keys"),
         ('datasets = ["households"]', 'datasets = ["housholds"]', "users.alice.datasets names 'housholds'"),
         ("revoked = true", "revoked = 1", "users.dave.revoked must be a boolean"),
         ('hierarchies = { municipality = ["region", "municipality"] }',

@@ -7,6 +7,8 @@ are shown.
 """
 
 import os
+import re
+from decimal import ROUND_HALF_UP, Decimal
 
 import httpx
 import pytest
@@ -48,7 +50,7 @@ def browser(downloads):
         mp.setenv("SE_OFFLINE", "true")
         options = webdriver.ChromeOptions()
         options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--lang=en-US"):
             options.add_argument(arg)
         options.add_experimental_option(
             "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
@@ -109,13 +111,37 @@ def _choose(driver, dataset, dims, levels=None, filters=None, measure=None):
         Select(driver.find_element(By.ID, "measure")).select_by_value(measure)
 
 
-def _shown(value) -> str:
-    """The text the page shows for one value of an API answer (JavaScript's String() of the number)."""
+def _kind(column, request) -> str:
+    """What an answer column holds: a dimension's codes, its level, the count, a sum or a mean."""
+    if column in request["dims"]:
+        return "code"
+    if column.endswith("_level") and column[:-6] in request["dims"]:
+        return "level"
+    return {"n_pert": "count"}.get(column, "mean" if column.endswith("_mean_pert") else "sum")
+
+
+def _header(column, request) -> str:
+    """The page's heading of an answer column: a dimension shown at a chosen level is named by it."""
+    levels = request.get("levels", {})
+    kind = _kind(column, request)
+    if kind == "code":
+        return levels.get(column, column)
+    if kind == "level":
+        return "level of " + levels.get(column[:-6], column[:-6])
+    return {"count": "count", "mean": f"mean {column[:-10]}", "sum": f"sum {column[:-5]}"}[kind]
+
+
+def _shown(value, kind="code") -> str:
+    """The text the page shows for one value (en-US): counts whole, sums and means with thousands
+    separators and 0 decimals from 1000, 1 from 100, else 2; codes and levels as they are."""
     if value is None:
         return BLANK
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    if kind in ("code", "level") or isinstance(value, str):
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    size = abs(value)
+    decimals = 0 if kind == "count" or size >= 1000 else 1 if size >= 100 else 2
+    exact = Decimal(value).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP)  # JavaScript's halfExpand
+    return f"{exact:,.{decimals}f}"
 
 
 def _show_and_compare(driver, server, token, expected_request):
@@ -132,9 +158,10 @@ def _show_and_compare(driver, server, token, expected_request):
     cells = driver.execute_script(
         "return [...document.querySelectorAll('#result tbody tr')].map(tr => [...tr.cells].map(td => td.textContent))"
     )
-    assert header == answer["columns"]
+    assert header == [_header(c, request) for c in answer["columns"]]
     assert len(cells) == len(answer["rows"]) > 1
-    assert cells == [[_shown(v) for v in row] for row in answer["rows"]]
+    kinds = [_kind(c, request) for c in answer["columns"]]
+    assert cells == [[_shown(v, k) for v, k in zip(row, kinds)] for row in answer["rows"]]
     blanks = driver.execute_script("return document.querySelectorAll('#result td.blank').length")
     assert blanks == sum(v is None for row in answer["rows"] for v in row)
     assert not driver.find_element(By.ID, "error").is_displayed()
@@ -238,3 +265,21 @@ def test_forbidden_dimension_shows_the_message(browser, server):
     assert refusal.status_code == 403
     assert refusal.json()["error"] in _error_text(browser)
     assert not browser.find_element(By.ID, "result").is_displayed()
+
+
+def test_level_heading_number_format_and_filters_in_the_caption(browser, server):
+    _signed_in(browser, server)
+    _choose(browser, server["dataset"], ["municipality"], levels={"municipality": "region"},
+            filters={"sex": ["F"]}, measure="income")
+    expected = {"dataset": server["dataset"], "dims": ["municipality"], "levels": {"municipality": "region"},
+                "filters": {"sex": "F"}, "measure": "income"}
+    answer = _show_and_compare(browser, server, server["token"], expected)
+    table = browser.find_element(By.ID, "result")
+    header = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert header[0] == "region" and "municipality" not in header
+    assert "filters: sex = F" in table.find_element(By.TAG_NAME, "caption").text
+    # sums of income are in the hundreds of thousands: shown whole, with thousands separators
+    sums = browser.execute_script(
+        "return [...document.querySelectorAll('#result tbody tr')].map(tr => tr.cells[3].textContent)")
+    assert answer["columns"][3] == "income_pert"
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})+", s) for s in sums), sums

@@ -4,7 +4,8 @@ Read and checked at start-up, before anything listens: an unknown key, a value o
 type or a name that does not fit (a right to a dataset that is not configured, a token hash
 that is not 64 hex digits) stops the service with a :class:`~protab.errors.SpecError` naming
 the key. The p-table and magnitude sections are secrets: their errors name the key, never the
-value. The format is documented in docs/serve.md and in :data:`FORMAT`.
+value. The format is documented in docs/serve.md and in :data:`FORMAT`. Code lists come from
+declared classifications, never from the records (:mod:`protab.serve.classifications`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from protab import _schema
 from protab._io import read_toml
 from protab.errors import SpecError
+from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
 
 FORMAT = """\
 serve.toml (paths relative to the file):
@@ -41,8 +43,13 @@ serve.toml (paths relative to the file):
   table = "persons"                # default: the dataset's name
   dims = ["region", "municipality", "sex", "agegroup"]
   measures = ["income"]            # optional; sum/avg need a magnitude section
-  null_code = "Unknown"            # optional: NULL dimension values as this code
-  hierarchies = { municipality = ["region", "municipality"] }   # coarsest column first
+  hierarchies = { municipality = ["region", "municipality"] }   # level columns, coarsest first
+  # code lists come from declared classifications, never from the records: each dim needs one
+  codes = { sex = ["F", "M"], agegroup = ["00-14", "15-64", "65+"] }   # inline, in this order
+  codes_file = { municipality = "municipalities.csv" }   # or a file: one code per line, or a CSV
+                                   # whose header names the columns (a hierarchy: its levels)
+                                   # region, a level of municipality's hierarchy, takes its codes
+  null_code = "Unknown"            # optional: NULL dimension values as this (declared) code
   [datasets.persons.magnitude]     # optional, secret: as [magnitude] of a protect request
 
   [users.alice]
@@ -110,6 +117,8 @@ DATASET = _schema.Table(
         "dims": _NAMES,
         "measures": _NAMES0,
         "hierarchies": _schema.Dict(_NAMES),
+        "codes": CODES,
+        "codes_file": CODES_FILE,
         "null_code": _schema.Str(),
         "null_sums": _schema.Str(choices=("error", "zero", "omit")),
         "magnitude": _schema.MAGNITUDE,
@@ -163,13 +172,15 @@ class UserConfig:
 
 @dataclass(frozen=True)
 class DatasetConfig:
-    """A dataset analysts may query: a keyed table, its dimensions, measures and hierarchies."""
+    """A dataset analysts may query: a keyed table, its dimensions, measures and hierarchies, and
+    the declared code list of every dimension (``code_lists``: never taken from the records)."""
 
     name: str
     table: str
     dims: tuple[str, ...]
     measures: tuple[str, ...] = ()
     hierarchies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    code_lists: Mapping[str, CodeList] = field(default_factory=dict, repr=False)
     null_code: str | None = None
     null_sums: str = "error"
     magnitude: Mapping[str, Any] | None = field(default=None, repr=False)
@@ -256,7 +267,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
         raise SpecError(f"{where}: needs the key 'database' (the microdata file), or pass --db")
     if db != ":memory:" and not os.path.isabs(db) and database is None:
         db = str(base / db)
-    datasets = {name: _dataset(name, ds, where) for name, ds in cfg["datasets"].items()}
+    datasets = {name: _dataset(name, ds, base, where) for name, ds in cfg["datasets"].items()}
     if not datasets:
         raise SpecError(f"{where}: [datasets] is empty; configure at least one dataset")
     users = {name: _user(name, u, datasets, where) for name, u in cfg.get("users", {}).items()}
@@ -269,7 +280,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
     )
 
 
-def _dataset(name: str, ds: Mapping[str, Any], where: str) -> DatasetConfig:
+def _dataset(name: str, ds: Mapping[str, Any], base: Path, where: str) -> DatasetConfig:
     dims, measures = tuple(ds["dims"]), tuple(ds.get("measures", ()))
     both = sorted(set(dims) & set(measures))
     if both:
@@ -289,10 +300,11 @@ def _dataset(name: str, ds: Mapping[str, Any], where: str) -> DatasetConfig:
         hierarchies[dim] = tuple(columns)
     if "magnitude" in ds and not measures:
         raise SpecError(f"{where}: datasets.{name}.magnitude protects sums of measures; the dataset has none")
+    code_lists = declared(name, ds, hierarchies, base, where)
     return DatasetConfig(
         name=name, table=ds.get("table", name), dims=dims, measures=measures, hierarchies=hierarchies,
-        null_code=ds.get("null_code"), null_sums=ds.get("null_sums", "error"), magnitude=ds.get("magnitude"),
-        description=ds.get("description", ""),
+        code_lists=code_lists, null_code=ds.get("null_code"), null_sums=ds.get("null_sums", "error"),
+        magnitude=ds.get("magnitude"), description=ds.get("description", ""),
     )
 
 

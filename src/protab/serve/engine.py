@@ -3,14 +3,19 @@ protected by :meth:`protab.Session.cell_key`, the method a Python user calls; no
 computes a protected number itself.
 
 - SQL (``POST /v1/query``): :func:`protab.serve.validator.validate` gives a :class:`Query`;
-  its grouping sets become the crossings of a TableSpec of flat dimensions (every code of
-  the dimension, so that an empty cell is published like any other and is not told apart
-  by its absence), its WHERE filters ``TableSpec(where=...)`` (the cells keep their cell
+  its grouping sets become the crossings of a TableSpec of flat dimensions (every declared
+  code of the dimension, so that an empty cell is published like any other and is not told
+  apart by its absence), its WHERE filters ``TableSpec(where=...)`` (the cells keep their cell
   keys). The protected table holds the crossings with all their margins; the rows of the
   requested grouping sets are kept, the dimensions a set aggregates set to NULL as in SQL,
   and ORDER BY and LIMIT applied after protection.
 - Table requests (``POST /v1/table``): dimensions with the configured hierarchies, a
   formula, filters and a measure, answered as ``Session.cell_key`` answers.
+
+Code lists come from declared classifications, never from the records
+(:mod:`protab.serve.classifications`): the catalogue and every answer list the declared codes,
+a declared code without records is an ordinary cell of count 0, and a code of the data that is
+not declared stops the service at start-up.
 
 Before any scan: the request's cells are estimated from the code counts of the catalogue
 (refused above ``max_cells``). Filters never make a new population whose differences with
@@ -47,6 +52,7 @@ import polars as pl
 
 from protab._rollup import FLOAT_TYPES, quote_ident
 from protab.errors import ProtabError, SpecError, show_values
+from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
 from protab.serve.validator import (
     ALLOWED_FORM,
@@ -238,27 +244,9 @@ class Engine:
         bad = [m for m in ds.measures if not cols[m].upper().startswith(_NUMERIC_PREFIX)]
         if bad:
             raise SpecError(f"{where}: measures {show_values(bad)} are not numeric columns")
-        t = quote_ident(ds.table)
-        codes = {}
-        for d in ds.dims:  # codes as text (as filters and tables compare them)
-            f = s.sql(f"SELECT DISTINCT CAST({quote_ident(d)} AS VARCHAR) AS code FROM {t} ORDER BY 1")
-            known = f.filter(pl.col("code").is_not_null())
-            codes[d] = known["code"].to_list()
-            if known.height < f.height:  # NULLs
-                if ds.null_code is None:
-                    raise SpecError(f"{where}: dimension {d!r} has missing (NULL) values; set null_code = "
-                                    "\"Unknown\" (or another code) for the dataset, or fix the data")
-                if ds.null_code in codes[d]:
-                    raise SpecError(f"{where}: null_code {ds.null_code!r} is also a code of dimension {d!r}")
-                codes[d].append(ds.null_code)
-            if "Total" in codes[d]:
-                raise SpecError(f"{where}: dimension {d!r} has the code 'Total', the name protab gives margins")
-        hierarchies = {}
-        for d, columns in ds.hierarchies.items():
-            try:
-                hierarchies[d] = s.hierarchy_from_columns(ds.table, list(columns))
-            except ProtabError as exc:
-                raise type(exc)(f"{where}: hierarchies.{d}: {exc}") from None
+        check_data(s, ds.table, ds.dims, ds.code_lists, ds.null_code, where)  # the office's config: names codes
+        codes = {d: ds.code_lists[d].codes for d in ds.dims}  # declared, never from the records
+        hierarchies = {d: h for d in ds.hierarchies if (h := ds.code_lists[d].hierarchy) is not None}
         return _Dataset(ds, codes, hierarchies)
 
     def _key_sums(self) -> None:

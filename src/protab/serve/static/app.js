@@ -135,34 +135,88 @@ function tableRequest() {
   return request;
 }
 
+// What a column of a /v1/table answer holds: "code" (a dimension), "level", "count" (n_pert),
+// "mean" (<m>_mean_pert) or "sum" (<m>_pert).
+function columnKind(column, request) {
+  if (request.dims.includes(column)) return "code";
+  if (column.endsWith("_level") && request.dims.includes(column.slice(0, -6))) return "level";
+  if (column === "n_pert") return "count";
+  if (column.endsWith("_mean_pert")) return "mean";
+  if (column.endsWith("_pert")) return "sum";
+  return "code";
+}
+
+// The heading of a column: a dimension shown at a chosen level is named by that level.
+function columnHeader(column, request) {
+  const levels = request.levels || {};
+  switch (columnKind(column, request)) {
+    case "code":
+      return levels[column] || column;
+    case "level":
+      return "level of " + (levels[column.slice(0, -6)] || column.slice(0, -6));
+    case "count":
+      return "count";
+    case "mean":
+      return "mean " + column.slice(0, -10);
+    default:
+      return "sum " + column.slice(0, -5);
+  }
+}
+
+// A value as the page shows it: counts as whole numbers and sums and means with thousands
+// separators, to fewer decimals the larger they are (perturbed values: more digits are noise).
+function formatValue(value, kind, locale) {
+  if (value === null || value === undefined) return BLANK;
+  if (typeof value !== "number" || kind === "code" || kind === "level") return String(value);
+  const size = Math.abs(value);
+  const decimals = kind === "count" || size >= 1000 ? 0 : size >= 100 ? 1 : 2;
+  return new Intl.NumberFormat(locale, { minimumFractionDigits: decimals, maximumFractionDigits: decimals })
+    .format(value);
+}
+
+// The table's caption: dataset, dimensions (with their chosen levels), filters and size.
+function caption(request, cells) {
+  const levels = request.levels || {};
+  const dims = request.dims.map((d) => (levels[d] ? d + " (" + levels[d] + " level)" : d));
+  const filters = Object.entries(request.filters || {}).map(
+    ([d, codes]) => d + " = " + (Array.isArray(codes) ? codes.join(", ") : codes));
+  return (
+    request.dataset + " by " + (dims.join(" \u00d7 ") || "total") +
+    (request.measure ? ", " + request.measure : "") +
+    (filters.length ? "; filters: " + filters.join("; ") : "; no filter") +
+    " (" + cells + " cells)"
+  );
+}
+
 function renderTable(answer, request) {
   const table = $("result");
-  table.caption.textContent =
-    request.dataset + " by " + (request.dims.join(" \u00d7 ") || "total") + " (" + answer.rows.length + " cells)";
+  table.caption.textContent = caption(request, answer.rows.length);
+  const kinds = answer.columns.map((c) => columnKind(c, request));
   const head = table.tHead;
   head.replaceChildren();
   const headRow = head.insertRow();
-  answer.columns.forEach((c) => {
+  answer.columns.forEach((c, i) => {
     const th = document.createElement("th");
     th.scope = "col";
-    th.textContent = c;
+    th.textContent = columnHeader(c, request);
+    th.title = c; // the column's name in the API's answer and in the CSV
+    if (kinds[i] !== "code") th.className = "num";
     headRow.append(th);
   });
   const body = table.tBodies[0];
   body.replaceChildren();
   for (const values of answer.rows) {
     const row = body.insertRow();
-    for (const v of values) {
+    values.forEach((v, i) => {
       const td = row.insertCell();
+      td.textContent = formatValue(v, kinds[i]);
       if (v === null) {
-        td.textContent = BLANK;
         td.className = "blank";
         td.title = "blanked: not published (a small count)";
-      } else {
-        td.textContent = String(v);
-        if (typeof v === "number") td.className = "num";
+      } else if (typeof v === "number") {
+        td.className = "num";
       }
-    }
+    });
   }
   table.hidden = false;
 }
@@ -231,7 +285,7 @@ function signOut() {
   setStatus("");
 }
 
-document.addEventListener("DOMContentLoaded", () => {
+if (typeof document !== "undefined") document.addEventListener("DOMContentLoaded", () => {
   $("signin").addEventListener("submit", signIn);
   $("signout").addEventListener("click", signOut);
   $("dataset").addEventListener("change", renderDims);
@@ -239,3 +293,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("download").addEventListener("click", downloadCsv);
   if (sessionStorage.getItem(TOKEN_KEY)) signIn();
 });
+
+// For tests under node (tests/test_serve_builder_format.py); in a browser `module` is undefined.
+if (typeof module !== "undefined") module.exports = { columnKind, columnHeader, formatValue, caption, BLANK };
