@@ -415,8 +415,8 @@ def test_token_command_add_list_revoke(served, capsys):
     assert _sql(served, "SELECT count(*) FROM persons", token=token).status_code == 200
     _token_cmd("serve-token", "list", "--config", cfg)
     listing = capsys.readouterr().out
-    assert "bob" in listing and "2100-01-01T00:00:00" in listing and token not in listing
-    ident = next(line.split()[0] for line in listing.splitlines() if "2100-01-01" in line)
+    assert "bob" in listing and "until end of 2099-12-31" in listing and token not in listing
+    ident = next(line.split()[0] for line in listing.splitlines() if "2099-12-31" in line)
     _token_cmd("serve-token", "revoke", "--config", cfg, "--id", ident)
     assert "revoked 1 token(s)" in capsys.readouterr().out
     r = _sql(served, "SELECT count(*) FROM persons", token=token)

@@ -5,8 +5,10 @@ rights (403) by the validator or the table-request check, answered by the engine
 protected by the cell key method, and recorded in the audit log *before* its answer is sent
 (a request whose line cannot be written gets a 500 and no answer). Errors are JSON
 ``{"error": message}`` with the status that fits: 400 (malformed JSON, a refused query, too
-many cells, the minimum-population rule), 401, 403, 404 (unknown route), 405 (wrong method),
-413 (body too large), 429 (more requests than the user's rate allows, with Retry-After), 500 (the service's own failure; its cause goes to the audit log only).
+many cells, the minimum-population rule, a body cut short by its client), 401, 403, 404
+(unknown route), 405 (wrong method), 408 (a body that does not arrive within ``body_timeout``
+seconds), 413 (body too large), 429 (more requests than the user's rate allows, with
+Retry-After), 500 (the service's own failure; its cause goes to the audit log only).
 
 ``create_app(config)`` builds it from a serve.toml path or a loaded :class:`ServeConfig`, so
 that a platform can mount it in its own ASGI server; ``python -m protab.serve`` runs it on
@@ -17,16 +19,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -47,14 +51,22 @@ _PAGE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "X-Fr
          "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; base-uri 'none'; "
                                     "form-action 'self'; frame-ancestors 'none'"}
 _INTERNAL = "the service could not answer this request (an internal error, recorded for the office)"
+#: seconds a client has to send a request's body (``create_app(body_timeout=...)``, ``--body-timeout``)
+BODY_SECONDS = 10.0
 
 
 class _HTTPError(Exception):
-    """An error answer of the service itself (400 malformed body, 413 too large)."""
+    """An error answer of the service itself (400 malformed body, 408 body too slow, 413 too
+    large); ``close``: the connection ends after the answer (the body was not read to its end)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, close: bool = False) -> None:
         super().__init__(message)
-        self.status = status
+        self.status, self.close = status, close
+
+
+def _max_digits() -> int:
+    """Python's limit on the digits of an integer read from text (``sys.get_int_max_str_digits``)."""
+    return getattr(sys, "get_int_max_str_digits", lambda: 4300)()
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -64,8 +76,31 @@ def _error(status: int, message: str, headers: Mapping[str, str] | None = None) 
 class _Service:
     """The request handlers around one engine, token store and audit log."""
 
-    def __init__(self, config: ServeConfig, engine: Engine, tokens: TokenStore, audit: AuditLog) -> None:
+    def __init__(self, config: ServeConfig, engine: Engine, tokens: TokenStore, audit: AuditLog,
+                 body_timeout: float = BODY_SECONDS) -> None:
         self.config, self.engine, self.tokens, self.audit = config, engine, tokens, audit
+        self.body_timeout = body_timeout
+
+    async def _read(self, request: Request, limit: int) -> bytes:
+        """The body's bytes, up to ``limit`` (413 beyond), within :attr:`body_timeout` seconds
+        (408 after: a body shorter than its Content-Length, or sent too slowly); 400 when the
+        client closes the connection before its end."""
+        size, chunks = 0, []
+        try:
+            with anyio.fail_after(self.body_timeout):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise _HTTPError(413, f"the request body is larger than {limit:,} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise _HTTPError(408, f"the request body did not arrive within {self.body_timeout:g} seconds "
+                             f"({size:,} bytes came, Content-Length said {request.headers.get('content-length')}); "
+                             "send the whole body at once", close=True) from None
+        except ClientDisconnect:
+            raise _HTTPError(400, f"the client closed the connection after {size:,} bytes of the request body, "
+                             "before its end", close=True) from None
+        return b"".join(chunks)
 
     async def _body(self, request: Request) -> Any:
         """The JSON body, read up to ``max_body_bytes`` (413 beyond), parsed (400 if malformed)."""
@@ -76,13 +111,7 @@ class _Service:
                 raise _HTTPError(400, "the Content-Length header is not a number")
             if int(declared) > limit:
                 raise _HTTPError(413, f"the request body is larger than {limit:,} bytes")
-        size, chunks = 0, []
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _HTTPError(413, f"the request body is larger than {limit:,} bytes")
-            chunks.append(chunk)
-        raw = b"".join(chunks)
+        raw = await self._read(request, limit)
         if not raw.strip():
             raise _HTTPError(400, "malformed JSON: the request body is empty; send a JSON object")
         try:
@@ -93,6 +122,9 @@ class _Service:
             raise _HTTPError(400, "malformed JSON: the body is not UTF-8 text") from None
         except RecursionError:
             raise _HTTPError(400, "malformed JSON: nested too deeply") from None
+        except ValueError:  # Python's limit on the digits of an integer read from text
+            raise _HTTPError(400, f"malformed JSON: a number has more than {_max_digits():,} "
+                             "digits; send codes as strings") from None
 
     async def _serve(self, request: Request, work: Callable[[UserConfig, Any], Any], *, body: bool) -> Response:
         """Authenticate, read the body, run ``work`` in a worker thread, render, audit, answer."""
@@ -137,7 +169,7 @@ class _Service:
             response = _error(status, reason, {"Retry-After": str(retry)} if retry is not None else None)
         except _HTTPError as exc:
             status, reason = exc.status, str(exc)
-            response = _error(status, reason)
+            response = _error(status, reason, {"Connection": "close"} if exc.close else None)
         except InputError as exc:  # an unknown ?format=
             status, reason = 400, str(exc)
             response = _error(400, reason)
@@ -205,11 +237,12 @@ async def _index(request: Request) -> Response:
 
 
 def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any], *,
-               database: str | None = None) -> Starlette:
+               database: str | None = None, body_timeout: float = BODY_SECONDS) -> Starlette:
     """The service as an ASGI app. ``config``: a serve.toml path, its content as a mapping, or a
-    :class:`ServeConfig`; ``database`` overrides the config's database (``--db``). Opens the
-    microdata read-only and checks every dataset now, so that a bad config fails here, with a
-    :class:`~protab.errors.ProtabError` naming its key. ``app.state.engine`` is the engine."""
+    :class:`ServeConfig`; ``database`` overrides the config's database (``--db``);
+    ``body_timeout``: seconds a client has to send a request's body (``--body-timeout``). Opens
+    the microdata read-only and checks every dataset now, so that a bad config fails here, with
+    a :class:`~protab.errors.ProtabError` naming its key. ``app.state.engine`` is the engine."""
     cfg = config if isinstance(config, ServeConfig) else load_config(config, database=database)
     tokens = TokenStore(cfg)
     audit = AuditLog(cfg.audit_log)
@@ -218,7 +251,7 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
     except BaseException:
         audit.close()
         raise
-    service = _Service(cfg, engine, tokens, audit)
+    service = _Service(cfg, engine, tokens, audit, body_timeout)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -6,6 +6,12 @@ Hashes come from serve.toml (``users.<name>.token_sha256``) and from the tokens 
 ``protab serve-token`` manages (JSON; re-read when it changes, so that a revocation takes
 effect at once without a restart). A token is refused (401) when it is missing, unknown,
 expired or revoked, or its user is; what the user may query is then the engine's concern.
+
+The tokens file is changed read-modify-write under an exclusive lock (``fcntl.flock`` on
+``<tokens file>.lock`` beside it), so that concurrent ``add`` and ``revoke`` commands lose
+nothing, and replaced atomically (a temporary file in the same folder, mode 0600, fsync'ed,
+renamed over it, the folder fsync'ed), so that the service only ever reads whole files. A
+reload that fails (a file edited by hand, half saved) keeps the tokens read before.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import os
 import secrets
 import tempfile
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +34,17 @@ from typing import Any
 from protab.errors import InputError
 from protab.serve.config import ServeConfig, UserConfig, parse_expiry
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: the token commands must not run concurrently
+    fcntl = None  # type: ignore[assignment]
+
 TOKEN_PREFIX = "ptk_"
 MAX_TOKEN_LENGTH = 512
+#: a tokens file changed less than this long ago (its status-change time) is re-read at every
+#: request: two versions written within one tick of the file system's clock may share a size
+#: and times ("racy" stamps, as git calls them)
+RACY_SECONDS = 2.0
 
 
 class AuthError(Exception):
@@ -86,7 +103,9 @@ def read_tokens(path: Path) -> list[TokenEntry]:
 
 
 def write_tokens(path: Path, entries: list[TokenEntry]) -> None:
-    """Write the tokens file atomically (a temporary file renamed over it), readable by its owner only."""
+    """Write the tokens file atomically, readable by its owner only: a temporary file (mode
+    0600) in the same folder, fsync'ed, renamed over it, and the folder fsync'ed so that the
+    rename survives a crash. Callers that read the file first hold :func:`locked`."""
     data = {"tokens": [
         {"id": e.id, "user": e.user, "sha256": e.sha256, "created": e.created,
          "expires": e.expires.isoformat() if e.expires else None, "revoked": e.revoked}
@@ -104,6 +123,39 @@ def write_tokens(path: Path, entries: list[TokenEntry]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - a folder that cannot be opened (not POSIX)
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - file systems that do not sync folders
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of a tokens file (``fcntl.flock`` on ``<name>.lock`` beside it)
+    for a read-modify-write; concurrent ``protab serve-token`` commands wait for each other.
+    The lock file stays (removing it would let two commands lock different files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise InputError(f"cannot open the lock file {str(lock)!r} of the tokens file: {exc.strerror}") from None
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _tokens_path(config: ServeConfig) -> Path:
@@ -122,7 +174,6 @@ def add_token(config: ServeConfig, user: str, expires: Any = None) -> tuple[str,
             f"add a [users.{user}] section with the user's datasets first"
         )
     path = _tokens_path(config)
-    entries = read_tokens(path)
     when = None
     if expires is not None:
         try:
@@ -132,11 +183,13 @@ def add_token(config: ServeConfig, user: str, expires: Any = None) -> tuple[str,
         if when <= _now():
             raise InputError(f"--expires {expires!r} is in the past")
     token = new_token()
-    ident = secrets.token_hex(4)
-    while any(e.id == ident for e in entries):  # pragma: no cover - 2^32 ids
+    with locked(path):
+        entries = read_tokens(path)
         ident = secrets.token_hex(4)
-    entries.append(TokenEntry(ident, user, token_hash(token), _now().isoformat(timespec="seconds"), when, False))
-    write_tokens(path, entries)
+        while any(e.id == ident for e in entries):  # pragma: no cover - 2^32 ids
+            ident = secrets.token_hex(4)
+        entries.append(TokenEntry(ident, user, token_hash(token), _now().isoformat(timespec="seconds"), when, False))
+        write_tokens(path, entries)
     return ident, token
 
 
@@ -145,26 +198,52 @@ def revoke_tokens(config: ServeConfig, *, token_id: str | None = None, user: str
     if (token_id is None) == (user is None):
         raise InputError("revoke: give either --id (one token) or --user (all tokens of a user)")
     path = _tokens_path(config)
-    entries = read_tokens(path)
-    hit = [e for e in entries if (e.id == token_id if token_id is not None else e.user == user)]
-    if not hit:
-        what = f"id {token_id!r}" if token_id is not None else f"user {user!r}"
-        raise InputError(f"no token with {what} in {str(path)!r} (see `protab serve-token list`)")
-    n = sum(not e.revoked for e in hit)
-    ids = {e.id for e in hit}
-    write_tokens(path, [TokenEntry(e.id, e.user, e.sha256, e.created, e.expires, True) if e.id in ids else e
-                        for e in entries])
+    with locked(path):
+        entries = read_tokens(path)
+        hit = [e for e in entries if (e.id == token_id if token_id is not None else e.user == user)]
+        if not hit:
+            what = f"id {token_id!r}" if token_id is not None else f"user {user!r}"
+            raise InputError(f"no token with {what} in {str(path)!r} (see `protab serve-token list`)")
+        n = sum(not e.revoked for e in hit)
+        ids = {e.id for e in hit}
+        write_tokens(path, [TokenEntry(e.id, e.user, e.sha256, e.created, e.expires, True) if e.id in ids else e
+                            for e in entries])
     return n
 
 
+def show_expiry(when: dt.datetime) -> str:
+    """An expiry as the office gave it: a date (``--expires 2027-06-30``, kept as the end of
+    that day, UTC) as "until end of 2027-06-30", any other time as ISO text."""
+    if (when.hour, when.minute, when.second, when.microsecond) == (0, 0, 0, 0):
+        return f"until end of {(when - dt.timedelta(days=1)).date().isoformat()}"
+    return f"until {when.isoformat(timespec='seconds')}"
+
+
+def token_state(entry: TokenEntry, user: UserConfig | None, now: dt.datetime) -> str:
+    """The effective state of a token: its own (revoked, expired) and its user's in serve.toml
+    (revoked, expired, gone), the first that turns it off; "active" when none does."""
+    if entry.revoked:
+        return "revoked"
+    if user is None:
+        return "unknown user"
+    if user.revoked:
+        return "revoked (user)"
+    if entry.expires is not None and entry.expires <= now:
+        return "expired"
+    if user.expires is not None and user.expires <= now:
+        return "expired (user)"
+    return "active"
+
+
 def list_tokens(config: ServeConfig) -> str:
-    """A table of the tokens: id, user, created, expires, state (no hashes, no tokens)."""
+    """A table of the tokens: id, user, created, expires, effective state (no hashes, no tokens)."""
     entries = read_tokens(_tokens_path(config))
     now = _now()
-    lines = [f"{'id':<10}{'user':<20}{'created':<27}{'expires':<27}state"]
-    for e in entries:
-        state = "revoked" if e.revoked else "expired" if e.expires and e.expires <= now else "active"
-        lines.append(f"{e.id:<10}{e.user:<20}{e.created:<27}{e.expires.isoformat() if e.expires else '-':<27}{state}")
+    rows = [("id", "user", "created", "expires", "state")]
+    rows += [(e.id, e.user, e.created, show_expiry(e.expires) if e.expires else "-",
+              token_state(e, config.users.get(e.user), now)) for e in entries]
+    widths = [max(len(r[k]) for r in rows) + 2 for k in range(4)]
+    lines = ["".join(f"{v:<{w}}" for v, w in zip(r, widths)) + r[4] for r in rows]
     if len(lines) == 1:
         lines.append("(no tokens: give one with `protab serve-token add --user NAME`)")
     return "\n".join(lines)
@@ -178,24 +257,41 @@ class TokenStore:
         self.users: Mapping[str, UserConfig] = config.users
         self.path = config.tokens_file
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, ...] | None = None
+        self._racy = True
         self._file: list[TokenEntry] = []
         self._inline = [TokenEntry(f"config:{u.name}:{k}", u.name, h)
                         for u in config.users.values() for k, h in enumerate(u.token_sha256)]
-        self._entries()  # a broken tokens file stops the start-up
+        self._load(self._stat())  # a broken tokens file stops the start-up
 
-    def _entries(self) -> list[TokenEntry]:
+    def _stat(self) -> tuple[int, ...] | None:
+        """What tells two versions of the tokens file apart: inode (a replaced file is a new
+        one), size, modification and status-change times; None when there is no file."""
         if self.path is None:
-            return self._inline
+            return None
         try:
             st = os.stat(self.path)
-            stamp = (st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
-            stamp = None
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _load(self, stamp: tuple[int, ...] | None) -> None:
+        self._file = [e for e in read_tokens(self.path) if e.user in self.users] if stamp else []
+        self._stamp = stamp
+        self._racy = stamp is not None and time.time_ns() - stamp[3] < RACY_SECONDS * 1e9
+
+    def _entries(self) -> list[TokenEntry]:
+        """Inline hashes and the tokens file, re-read when its stamp changed (or changed a moment
+        ago); a file that cannot be read now keeps the entries read before, and is tried again."""
+        if self.path is None:
+            return self._inline
+        stamp = self._stat()
         with self._lock:
-            if stamp != self._stamp:
-                self._file = [e for e in read_tokens(self.path) if e.user in self.users] if stamp else []
-                self._stamp = stamp
+            if stamp != self._stamp or self._racy:
+                try:
+                    self._load(stamp)
+                except InputError:
+                    pass  # the previous entries stay in force until the file reads again
             return self._inline + self._file
 
     def authenticate(self, header: str | None) -> UserConfig:
@@ -221,6 +317,6 @@ class TokenStore:
             raise AuthError("this token has been revoked; ask the office for a new one")
         for when in (found.expires, user.expires):
             if when is not None and when <= now:
-                raise AuthError(f"this token expired on {when.isoformat(timespec='seconds')}; ask the office "
+                raise AuthError(f"this token expired (it was valid {show_expiry(when)}, UTC); ask the office "
                                 "for a new one")
         return user

@@ -15,6 +15,9 @@ from typing import Any
 
 from protab.errors import ProtabError
 
+#: the longest --header-timeout and --body-timeout, in seconds
+MAX_TIMEOUT = 3600.0
+
 SERVE_EPILOG = """\
 examples:
   protab serve --config serve.toml                      # http://127.0.0.1:8000/
@@ -35,6 +38,15 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     p.add_argument("--pg-port", type=int, default=None,
                    help="also serve the PostgreSQL protocol on this port (psql, psycopg, JDBC); off by default")
+    p.add_argument("--pg-connections-per-user", type=int, default=8, metavar="N",
+                   help="PostgreSQL connections one user may hold at once (default 8; the others stay for "
+                        "other users)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="seconds a client has to send a request's headers before its connection is closed "
+                        "(default 10)")
+    p.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="seconds a client has to send a request's body before the request is refused with "
+                        "408 (default 10)")
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -63,18 +75,28 @@ def add_parsers(subparsers: Any) -> None:
     rev.add_argument("--id", dest="token_id", help="the token's id (see list)")
     rev.add_argument("--user", help="revoke every token of this user")
     ls = tsub.add_parser("list", help="the tokens: id, user, created, expires, state (no hashes)",
-                         description="List the tokens of the config's tokens file: id, user, created, expires "
-                                     "and state; never the tokens or their hashes.")
+                         description="List the tokens of the config's tokens file: id, user, created, expiry "
+                                     "(a date given stays valid until the end of that day, UTC) and effective "
+                                     "state (active, expired or revoked: the token's own or its user's in the "
+                                     "config); never the tokens or their hashes.")
     ls.add_argument("--config", required=True, help="the service's configuration (serve.toml)")
 
 
+def _check_limits(header_timeout: float, body_timeout: float, pg_connections_per_user: int) -> None:
+    for name, value in (("--header-timeout", header_timeout), ("--body-timeout", body_timeout)):
+        if not 0 < value <= MAX_TIMEOUT:  # NaN fails too
+            raise ProtabError(f"{name} must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}, not {value}")
+    if pg_connections_per_user < 1:
+        raise ProtabError(f"--pg-connections-per-user must be 1 or more, not {pg_connections_per_user}")
+
+
 def serve(
-    config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000, pg_port: int | None = None
+    config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000, pg_port: int | None = None,
+    *, header_timeout: float = 10.0, body_timeout: float = 10.0, pg_connections_per_user: int = 8,
 ) -> None:
     """Check the config and the database, then serve on uvicorn until interrupted."""
     try:
-        import uvicorn
-
+        from protab.serve import httpd
         from protab.serve.app import create_app
     except ModuleNotFoundError as exc:
         raise ProtabError(
@@ -86,23 +108,26 @@ def serve(
         raise ProtabError(f"--port must be from 1 to 65535, not {port}")
     if pg_port is not None and not 0 < pg_port < 65536:
         raise ProtabError(f"--pg-port must be from 1 to 65535, not {pg_port}")
-    app = create_app(config, database=database)
+    _check_limits(header_timeout, body_timeout, pg_connections_per_user)
+    app = create_app(config, database=database, body_timeout=body_timeout)
     pg = ""
     if pg_port is not None:
         from protab.serve.pgwire import attach
 
-        pg = f" and postgresql://{host}:{attach(app, host, pg_port).port}/"
+        front = attach(app, host, pg_port, max_connections_per_user=pg_connections_per_user)
+        pg = f" and postgresql://{host}:{front.port}/"
     cfg = app.state.config
     print(f"protab serve: {len(cfg.datasets)} dataset(s) from {cfg.database}, audit log {cfg.audit_log}; "
           f"listening on http://{host}:{port}/{pg}", file=sys.stderr, flush=True)
     # no access log: the audit log records every request (and uvicorn's would add nothing safe)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
+    httpd.run(app, host, port, header_timeout)
 
 
 def run(args: argparse.Namespace) -> None:
     """Run ``protab serve`` or ``protab serve-token`` (ProtabError for bad input)."""
     if args.cmd == "serve":
-        serve(args.config, args.db, args.host, args.port, args.pg_port)
+        serve(args.config, args.db, args.host, args.port, args.pg_port, header_timeout=args.header_timeout,
+              body_timeout=args.body_timeout, pg_connections_per_user=args.pg_connections_per_user)
         return
     from protab.serve import auth
     from protab.serve.config import load_config

@@ -14,7 +14,8 @@ requests (requests_per_minute), 28P01 for a bad login, XX000 for the service's o
 failure (its cause goes to the audit log only).
 
 Limits, so that no client can keep the analysts out or grow the server's memory: a connection
-takes one of ``max_connections`` slots only once logged in (53300 past them); connections that
+takes one of ``max_connections`` slots only once logged in, and one user at most
+:data:`MAX_CONNECTIONS_PER_USER` of them (53300 past either); connections that
 are not logged in yet are capped per peer address and in all, the oldest one waiting giving way
 to a new one, and each has :data:`LOGIN_SECONDS` to log in; a logged-in connection that sends
 nothing for :data:`IDLE_SECONDS` is closed (57P05); one connection keeps at most
@@ -44,19 +45,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
-from sqlglot import exp, parse_one
-from sqlglot.errors import SqlglotError
 
 from protab.errors import ProtabError
 from protab.serve.audit import AuditLog
 from protab.serve.auth import AuthError, TokenStore
 from protab.serve.config import UserConfig
 from protab.serve.engine import Engine
-from protab.serve.validator import ALLOWED_FORM, QueryError, QueryForbidden, QueryThrottled, validate
+from protab.serve.pgproto import (
+    _FLOAT8,
+    _INT8,
+    _TEXT,
+    PgError,
+    _bind,
+    _count_params,
+    _cstr,
+    _data_row,
+    _error_msg,
+    _msg,
+    _Reader,
+    _row_description,
+    check_result_formats,
+    read_bind,
+    read_oids,
+    read_subtype,
+)
+from protab.serve.validator import QueryError, QueryForbidden, QueryThrottled, validate
 
 SERVER_VERSION = "16.0 (protab)"
 _SSL_REQUEST, _GSS_REQUEST, _CANCEL_REQUEST, _PROTOCOL_3 = 80877103, 80877104, 80877102, 196608
-_TEXT, _INT8, _FLOAT8 = 25, 20, 701  # type oids of pg_type
 _INTERNAL = "the service could not answer this statement (an internal error, recorded for the office)"
 _MAX_STARTUP = 10_000
 #: seconds a client has from connecting to being logged in
@@ -67,18 +83,13 @@ IDLE_SECONDS = 15 * 60
 #: oldest one waiting (of that address) is closed, so that sockets that never log in cannot
 #: keep an analyst out (a connection slot is taken only at login)
 MAX_WAITING, MAX_WAITING_PER_PEER = 64, 16
+#: connections one user may hold at once (of ``max_connections``), so that one user's idle
+#: connections cannot keep the others out (53300 past it)
+MAX_CONNECTIONS_PER_USER = 8
 #: prepared statements and portals one connection may keep, each, and the bytes of their SQL
 #: and answers together (PostgreSQL's SQLSTATE 53400 past either)
 MAX_STATEMENTS, MAX_STORED_BYTES = 256, 16 << 20
 ENDPOINT = "PGWIRE query"
-
-
-class PgError(Exception):
-    """An ErrorResponse: SQLSTATE ``code`` and ``message``; ``fatal`` ends the connection."""
-
-    def __init__(self, code: str, message: str, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.code, self.fatal = code, fatal
 
 
 def _sqlstate(exc: QueryError) -> str:
@@ -120,87 +131,6 @@ def _too_much() -> PgError:
                    "DISCARD ALL) first")
 
 
-# -- messages ---------------------------------------------------------------------------------
-def _msg(kind: bytes, payload: bytes = b"") -> bytes:
-    return kind + struct.pack("!i", len(payload) + 4) + payload
-
-
-def _cstr(s: str) -> bytes:
-    return s.encode("utf-8") + b"\x00"
-
-
-def _error_msg(code: str, message: str, fatal: bool = False) -> bytes:
-    sev = "FATAL" if fatal else "ERROR"
-    return _msg(b"E", b"S" + _cstr(sev) + b"V" + _cstr(sev) + b"C" + _cstr(code) + b"M" + _cstr(message) + b"\x00")
-
-
-def _row_description(columns: list[tuple[str, int]], formats: list[int]) -> bytes:
-    out = [struct.pack("!h", len(columns))]
-    for k, (name, oid) in enumerate(columns):
-        size = 8 if oid in (_INT8, _FLOAT8) else -1
-        out.append(_cstr(name) + struct.pack("!ihihih", 0, 0, oid, size, -1, _format(formats, k)))
-    return _msg(b"T", b"".join(out))
-
-
-def _format(formats: list[int], k: int) -> int:
-    if not formats:
-        return 0
-    return formats[0] if len(formats) == 1 else formats[k]
-
-
-def _encode(value: Any, oid: int, fmt: int) -> bytes:
-    if fmt == 1:
-        if oid == _INT8:
-            return struct.pack("!q", int(value))
-        if oid == _FLOAT8:
-            return struct.pack("!d", float(value))
-        return str(value).encode("utf-8")
-    if isinstance(value, float):
-        return repr(value).encode()
-    return str(value).encode("utf-8")
-
-
-def _data_row(row: tuple[Any, ...], columns: list[tuple[str, int]], formats: list[int]) -> bytes:
-    out = [struct.pack("!h", len(row))]
-    for k, v in enumerate(row):
-        if v is None:
-            out.append(struct.pack("!i", -1))
-        else:
-            b = _encode(v, columns[k][1], _format(formats, k))
-            out.append(struct.pack("!i", len(b)) + b)
-    return _msg(b"D", b"".join(out))
-
-
-class _Reader:
-    """Reads a message payload."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def int16(self) -> int:
-        (v,) = struct.unpack_from("!h", self.data, self.pos)
-        self.pos += 2
-        return v
-
-    def int32(self) -> int:
-        (v,) = struct.unpack_from("!i", self.data, self.pos)
-        self.pos += 4
-        return v
-
-    def cstr(self) -> str:
-        end = self.data.index(b"\x00", self.pos)
-        s = self.data[self.pos:end].decode("utf-8")
-        self.pos = end + 1
-        return s
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise PgError("08P01", "malformed message")
-        b = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return b
-
-
 # -- statements answered by the front ---------------------------------------------------------
 _SET = re.compile(r"set\s+(session\s+|local\s+)?[a-z_][a-z0-9_.]*\s*(=|to)\s*[^;]*", re.I | re.S)
 _DEALLOCATE = re.compile(r'deallocate\s+(prepare\s+)?("?[a-z_][a-z0-9_]*"?)', re.I)
@@ -225,13 +155,16 @@ class PgWireServer:
     def __init__(self, engine: Engine, tokens: TokenStore, audit: AuditLog, host: str = "127.0.0.1",
                  port: int = 5432, *, max_connections: int = 64, login_seconds: float = LOGIN_SECONDS,
                  idle_seconds: float = IDLE_SECONDS, max_waiting: int = MAX_WAITING,
-                 max_waiting_per_peer: int = MAX_WAITING_PER_PEER) -> None:
+                 max_waiting_per_peer: int = MAX_WAITING_PER_PEER,
+                 max_connections_per_user: int = MAX_CONNECTIONS_PER_USER) -> None:
         self.engine, self.tokens, self.audit = engine, tokens, audit
         self.host, self.port = host, port
         self.max_message = max(engine.config.max_body_bytes, engine.config.max_sql_length + 1024)
         self.login_seconds, self.idle_seconds = login_seconds, idle_seconds
         self.max_waiting, self.max_waiting_per_peer = max_waiting, max_waiting_per_peer
+        self.max_connections_per_user = max_connections_per_user
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._per_user: dict[str, int] = {}  # logged-in connections by user (changed on the loop's thread only)
         self._waiting: dict[asyncio.Task[None], tuple[str, asyncio.StreamWriter]] = {}  # oldest first
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -302,7 +235,7 @@ class PgWireServer:
                 try:
                     await _Session(self, user, reader, writer).run()
                 finally:
-                    self._slots.release()
+                    self._release(user)
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         except PgError as exc:
@@ -389,16 +322,37 @@ class PgWireServer:
         except Exception as exc:  # a broken tokens file: the office's problem
             await self._audit(user=None, query=None, status=500, reason=f"token store: {type(exc).__name__}: {exc}")
             raise PgError("XX000", _INTERNAL, fatal=True) from None
-        if not self._slots.acquire(blocking=False):
-            await self._audit(user=user.name, status=503, reason="login refused: too many connections")
-            raise PgError("53300", "too many connections to the protab service; try again later", fatal=True)
+        await self._take_slot(user)
         try:
             self._greet(writer, name, params)
             await writer.drain()
         except BaseException:  # no session will release the slot
-            self._slots.release()
+            self._release(user)
             raise
         return user
+
+    async def _take_slot(self, user: UserConfig) -> None:
+        """Take one of the user's :attr:`max_connections_per_user` and one of the service's
+        ``max_connections`` slots (53300, audited, past either); :meth:`_release` gives them back."""
+        held = self._per_user.get(user.name, 0)
+        if held >= self.max_connections_per_user:
+            await self._audit(user=user.name, status=503,
+                              reason=f"login refused: the user already holds {held} connections (the per-user limit)")
+            raise PgError("53300", f"too many connections for user {user.name[:60]!r}: at most "
+                          f"{self.max_connections_per_user} at once per user (the service's per-user limit); close "
+                          "one of your connections first", fatal=True)
+        if not self._slots.acquire(blocking=False):
+            await self._audit(user=user.name, status=503, reason="login refused: too many connections")
+            raise PgError("53300", "too many connections to the protab service; try again later", fatal=True)
+        self._per_user[user.name] = self._per_user.get(user.name, 0) + 1
+
+    def _release(self, user: UserConfig) -> None:
+        left = self._per_user.get(user.name, 0) - 1
+        if left > 0:
+            self._per_user[user.name] = left
+        else:
+            self._per_user.pop(user.name, None)
+        self._slots.release()
 
     @staticmethod
     def _greet(writer: asyncio.StreamWriter, name: str, params: dict[str, str]) -> None:
@@ -530,38 +484,32 @@ class _Session:
     async def extended(self, kind: bytes, r: _Reader) -> None:
         if kind == b"P":
             name, sql = r.cstr(), r.cstr()
-            oids = [r.int32() for _ in range(r.int16())]
+            oids = read_oids(r)
             self.room("prepared statement", self.statements, name, len(sql))
             self.statements[name] = (sql, oids)
             self.writer.write(_msg(b"1"))
         elif kind == b"B":
-            portal, name = r.cstr(), r.cstr()
-            if name not in self.statements:
-                raise PgError("26000", f"prepared statement {name[:60]!r} does not exist")
-            sql, oids = self.statements[name]
-            pformats = [r.int16() for _ in range(r.int16())]
-            values: list[bytes | None] = []
-            for _ in range(r.int16()):
-                n = r.int32()
-                values.append(None if n == -1 else r.take(n))
-            rformats = [r.int16() for _ in range(r.int16())]
+            bind = read_bind(r)
+            if bind.statement not in self.statements:
+                raise PgError("26000", f"prepared statement {bind.statement[:60]!r} does not exist")
+            sql, oids = self.statements[bind.statement]
             try:
-                bound = _bind(sql, oids, pformats, values)
+                bound = _bind(sql, oids, bind.formats, bind.values)
             except PgError as exc:  # a refused statement: audited as those the engine refuses
                 await self.server._audit(user=self.user.name, query=sql, status=400, reason=str(exc))
                 raise
-            self.room("portal", self.portals, portal, len(bound))
-            self.portals[portal] = _Portal(bound, formats=rformats)
+            self.room("portal", self.portals, bind.portal, len(bound))
+            self.portals[bind.portal] = _Portal(bound, formats=bind.result_formats)
             self.writer.write(_msg(b"2"))
         elif kind == b"C":
-            what, name = r.take(1), r.cstr()
+            what, name = read_subtype(r, "Close"), r.cstr()
             (self.statements if what == b"S" else self.portals).pop(name, None)
             self.writer.write(_msg(b"3"))
         else:
             raise PgError("0A000", f"protocol message {kind.decode('latin-1')!r} is not supported by the protab service")
 
     async def describe(self, r: _Reader) -> None:
-        what, name = r.take(1), r.cstr()
+        what, name = read_subtype(r, "Describe"), r.cstr()
         if what == b"S":
             if name not in self.statements:
                 raise PgError("26000", f"prepared statement {name[:60]!r} does not exist")
@@ -576,6 +524,7 @@ class _Session:
         if portal is None:
             raise PgError("34000", f"portal {name[:60]!r} does not exist")
         cols = (await self.result(portal)).columns
+        check_result_formats(portal.formats, len(cols))
         self.writer.write(_row_description(cols, portal.formats) if cols else _msg(b"n"))
 
     async def execute(self, r: _Reader) -> None:
@@ -587,6 +536,7 @@ class _Session:
         if not res.columns and res.tag == "":
             self.writer.write(_msg(b"I"))
             return
+        check_result_formats(portal.formats, len(res.columns))
         end = len(res.rows) if max_rows <= 0 else min(len(res.rows), portal.sent + max_rows)
         self.writer.write(b"".join(_data_row(row, res.columns, portal.formats) for row in res.rows[portal.sent:end]))
         portal.sent = end
@@ -696,76 +646,21 @@ class _Session:
         return result
 
 
-_TOO_DEEP = f"the SQL is nested too deeply. {ALLOWED_FORM}"  # the validator's words over HTTP
-
-
-def _count_params(sql: str) -> int:
-    try:
-        tree = parse_one(sql, read="duckdb")
-        nums = [int(p.this) for p in tree.find_all(exp.Placeholder) if str(p.this).isdigit()]
-    except SqlglotError:
-        return 0
-    except RecursionError:  # refused as the validator refuses it over HTTP
-        raise PgError("42000", _TOO_DEEP) from None
-    return max(nums, default=0)
-
-
-def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | None]) -> str:
-    """The statement with its parameters ($1, $2, ...) replaced by literals in sqlglot's tree
-    (never pasted into the text); the validator then checks the result as any other query."""
-    if not values:
-        return sql
-    literals: list[exp.Expression] = []
-    for k, v in enumerate(values):
-        fmt = formats[0] if len(formats) == 1 else formats[k] if formats else 0
-        oid = oids[k] if k < len(oids) else 0
-        if v is None:
-            literals.append(exp.Null())
-        elif fmt == 0:
-            text = v.decode("utf-8")
-            if oid in (20, 21, 23) and not text.lstrip("-").isdigit():
-                raise PgError("22P02", f"parameter ${k + 1}: {text[:40]!r} is not a whole number")
-            literals.append(exp.Literal.number(int(text)) if oid in (20, 21, 23) else exp.Literal.string(text))
-        elif oid in (20, 21, 23):
-            literals.append(exp.Literal.number(int.from_bytes(v, "big", signed=True)))
-        elif oid in (25, 1043, 0, 705):
-            literals.append(exp.Literal.string(v.decode("utf-8")))
-        else:
-            raise PgError("0A000", f"parameter ${k + 1}: binary values of type oid {oid} are not supported; "
-                          "send codes as text or whole numbers")
-    try:
-        tree = parse_one(sql, read="duckdb")
-    except SqlglotError as exc:
-        raise PgError("42601", f"syntax error: {str(exc)[:200]}") from None
-    except RecursionError:  # refused as the validator refuses it over HTTP
-        raise PgError("42000", _TOO_DEEP) from None
-
-    def swap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Placeholder) and str(node.this).isdigit():
-            k = int(node.this) - 1
-            if not 0 <= k < len(literals):
-                raise PgError("08P01", f"the statement uses ${k + 1} but {len(literals)} parameters were bound")
-            return literals[k].copy()
-        return node
-
-    try:
-        return tree.transform(swap).sql(dialect="duckdb")
-    except RecursionError:
-        raise PgError("42000", _TOO_DEEP) from None
-
-
 # -- running it beside the HTTP app ------------------------------------------------------------
-def attach(app: Any, host: str = "127.0.0.1", port: int = 5432) -> PgWireServer:
+def attach(app: Any, host: str = "127.0.0.1", port: int = 5432, *,
+           max_connections_per_user: int = MAX_CONNECTIONS_PER_USER) -> PgWireServer:
     """Start the front for a :func:`~protab.serve.app.create_app` app, on its engine, with a token
     store and an audit log of its config (the audit lines of both fronts go to the same file),
-    and stop it when the app shuts down, before the app closes its engine."""
+    and stop it when the app shuts down, before the app closes its engine.
+    ``max_connections_per_user``: ``protab serve --pg-connections-per-user``."""
     from contextlib import asynccontextmanager
 
     from starlette.concurrency import run_in_threadpool
 
     cfg = app.state.config
     audit = AuditLog(cfg.audit_log)
-    server = PgWireServer(app.state.engine, TokenStore(cfg), audit, host, port)
+    server = PgWireServer(app.state.engine, TokenStore(cfg), audit, host, port,
+                          max_connections_per_user=max_connections_per_user)
     try:
         server.start()
     except OSError as exc:

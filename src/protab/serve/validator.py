@@ -44,7 +44,9 @@ ALLOWED_FORM = (
     "[ORDER BY <output column> [ASC|DESC], ...] [LIMIT n]; no comments, one statement."
 )
 
-MAX_GROUPING_SETS = 4096  # a GROUP BY expanding to more grouping sets is refused
+MAX_GROUPING_SETS = 4096  # a GROUP BY expanding to more grouping sets is refused (before expanding it)
+MAX_CUBE = 12  # elements of one CUBE (2^12 = 4096 grouping sets)
+_MANY = 10**12  # counts of grouping sets are not carried past this (a CUBE product can be astronomical)
 MAX_ALIAS_LENGTH = 128
 _ECHO = 200  # characters of the analyst's SQL echoed in a message
 _INT = re.compile(r"-?[0-9]{1,38}")  # up to DuckDB's HUGEINT
@@ -475,12 +477,17 @@ class _Checker:
             raise _refused("GROUP BY ALL is not accepted: name the dimensions")
         if not _args_only(group, "expressions"):
             raise _refused("GROUP BY ... WITH ROLLUP/CUBE/TOTALS is not accepted; write ROLLUP(...) or CUBE(...)")
-        factors = [self.group_item(item) for item in group.expressions]
         count = 1
-        for f in factors:
-            count *= len(f)
+        for item in group.expressions:  # counted on the syntax tree: nothing is expanded past the limit
+            count = min(_MANY, count * _count_sets(item))
         if count > MAX_GROUPING_SETS:
-            raise _refused(f"the GROUP BY gives {count} grouping sets; at most {MAX_GROUPING_SETS} are accepted")
+            shown = f"{count:,}" if count < _MANY else f"more than {_MANY:,}"
+            raise _refused(
+                f"the GROUP BY would give {shown} grouping sets (CUBE of k elements gives 2^k, ROLLUP k + 1, "
+                f"GROUPING SETS the sum of its elements, and the items of GROUP BY multiply); at most "
+                f"{MAX_GROUPING_SETS} are accepted: ask for fewer"
+            )
+        factors = [self.group_item(item) for item in group.expressions]
         sets = [frozenset().union(*combo) for combo in itertools.product(*factors)]
         return list(dict.fromkeys(sets))
 
@@ -495,8 +502,6 @@ class _Checker:
     def group_item(self, node: exp.Expression) -> list[frozenset[str]]:
         if type(node) in (exp.Rollup, exp.Cube):
             items = [self.composite(c) for c in node.expressions]
-            if type(node) is exp.Cube and len(items) > 12:
-                raise _refused(f"CUBE of {len(items)} elements is too large (at most 12)")
             if type(node) is exp.Rollup:
                 return [frozenset().union(*items[:k]) for k in range(len(items), -1, -1)]
             return [
@@ -555,6 +560,26 @@ class _Checker:
         if not 1 <= n <= self.max_limit:
             raise _refused(f"LIMIT must be between 1 and {self.max_limit}, not {n}")
         return n
+
+
+def _count_sets(node: exp.Expression) -> int:
+    """The grouping sets one GROUP BY item stands for, counted without expanding them (the SQL
+    standard's definitions: CUBE of k elements 2^k, ROLLUP of k elements k + 1, GROUPING SETS
+    the sum over its elements, anything else one), at most ``_MANY``; a CUBE of more than
+    :data:`MAX_CUBE` elements is refused here."""
+    if type(node) is exp.Cube:
+        k = len(node.expressions)
+        if k > MAX_CUBE:
+            raise _refused(f"CUBE of {k} elements is too large (at most {MAX_CUBE})")
+        return 2**k
+    if type(node) is exp.Rollup:
+        return len(node.expressions) + 1
+    if type(node) is exp.GroupingSets:
+        total = 0
+        for item in node.expressions:
+            total = min(_MANY, total + (_count_sets(item) if type(item) in (exp.Rollup, exp.Cube) else 1))
+        return total
+    return 1
 
 
 def _normalised(q: Query) -> str:
