@@ -1,5 +1,6 @@
-"""``protab demo``: a synthetic census generated in SQL (sql/demo_population.sql), keyed, with
-an installed p-table, and four tables protected by the cell key method into an output folder.
+"""``protab demo``: a synthetic census and business register generated in SQL
+(sql/demo_population.sql: persons in households on a 1 km grid, and firms), keyed, with an
+installed p-table, and four tables protected by the cell key method into an output folder.
 Its database is what the README's examples read."""
 
 from __future__ import annotations
@@ -14,16 +15,23 @@ from protab.errors import InputError
 FORMATS = ("csv", "parquet")
 DEMO_TABLES = ("municipality_sex_agegroup", "grid_sex", "region_agegroup_weighted",
                "municipality_agegroup_plus_sex")
+#: the microdata tables the demo writes (and refuses to replace without ``replace``)
+DEMO_SOURCES = ("persons", "firms")
+#: one firm per this many persons (at least one firm)
+PERSONS_PER_FIRM = 12
 
 
 def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str] = FORMATS,
          replace: bool = False) -> list[dict[str, Any]]:
-    """Generate a synthetic census in SQL, protect four tables by the cell key method."""
+    """Generate a synthetic census (``persons``) and business register (``firms``, one firm per
+    12 persons) in SQL, key both (the firms with the seed followed by ``/firms``, so that a firm
+    and a person of the same id get unrelated keys), protect four tables of persons by the cell
+    key method."""
     from protab._io import check_output_folder
     from protab._progress import track
     from protab.cli import _protect_one, _say, _summary, _write_all
     from protab.ptable import PTable
-    from protab.session import Session, sql_text
+    from protab.session import Session
     from protab.table import TableSpec
 
     if isinstance(persons, bool) or not isinstance(persons, int) or persons < 1:
@@ -33,32 +41,10 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
     out_dir = check_output_folder(out, [f"{t}.{f}" for t in DEMO_TABLES for f in formats])
     t0 = time.perf_counter()
     if not replace and database != ":memory:" and Path(database).is_file():
-        with Session(database, read_only=True, progress=False) as s:  # look, write nothing
-            taken = [t for t in ("persons",) if s.exists(t)]
-            installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
-        if taken or installed:
-            what = " and ".join(
-                ([f"a table {taken[0]!r}"] if taken else []) + (["an installed p-table"] if installed else [])
-            )
-            raise InputError(
-                f"the database {database!r} holds {what} already; the demo would replace "
-                "them: pass --replace to do so, or --db another file"
-            )
+        _refuse_to_replace(database)
+    firms = max(1, persons // PERSONS_PER_FIRM)
     with Session(database) as s:
-        _say(f"protab demo: generating {persons:,} persons in {database} (table persons) …")
-        s.con.execute(sql_text("demo_population.sql"))
-        s.con.execute("BEGIN TRANSACTION")
-        try:
-            s.con.execute(
-                "CREATE OR REPLACE TABLE persons AS SELECT * FROM protab_demo_population(?)",
-                [persons],
-            )
-            s.con.execute("COMMIT")
-        except BaseException:
-            s.con.execute("ROLLBACK")
-            raise
-        _say("  adding record keys …")
-        s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)
+        _generate(s, persons, firms, seed, database)
         h_mun = s.hierarchy_from_columns("persons", ["region", "municipality"])
         h_grid = s.hierarchy_from_columns("persons", ["grid10km", "grid1km"])
         ptable = PTable.maximum_entropy(D=5, V=3, js=2)
@@ -80,11 +66,48 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
             rows.append(row)
     _write_all(frames, out_dir, formats)
     _say(f"done in {time.perf_counter() - t0:.1f} s")
-    print(f"protab demo: {persons:,} persons, {len(rows)} tables protected by the cell key method")
+    print(f"protab demo: {persons:,} persons and {firms:,} firms, {len(rows)} tables protected by the cell key method")
     print(_summary(rows))
     print(f"protected tables written to {out}/ as {', '.join(formats)}")
-    print(f"the microdata, record keys and p-table are in {database} "
+    print(f"the microdata (persons, firms), record keys and p-table are in {database} "
           "(query it with the duckdb CLI: SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL)")
     return rows
 
 
+def _refuse_to_replace(database: str) -> None:
+    """The demo does not replace microdata or a p-table of an existing database unless told."""
+    from protab.session import Session
+
+    with Session(database, read_only=True, progress=False) as s:  # look, write nothing
+        taken = [t for t in DEMO_SOURCES if s.exists(t)]
+        installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
+    if taken or installed:
+        what = " and ".join(
+            ([f"the table{'s' if len(taken) > 1 else ''} {' and '.join(map(repr, taken))}"] if taken else [])
+            + (["an installed p-table"] if installed else [])
+        )
+        raise InputError(
+            f"the database {database!r} holds {what} already; the demo would replace "
+            "them: pass --replace to do so, or --db another file"
+        )
+
+
+def _generate(s: Any, persons: int, firms: int, seed: str, database: str) -> None:
+    """persons and firms from sql/demo_population.sql in one transaction, then their record keys."""
+    from protab.cli import _say
+    from protab.session import sql_text
+
+    _say(f"protab demo: generating {persons:,} persons and {firms:,} firms in {database} "
+         "(tables persons, firms) …")
+    s.con.execute(sql_text("demo_population.sql"))
+    s.con.execute("BEGIN TRANSACTION")
+    try:
+        s.con.execute("CREATE OR REPLACE TABLE persons AS SELECT * FROM protab_demo_population(?)", [persons])
+        s.con.execute("CREATE OR REPLACE TABLE firms AS SELECT * FROM protab_demo_firms(?)", [firms])
+        s.con.execute("COMMIT")
+    except BaseException:
+        s.con.execute("ROLLBACK")
+        raise
+    _say("  adding record keys …")
+    s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)
+    s.add_record_keys("firms", id_column="fid", seed=f"{seed}/firms", bits=32, replace=True)
