@@ -140,3 +140,15 @@ def test_protect_refuses_a_symlink_to_the_database_folder_as_the_folder_itself(f
         assert "would replace the microdata database" in capsys.readouterr().err
     _unchanged(folder, before)
     assert not (folder / "m_sex.csv").exists()
+
+
+@pytest.mark.parametrize("db, out", [("dirlink/x.duckdb", "."), ("d/x.duckdb", "dirlink/d"),
+                                     ("d/x.duckdb", "alias_of_d"), ("d/sub/../x.duckdb", "d")])
+def test_demo_never_puts_its_output_folder_over_its_database(folder, capsys, db, out):
+    (folder / "d").mkdir()
+    (folder / "d" / "keep.txt").write_text("kept", encoding="utf-8")
+    (folder / "alias_of_d").symlink_to(folder / "d")
+    assert cli.main(["demo", "--persons", "50", "--db", db, "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "would replace the demo's database" in err or "working folder" in err
+    assert sorted(p.name for p in (folder / "d").iterdir()) == ["keep.txt"]

@@ -27,7 +27,7 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
     12 persons) in SQL, key both (the firms with the seed followed by ``/firms``, so that a firm
     and a person of the same id get unrelated keys), protect four tables of persons by the cell
     key method."""
-    from protab._io import check_output_folder
+    from protab._io import check_output_folder, database_files, refuse_replacing
     from protab._progress import track
     from protab.cli import _protect_one, _say, _summary, _write_all
     from protab.ptable import PTable
@@ -39,6 +39,8 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
     if persons > 2_000_000_000:
         raise InputError("--persons must be at most 2,000,000,000")
     out_dir = check_output_folder(out, [f"{t}.{f}" for t in DEMO_TABLES for f in formats])
+    refuse_replacing(out, [(p, f"the demo's database {database!r}") for p in database_files(database)],
+                     "demo: --out", "give the tables a folder of their own (the folder is swapped in whole)")
     t0 = time.perf_counter()
     if not replace and database != ":memory:" and Path(database).is_file():
         _refuse_to_replace(database)
