@@ -21,6 +21,7 @@ the same numbers), so its count queries can beat cell_key on the records; means 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import subprocess
@@ -53,6 +54,8 @@ maximum_entropy = {{ D = 5, V = 3, js = 2 }}
 dims = ["region", "municipality", "sex", "agegroup"]
 measures = ["income"]
 hierarchies = {{ municipality = ["region", "municipality"] }}
+codes = {{ sex = ["F", "M"], agegroup = {agegroups} }}
+codes_file = {{ municipality = "municipalities.csv" }}
 [datasets.persons.magnitude]
 ptable = {{ maximum_entropy = {{ D = 10, V = 3, step = 2, icat = [1, 5, 10], optim = 4 }} }}
 fp = 1000
@@ -60,6 +63,21 @@ fp = 1000
 [users.bench]
 datasets = ["persons"]
 """
+
+
+AGEGROUPS = ["00-04", "05-09", "10-14", "15-19", "20-24", "25-29", "30-34", "35-39", "40-44", "45-49",
+             "50-54", "55-59", "60-64", "65-69", "70-74", "75-79", "80-84", "85+"]
+
+
+def declare_codes(run: Path) -> None:
+    """The demo's classification of municipalities (from its generator, not its records), as the
+    service requires declared code lists (docs/serve.md)."""
+    from protab.session import Session, sql_text
+
+    with Session(":memory:", progress=False) as s:
+        s.con.execute(sql_text("demo_population.sql"))
+        s.sql("SELECT region, municipality FROM protab_demo_towns() ORDER BY municipality").write_csv(
+            run / "municipalities.csv")
 
 
 def demo_database(folder: Path, persons: int) -> str:
@@ -142,8 +160,9 @@ def main() -> None:
 
     run = Path(tempfile.mkdtemp(prefix="run-", dir=folder))
     config = run / "serve.toml"
+    declare_codes(run)
     config.write_text(CONFIG.format(db=db, threshold=THRESHOLD, min_population=MIN_POPULATION,
-                                    sessions=args.sessions, cache=args.cache))
+                                    sessions=args.sessions, cache=args.cache, agegroups=json.dumps(AGEGROUPS)))
     _, token = auth.add_token(load_config(config, database=":memory:"), "bench")
     with pt.Session(db, read_only=True) as s:
         codes = {c: s.codes("persons", c) for c in ("region", "municipality", "sex", "agegroup")}
