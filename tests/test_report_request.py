@@ -182,7 +182,7 @@ def test_files_named_by_the_request(tmp_path):
     (tmp_path / "p.csv").write_bytes(b"\xff\xfe\x00\x01")
     text = req.read_text(encoding="utf-8") + 'ptable = "p.csv"\n'
     req = _write(tmp_path, text)
-    with pytest.raises(InputError, match=r"protected\[0\]\.ptable = 'p.csv': the file is not UTF-8"):
+    with pytest.raises(ProtabError, match=r"protected\[0\]\.ptable = 'p.csv': p-table file .*p.csv' is not UTF-8"):
         report.run_request(req)
     (tmp_path / "p.csv").write_text("not a p-table\n", encoding="utf-8")
     with pytest.raises(ProtabError, match=r"protected\[0\]\.ptable = 'p.csv'"):

@@ -317,3 +317,20 @@ def test_a_holding_column_spark_would_write_otherwise_is_refused(engines):
     _, sp = engines
     with pytest.raises(NotImplementedError, match="holding column"):
         sp.sensitivity("persons", SPECS["tree"], SensitivityRules(min_frequency=3, holding="w"))
+
+
+def test_decimal_key_rotation_keeps_zeros_on_spark(engines):
+    """The hand-checked cell of tests/test_magnitude_key_rotation.py (its key 0.0871234
+    rotates to 0.7123408 and 0.1234087, zeros kept) on Spark too."""
+    from test_magnitude_key_rotation import perturbed_cell
+
+    _, sp = engines
+    assert perturbed_cell(sp)["v_pert"].item() == pytest.approx(173.5, abs=1e-9)
+
+
+@pytest.mark.parametrize("spec,rules", [("flat", "gauss"), ("weighted_nonneg", "argus_weights"), ("tree", "holding")])
+def test_sensitivity_diagnostics_on_both_engines(engines, spec, rules):
+    duck, sp = engines
+    expected = duck.sensitivity("persons", SPECS[spec], RULES[rules], diagnostics=True)
+    assert [c for c in expected.columns if "_dominance_" in c]
+    assert_frame_equal(sp.sensitivity("persons", SPECS[spec], RULES[rules], diagnostics=True), expected)

@@ -103,7 +103,6 @@ HOLDS = {
     "columns with a space, a backtick, a reserved name": pt.TableSpec({"Sex Col": None, "we`ird": None,
                                                                         "select": None}),
     "integer codes, negative and > 2^32": pt.TableSpec({"num": None, "sex": None}),
-    "null_code equal to an existing code": pt.TableSpec({"nul": None, "sex": None}, null_code="a"),
     "where with quotes": pt.TableSpec({"uni": None}, where=[("uni", "not in", ["a'b", 'q"r', ""])]),
     "hierarchy, formula, drop_empty": pt.TableSpec({"muni": MUNI, "sex": None, "num": None},
                                                    formula="muni*sex + num", drop_empty=True),
@@ -128,6 +127,8 @@ def test_decimal_keys_of_15_digits(engines):
 def test_same_errors_that_hold(engines):
     _same_error(engines, lambda s: s.cell_key("t", pt.TableSpec({"sex": None}, weight="w_neg"), P))
     _same_error(engines, lambda s: s.tabulate("t", pt.TableSpec({"nul": None})))
+    # null_code equal to a code of a column with NULLs too: refused, not merged into one cell
+    _same_error(engines, lambda s: s.cell_key("t", pt.TableSpec({"nul": None, "sex": None}, null_code="a"), P))
     _same_error(engines, lambda s: s.tabulate("t", pt.TableSpec(
         {"muni": pt.Hierarchy.from_code_lengths(["0101"], [2, 2])})))
 

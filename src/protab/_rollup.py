@@ -150,7 +150,9 @@ def output_names(spec: TableSpec, columns: Sequence[str]) -> dict[str, str]:
     mapping.update({"_np": "n_pert", "_wp": "w_pert"})
     for k, s in enumerate(spec.sums):
         mapping.update({f"_sp{k}": f"{s}_pert", f"_spm{k}": f"{s}_mean_pert", f"_sens{k}": f"{s}_sensitive",
-                        f"_rule{k}": f"{s}_rule", f"_sw{k}": f"{s}_w" if spec.weight else s})
+                        f"_rule{k}": f"{s}_rule", f"_sw{k}": f"{s}_w" if spec.weight else s,
+                        f"_fc{k}": f"{s}_contributors"})
+        mapping.update({f"_dg{k}_{n}": f"{s}_dominance_{n}" for n in range(1, 7)})  # n <= MAX_TOP_K
     out = {c: mapping[c] for c in columns if c in mapping}
     names = list(out.values())
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -203,7 +205,7 @@ class TableRun:
         spec: TableSpec,
         *,
         key: tuple[str, int] | None = None,
-        extend0: bool = False,
+        extend0: bool | str = False,
         structural: pl.DataFrame | None = None,
         cache: dict[Any, tuple[str, str]] | None = None,
         types: dict[str, str] | None = None,
@@ -367,7 +369,8 @@ class TableRun:
     def _scan(self) -> str:
         """One GROUP BY of the microdata to inner cells; codes become text after grouping
         (cheaper than casting every record), except that ``null_code`` replaces NULL before
-        grouping, so a code that also occurs in the data gives one cell, not two.
+        grouping (a column that holds the code and NULL as well is refused by
+        :meth:`_check_inner`, from flags of the inner cells).
 
         Weights and sums are summed as DECIMAL(38, 8) (exact, the same for any number of
         threads); values that cannot be (NaN, ±inf, |x| ≥ 1e30) are left out by TRY_CAST.
@@ -403,6 +406,10 @@ class TableRun:
             for k, col in enumerate(spec.sums):
                 aggs.append(f"count(*) - count({quote_ident(col)}) AS _chk_null{k}")
                 checks.append(f"_chk_null{k}")
+        if spec.null_code is not None:
+            aggs += [f"{f}(CASE WHEN {self._code_expr(c)} IS NULL THEN 1 ELSE 0 END) AS _chk_{m}{k}"
+                     for k, c in enumerate(spec.columns) for f, m in (("max", "nx"), ("min", "nn"))]
+            checks += [f"_chk_{m}{k}" for k in range(self.nd) for m in ("nx", "nn")]
         if self.top_k is not None:
             more, more_params, more_checks = self._magnitude_aggregates()
             aggs += more
@@ -537,7 +544,11 @@ class TableRun:
                 f"coalesce(min({lo}), 0)",
                 f"coalesce(sum(_chk_n{i} * greatest(abs({lo}), abs({hi}))), 0)",  # ≥ Σ|x|
             ]
-        row = list(self.eng.rows(f"SELECT {', '.join(items)} FROM {self.inner}", params)[0])
+        clash = self._null_code_flags()
+        params += [spec.null_code] * len(clash)
+        row = list(self.eng.rows(f"SELECT {', '.join(items + clash)} FROM {self.inner}", params)[0])
+        self._refuse_null_code_clash(row[len(row) - len(clash):])
+        del row[len(row) - len(clash):]
         self._n_inner = int(row.pop(0))
         per_dim = [tuple(row[4 * k: 4 * k + 4]) for k in range(self.nd)]
         del row[: 4 * self.nd]
@@ -605,6 +616,26 @@ class TableRun:
         if self.max_cells is not None:
             self._check_size(n_codes)
 
+    def _null_code_flags(self) -> list[str]:
+        """With ``null_code``, per dimension over the inner cells of that code (each binding
+        it): whether a record's code is missing (1), and the least such flag (0: some record
+        holds the code itself), from the flags the scan put on every inner cell."""
+        if self.spec.null_code is None:
+            return []
+        return [f"coalesce({f}(_chk_{m}{k}) FILTER (WHERE _d{k} = ?), {d})" for k in range(self.nd)
+                for f, m, d in (("max", "nx", 0), ("min", "nn", 1))]
+
+    def _refuse_null_code_clash(self, flags: list[Any]) -> None:
+        """SpecError when a dimension holds both missing codes and ``null_code`` itself
+        (``flags``: the values of :meth:`_null_code_flags`)."""
+        for k in range(len(flags) // 2):
+            if flags[2 * k] == 1 and flags[2 * k + 1] == 0:
+                raise SpecError(
+                    f"null_code {self.spec.null_code!r} is also a code of column {self.spec.columns[k]!r} "
+                    f"of table {self.table!r}, which has missing (NULL) values too: both would be "
+                    "published as one category; choose a null_code the column does not hold"
+                )
+
     def _check_sums(self) -> None:
         """NULL values of sums columns (``null_sums='error'``) and weighted contributions too
         large to hold as DECIMAL(38, 8)."""
@@ -643,7 +674,7 @@ class TableRun:
         col = {d.column: k for k, d in enumerate(dims)}
         grid = [math.prod(size[col[c]] for c in t) for t in spec.terms]
         estimate = float(sum(grid))
-        inner = math.prod(n_codes) if self.extend0 else None
+        inner = math.prod(self._leaf_counts if self.extend0 == "all" else n_codes) if self.extend0 else None
         if spec.drop_empty:
             n_inner = inner if inner is not None else self._n_inner
             estimate = min(estimate, float(n_inner) * sum(math.prod(levels[col[c]] for c in t) for t in spec.terms))
@@ -670,9 +701,23 @@ class TableRun:
             )
 
     def _extend0(self) -> str:
-        """Inner cells plus a zero cell for every missing combination of occurring codes."""
+        """Inner cells plus a zero cell for every missing combination of occurring codes;
+        with ``extend0="all"`` the leaves of each hierarchy (or code list) count as occurring
+        (GaussSuppression's extend0 = "all")."""
+        listed = {k: _tmp("leaves") for k, d in enumerate(self.spec.dimensions)
+                  if self.extend0 == "all" and d.hierarchy is not None}
+        for k, reg in listed.items():
+            self.eng.register(reg, pa.table({"_d": pa.array(self.spec.dimensions[k].hierarchy.leaves, pa.string())}))
+        try:
+            return self._extend0_cells(listed)
+        finally:
+            for reg in listed.values():
+                self.eng.unregister(reg)
+
+    def _extend0_cells(self, listed: dict[int, str]) -> str:
         dims = ", ".join(f"_d{k}" for k in range(self.nd))
-        grid = ", ".join(f"(SELECT DISTINCT _d{k} FROM {self.inner})" for k in range(self.nd))
+        grid = ", ".join(f"(SELECT _d AS _d{k} FROM {listed[k]})" if k in listed
+                         else f"(SELECT DISTINCT _d{k} FROM {self.inner})" for k in range(self.nd))
         zeros = ", ".join(zero_sql(v, "i") for v in self.values)
         select = f"SELECT g.*, {zeros} FROM (SELECT * FROM {grid}) g LEFT JOIN {self.inner} i USING ({dims})"
         if self.structural is None:
@@ -1257,8 +1302,10 @@ class TableRun:
         rules: "SensitivityRules | None",
         *,
         original: bool,
+        diagnostics: bool = False,
     ) -> pl.DataFrame | None:
-        """Rules and the magnitude perturbation over the count-perturbed cells ``base``."""
+        """Rules and the magnitude perturbation over the count-perturbed cells ``base``
+        (``diagnostics``: with the shares the rules read, for :meth:`sensitivity` only)."""
         from protab import magnitude as mg
 
         spec, weighted = self.spec, self.spec.weight is not None
@@ -1286,7 +1333,8 @@ class TableRun:
                                                   top=f"_tl{k}")
                 for stage, extra in zip(stages, more, strict=True):
                     stage += extra
-                items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"]
+                items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"] + (rules.diagnostics_sql(
+                    k, weighted=weighted, holdings=self.holding is not None, top=f"_tl{k}") if diagnostics else [])
                 params += ps
             for j, stage in enumerate(s for s in stages if s):
                 ctes.append(f"_rlists{j} AS (SELECT *, {', '.join(stage)} FROM {prev})")
@@ -1322,18 +1370,20 @@ class TableRun:
                 out += [f"{sp} AS _sp{k}", f"{sp} / nullif({den}, 0) AS _spm{k}"]
             if rules is not None:
                 out += [f"c._sens{k}", f"c._rule{k}"]
+                if diagnostics:
+                    out += [f"c._dg{k}_{n}" for n in rules.shares] + ([f"c._fc{k}"] if rules.min_frequency else [])
         dec, joins, order = self._decode()
         del dec
         return self._emit(f"WITH {', '.join(ctes)} ", out, f"FROM {prev} c {joins} ORDER BY {order}", params)
 
-    def sensitivity(self, rules: "SensitivityRules") -> pl.DataFrame:
-        """The published cells with their original values and the rules' verdicts."""
+    def sensitivity(self, rules: "SensitivityRules", diagnostics: bool = False) -> pl.DataFrame:
+        """The published cells with their original values and the rules' verdicts (and with
+        ``diagnostics`` the shares behind them)."""
         ctes, cells, params = self._cells_source()
         base = self._create("scells", f"{ctes}SELECT * FROM {cells}", params)
         cols, _, _ = self._decode()
         cols += self._value_selects(self.values)
-        frame = self._perturb_magnitudes(base, cols, None, rules, original=False)
-        return frame
+        return self._perturb_magnitudes(base, cols, None, rules, original=False, diagnostics=diagnostics)
 
     def _holdings(self, *, weights: str | None) -> str:
         """Per published cell the contributions of holdings (docs/methods.md §6.2): each

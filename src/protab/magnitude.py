@@ -164,6 +164,33 @@ class SensitivityRules:
         return self.convention == "argus" and (bool(self.dominance) or self.p_percent is not None
                                                or self.pq is not None)
 
+    @property
+    def shares(self) -> list[int]:
+        """The n of every share of the n largest contributions a rule reads (1 and 2 for p%)."""
+        need = {n for n, _ in self.dominance}
+        if self.p_percent is not None or self.pq is not None:
+            need |= {1, 2}
+        return sorted(need)
+
+    def _columns(self, k: int, weighted: bool, holdings: bool, top: str) -> tuple[str | None, str, str, str]:
+        """(weights, top list, total X, contributors) as SQL for sums variable ``k``."""
+        weights = self.weights if weighted else None
+        if holdings:
+            t, total, nonzero, everyone = f"_ht{k}", f"_hsa{k}", f"_hz{k}", "_hn"
+            if weights == "default":
+                total = f"_hswa{k}"
+        else:
+            t, total, nonzero, everyone = f"({top})", f"CAST(_s{k} AS DOUBLE)", f"_z{k}", "_n"
+            if weights is not None:
+                total = f"CAST(_sw{k} AS DOUBLE)"
+        return weights, t, total, nonzero if self.convention == "gauss" else everyone
+
+    def _ratio(self, k: int, n: int, weights: str | None, total: str) -> str:
+        """The share of the n largest contributions (tau-ARGUS weighting: its stage column)."""
+        if weights == "tauargus":
+            return f"protab_dominance_ratio(_rwl{k}_{n}, {total}, 1)"
+        return f"protab_dominance_ratio(_rx{k}, {total}, {n})"
+
     def sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> tuple[list[list[str]], str, str, list[Any]]:
         """(stages, sensitive, rule names, parameters) as SQL over the columns of sums variable
         ``k``: ``stages`` are select items to compute first, stage after stage (the top list's
@@ -174,37 +201,17 @@ class SensitivityRules:
         Columns read: records ``top`` (SQL of the top list), ``_s<k>`` (Σ x), ``_sw<k>`` (Σ w·x),
         ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
         ``_ht<k>``, ``_hsa<k>``, ``_hswa<k>``, ``_hz<k>``, ``_hn``."""
-        weights = self.weights if weighted else None
-        if holdings:
-            t, total = f"_ht{k}", f"_hsa{k}"
-            nonzero, everyone = f"_hz{k}", "_hn"
-            if weights == "default":
-                total = f"_hswa{k}"
-        else:
-            t, total = f"({top})", f"CAST(_s{k} AS DOUBLE)"
-            nonzero, everyone = f"_z{k}", "_n"
-            if weights is not None:
-                total = f"CAST(_sw{k} AS DOUBLE)"
-        contributors = nonzero if self.convention == "gauss" else everyone
+        weights, t, total, contributors = self._columns(k, weighted, holdings, top)
         # holdings: |holding sums| over Σ|holding sums|; records: the signed values of the
         # records of largest |x| over the signed total (GaussSuppression 1.2.3 on its data)
-        ranked, xs, ws = f"_rx{k}", f"_rxs{k}", f"_rw{k}"
-        lists = [f"list_transform({t}, lambda e: e.{'a' if holdings else 'x'}) AS {ranked}"]
+        lists = [f"list_transform({t}, lambda e: e.{'a' if holdings else 'x'}) AS _rx{k}"]
         largest: list[str] = []
-        if weights == "tauargus":
-            lists += [f"list_transform({t}, lambda e: e.x) AS {xs}", f"list_transform({t}, lambda e: e.w) AS {ws}"]
-
-        def largest_top(n: int) -> str:
-            """A one-element list holding the weighted sum of the n largest (tauargus)."""
-            item = f"[protab_weighted_largest({xs}, {ws}, {n})] AS _rwl{k}_{n}"
-            if item not in largest:
-                largest.append(item)
-            return f"_rwl{k}_{n}"
+        if weights == "tauargus":  # each share's weighted sum of the largest, a one-element list
+            lists += [f"list_transform({t}, lambda e: e.x) AS _rxs{k}", f"list_transform({t}, lambda e: e.w) AS _rw{k}"]
+            largest = [f"[protab_weighted_largest(_rxs{k}, _rw{k}, {n})] AS _rwl{k}_{n}" for n in self.shares]
 
         def ratio(n: int) -> str:
-            if weights == "tauargus":
-                return f"protab_dominance_ratio({largest_top(n)}, {total}, 1)"
-            return f"protab_dominance_ratio({ranked}, {total}, {n})"
+            return self._ratio(k, n, weights, total)
 
         # the macros of sql/protab.sql, the same SQL a duckdb CLI user calls
         conds: list[tuple[str, str, list[Any]]] = []
@@ -222,6 +229,17 @@ class SensitivityRules:
         names = "concat_ws(',', " + ", ".join(f"CASE WHEN {c} THEN '{name}' END" for c, name, _ in conds) + ")"
         params = [p for _, _, ps in conds for p in ps]
         return [lists, largest], f"({sens})", f"nullif({names}, '')", params + params
+
+    def diagnostics_sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> list[str]:
+        """Select items, beside :meth:`sql`'s, of what the verdicts of sums variable ``k`` read:
+        ``_dg<k>_<n>``, the share of the n largest contributions in X for each n of
+        :attr:`shares` (GaussSuppression's ``dominant1``/``dominant2``, weighted and of holdings
+        as the rules take them), and ``_fc<k>``, the contributors the frequency rule counts."""
+        weights, _, total, contributors = self._columns(k, weighted, holdings, top)
+        items = [f"{self._ratio(k, n, weights, total)} AS _dg{k}_{n}" for n in self.shares]
+        if self.min_frequency is not None:
+            items.append(f"{contributors} AS _fc{k}")
+        return items
 
 
 # ------------------------------------------------------------------------- perturbation
@@ -442,22 +460,25 @@ def check_ptable_kind(ptable: object, where: str) -> None:
         )
 
 
-def rotate_sql(key: str, modulus: int) -> str:
-    """SQL of a cell key rotated by one digit (docs/methods.md §1.8).
+def rotate_sql(key: str, modulus: int, times: int = 1) -> str:
+    """SQL of the base cell key ``key`` rotated ``times`` digits (docs/methods.md §1.8).
 
-    Decimal keys (modulus 10^d): the key's decimal digits, written as R writes the number
-    (d digits, trailing zeros dropped), move their first digit to the end (R cellKey's
-    rotation; 0.1234567 → 0.2345671). Binary keys (modulus 2^b): the b bits rotate left by 4
-    (one hexadecimal digit)."""
+    Decimal keys (modulus 10^d), as R cellKey's ``.scramble_ckeys``: the key written as R
+    writes the number (its d digits, trailing zeros dropped: w digits) moves its first digit
+    to the end, and every further rotation moves the next one, the w digits kept, zeros
+    included (0.0871234 → 0.871234, 0.7123408, 0.1234087). A chain therefore rotates the
+    base key, never a rotated one, whose trailing zeros would be dropped. Binary keys
+    (modulus 2^b): the b bits rotate left by 4 per step (one hexadecimal digit)."""
     d = round(math.log10(modulus))
     if 10**d == modulus:
         t = f"rtrim(lpad(CAST({key} AS VARCHAR), {d}, '0'), '0')"
-        return (f"CASE WHEN {key} = 0 THEN 0 ELSE CAST(rpad(substr({t}, 2) || substr({t}, 1, 1), {d}, '0') "
+        r = f"({int(times)} % greatest(length({t}), 1))"
+        return (f"CASE WHEN {key} = 0 THEN 0 ELSE CAST(rpad(substr({t}, {r} + 1) || substr({t}, 1, {r}), {d}, '0') "
                 "AS BIGINT) END")
     b = modulus.bit_length() - 1
     if 2**b != modulus:
         raise SpecError("the record-key modulus must be a power of 2 or of 10 for magnitude cell keys")
-    s = min(4, b - 1) if b > 1 else 0
+    s = (min(4, b - 1) * int(times)) % b if b > 1 else 0
     if s == 0:
         return key
     return f"((({key} << {s}) | ({key} >> {b - s})) & {modulus - 1})"
@@ -522,17 +543,17 @@ def ckm_ctes(
     # (the lists and the other variables stay behind: every join below carries only these)
     keys = [f"_ky{k}_{j}" for j in range(1, m.top_k + 1)]
     skip = f"({cv} = 0 OR {cv} IS NULL OR _z{k} = 0)"
-    first = key0 if m.same_key else rotate_sql(key0, modulus)
+    # component j takes the base key rotated j - 1 times (j times with same_key=False)
+    shift = 0 if m.same_key else 1
+    key_items = ", ".join(f"{rotate_sql(key0, modulus, shift + j)} AS {key}" for j, key in enumerate(keys))
     codes = ", ".join(f"_o{d}" for d in range(dims))
     xs = ", ".join(f"{x} AS _dx{j}" for j, x in enumerate(drivers, start=1))
     sens = f"{sensitive} AS _sn" if sensitive else "false AS _sn"
     ctes.append(
-        f"_q{k}_k1 AS (SELECT {codes}, {cv} AS _xo{k}, {skip} AS _skip{k}, {xs}, {first} AS {keys[0]}, "
+        f"_q{k}_k AS (SELECT {codes}, {cv} AS _xo{k}, {skip} AS _skip{k}, {xs}, {key_items}, "
         f"_n AS _cnt, {sens}, {', '.join(PARAMETER_COLUMNS)} FROM (SELECT *, {top} AS _tl FROM {prev}))"
     )
-    for j in range(2, m.top_k + 1):
-        ctes.append(f"_q{k}_k{j} AS (SELECT *, {rotate_sql(keys[j - 2], modulus)} AS {keys[j - 1]} FROM _q{k}_k{j - 1})")
-    src = f"_q{k}_k{m.top_k}"
+    src = f"_q{k}_k"
     mu = "CASE WHEN _sn THEN _m_mu ELSE 0.0 END"
     flex = ("_m_pl * (1 + ((_m_ps * _ax - _m_pl * _m_fp) / (_m_pl * _m_fp)) * "
             "pow(2 * _m_fp / (_m_fp + _ax), _m_q))")

@@ -837,7 +837,7 @@ class Session:
         spec: TableSpec,
         *,
         keys: bool = False,
-        extend0: bool = False,
+        extend0: bool | str = False,
         structural: pl.DataFrame | None = None,
         rollup: bool = True,
         top_k: int | None = None,
@@ -935,21 +935,32 @@ class Session:
                 frame = run.published()
         return frame if path is None else os.fspath(path)
 
-    def sensitivity(self, table: str, spec: TableSpec, rules: "SensitivityRules") -> pl.DataFrame:
+    def sensitivity(
+        self, table: str, spec: TableSpec, rules: "SensitivityRules", *, diagnostics: bool = False
+    ) -> pl.DataFrame:
         """Every published cell of ``spec`` with its original values and, per sums column
         ``s``, ``s_sensitive`` (True when a rule holds) and ``s_rule`` (the rules that hold,
         comma-separated: frequency, dominance(n), p%, pq, zero). Rules are SQL over the top-k
-        lists of the one scan (docs/methods.md §6.2). Unprotected: for trusted use only."""
+        lists of the one scan (docs/methods.md §6.2). Unprotected: for trusted use only.
+
+        ``diagnostics=True`` adds what the verdicts read, for the methodologist (never
+        published: cell_key and protect do not have them): ``s_dominance_<n>``, the share of
+        the n largest contributions in the total X, for every n a dominance rule names and
+        n = 1, 2 for the p% and pq rules (GaussSuppression's ``dominant1``, ``dominant2``),
+        weighted and of holdings as the rules take them; ``s_contributors``, the contributors
+        the frequency rule counts."""
         from protab.magnitude import SensitivityRules
 
         if not isinstance(rules, SensitivityRules):
             raise SpecError(f"sensitivity: rules must be a protab.SensitivityRules, not {type(rules).__name__}")
         if not spec.sums:
             raise SpecError("sensitivity: the rules judge magnitudes; give the TableSpec sums=[...]")
+        if not isinstance(diagnostics, bool):
+            raise SpecError("sensitivity: diagnostics must be True or False")
         with self._out_of_memory(table), self._run(
             table, spec, keys=False, top_k=rules.top_k, holding=rules.holding
         ) as run:
-            return run.sensitivity(rules)
+            return run.sensitivity(rules, diagnostics)
 
     def inner_cells(self, table: str, spec: TableSpec, *, extend0: bool = False) -> pl.DataFrame:
         """The inner cells (finest crossing) of ``spec``: dims, n, w, sums.
@@ -965,7 +976,7 @@ class Session:
         table: str,
         spec: TableSpec,
         *,
-        extend0: bool = True,
+        extend0: bool | str = True,
         structural_zeros: pl.DataFrame | None = None,
     ) -> tuple[sparse.csc_matrix, pl.DataFrame, pl.DataFrame]:
         """The dummy matrix X (inner × published, z = Xᵀy) of a table, from the microdata.
@@ -975,8 +986,11 @@ class Session:
         ``X.T @ inner["n"] == published["n"]``. X is built from the (inner, published) pairs
         of the SQL roll-up, which cross as Arrow arrays. With ``extend0`` (default) zero inner
         cells are added for every combination of occurring codes, except the combinations in
-        ``structural_zeros`` (a frame with the dimension columns).
+        ``structural_zeros`` (a frame with the dimension columns); ``extend0="all"`` counts
+        every leaf of a hierarchy or code list as occurring (GaussSuppression's "all").
         """
+        if extend0 not in (True, False, "all"):
+            raise SpecError(f"model_matrix: extend0 must be True, False or 'all', not {extend0!r}")
         with self._out_of_memory(table), self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
             inner = run.inner_frame()
             published = run.published()
@@ -1107,7 +1121,9 @@ class Session:
 
         Frequency tables (no sums): cells with ``0 < n < min_frequency`` are primary (zero
         cells too with ``protect_zeros``), as GaussSuppression's SuppressSmallCounts with
-        ``maxN = min_frequency - 1``: empty inner cells are added (extend0), and the singletons
+        ``maxN = min_frequency - 1``: empty inner cells are added (extend0; with
+        ``protect_zeros`` also for codes a hierarchy or code list names and the data lack, whose
+        cells are zeros to protect: the package's extend0 = "all"), and the singletons
         of ``singleton_method`` "anySum" (default) are the inner cells of one record, or the
         empty ones with ``protect_zeros`` (as the package). Magnitude tables (sums): a cell is
         primary where ``rules`` mark any sums variable sensitive; candidates are tried in
@@ -1184,7 +1200,7 @@ class Session:
             # one scan: X, the inner cells and the rules' verdicts (with the top lists and the
             # smallest values the audit needs) from the same run
             with self._out_of_memory(table), self._run(
-                table, spec, extend0=zero_rule, top_k=rules.top_k, holding=rules.holding
+                table, spec, extend0="all" if zero_rule else False, top_k=rules.top_k, holding=rules.holding
             ) as run:
                 inner = run.inner_frame()
                 X = run.matrix()
@@ -1192,7 +1208,7 @@ class Session:
             values = [*dims, *(f"{d}_level" for d in dims), "n", *(["w"] if spec.weight else []), *spec.sums]
             published = facts.select(values)
         else:
-            X, inner, published = self.model_matrix(table, spec, extend0=True)
+            X, inner, published = self.model_matrix(table, spec, extend0="all" if protect_zeros else True)
         n = published["n"].to_numpy()
         if facts is not None:
             primary = facts.select(pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from protab.errors import HierarchyError
+from protab.errors import HierarchyError, InputError
 from protab.hierarchy._common import _as_codes, _columns, _listing, _to_frame
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,7 +108,8 @@ def read_hrc(
     if isinstance(source, str) and ("\n" in source or "\r" in source):
         text, what = source, "hrc text"
     else:
-        text, what = Path(source).read_text(encoding=encoding), f"hrc file {os.fspath(source)!r}"
+        what = f"hrc file {os.fspath(source)!r}"
+        text = _read_text(Path(source), what, encoding)
     lines = pl.Series("line", text.splitlines(), dtype=pl.String).str.strip_chars()
     line_no = np.flatnonzero((lines.str.len_bytes() > 0).to_numpy()) + 1
     lines = lines.gather(line_no - 1)
@@ -145,6 +146,28 @@ def read_hrc(
         pl.when(pl.lit(pl.Series(has_p))).then(code.gather(np.maximum(parent_pos, 0))).otherwise(pl.lit(str(root)))
     ).to_series()
     return cls._build(parent, code, root=root, source=what)
+
+
+def _read_text(path: Path, what: str, encoding: str) -> str:
+    """The text of a hierarchy file; InputError naming the file when it cannot be read."""
+    try:
+        return path.read_bytes().decode(encoding)
+    except FileNotFoundError:
+        raise InputError(f"{what} does not exist") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} is a folder, not a file") from None
+    except PermissionError:
+        raise InputError(f"{what} cannot be read (permission denied)") from None
+    except UnicodeDecodeError as exc:
+        name = "UTF-8" if encoding.lower().replace("_", "-") in ("utf-8", "utf-8-sig", "utf8") else encoding
+        raise InputError(
+            f"{what} is not {name} text ({exc.reason} at byte {exc.start}); save it as UTF-8 "
+            "or pass encoding= (e.g. 'latin-1')"
+        ) from None
+    except LookupError:
+        raise InputError(f"{what}: unknown encoding {encoding!r}") from None
+    except OSError as exc:
+        raise InputError(f"{what} cannot be read ({exc.strerror or exc})") from None
 
 
 def to_hrc(h: Hierarchy, *, leadstring: str) -> str:

@@ -26,10 +26,14 @@ from protab.ptable._common import (
     _name_i,
     _to_polars,
     entries,
+    read_file_text,
+    refuse_fractional_i,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable.core import PTable
+
+_COUNTS = "the original counts"
 
 
 def from_frame(
@@ -155,10 +159,7 @@ def read(
 ) -> PTable:
     """What :meth:`PTable.read` does (see its docstring)."""
     path = Path(path)
-    if not path.is_file():
-        raise PTableError(f"p-table file {str(path)!r} does not exist")
-    with path.open(encoding="utf-8-sig") as fh:
-        header = next((line for line in fh if line.strip()), "")
+    header = next((line for line in read_file_text(path).splitlines() if line.strip()), "")
     names = [t.strip().strip("\"'").lower() for t in header.replace(";", ",").split(",")]
     if format == "auto":
         if ";" in header:
@@ -173,6 +174,7 @@ def read(
             return cls.from_ons(df, period=_ONS_PERIOD if period is None else period)
         if format == "ptable":
             df = pl.read_csv(path, infer_schema_length=None)
+            refuse_fractional_i(df, path.name, _COUNTS)
             _refuse_numeric(df, path.name)
             return cls.from_frame(df, period=1 if period is None else period, interval=interval)
         if format == "tauargus":
@@ -189,6 +191,7 @@ def read(
             )
             use = ["i", "j", "p", "v"] + (["p_int_lb", "p_int_ub"] if sas else ["p_int_ub"])
             df = raw.select(cols[: len(use)]).rename(dict(zip(cols[: len(use)], use)))
+            refuse_fractional_i(df, path.name, _COUNTS)
             if len(cols) >= 6 and not sas:  # a sixth column that is no bound: R's type
                 _refuse_numeric(raw.select(pl.col(cols[5]).alias("type")), path.name)
             _refuse_numeric(df, path.name)

@@ -25,8 +25,10 @@ from protab.ptable._common import (
     _int_array,
     _is_integral,
     _name_i,
+    check_infeasible,
     keyspace_frame,
     noise_at,
+    refuse_variance_above,
     row_moments,
 )
 from protab.ptable._maxent import maximum_entropy_rows
@@ -202,6 +204,8 @@ class PTable(_EntryTable):
         pstay: float | Sequence[float] | None = None,
         mono: bool | Sequence[bool] = True,
         optim: int | Sequence[int] = 1,
+        *,
+        infeasible: str = "error",
     ) -> "PTable":
         """A count p-table by maximum entropy, as R ptable 1.0.0 ``create_cnt_ptable``.
 
@@ -224,11 +228,19 @@ class PTable(_EntryTable):
         the variance cap, the row takes the smallest attainable variance and is flagged (R's
         solver returns some point that breaks a constraint); a row with no distribution at all
         raises PTableError.
+
+        ``infeasible``: a row whose every distribution has a variance above V (e.g. the blocked
+        rows of D = 5, js = 3 at V = 3) raises PTableError (``"error"``, the default: R ptable
+        stops too); ``"warn"`` takes such rows at the smallest variance they allow, warned
+        with the rows that stay below V.
         """
+        infeasible = check_infeasible(infeasible)
         core, scale, reached = maximum_entropy_rows(D, V, js, pstay, mono, optim)
         out = cls(core, den=scale)
         out._var_reached = reached
         out._target_V = float(V)
+        refuse_variance_above(out.frame, out.den, reached, float(V), infeasible, "p-table",
+                              "Raise V, or lower js")
         missed = sorted(i for i, ok in reached.items() if not ok)
         if missed:
             warnings.warn(

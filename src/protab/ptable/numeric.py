@@ -42,9 +42,13 @@ from protab.ptable._common import (
     _is_number,
     _row_params,
     _to_polars,
+    check_infeasible,
     entries,
     keyspace_frame,
     noise_at,
+    read_file_text,
+    refuse_fractional_i,
+    refuse_variance_above,
     row_moments,
 )
 from protab.ptable._maxent import row_bounds
@@ -232,6 +236,7 @@ class NumericPTable(_EntryTable):
         optim: int | Sequence[int] = 1,
         mono: bool | Sequence[bool] = True,
         type: str = "all",
+        infeasible: str = "error",
     ) -> "NumericPTable":
         """A magnitude p-table by maximum entropy, as R ptable 1.0.0 ``create_num_ptable``.
 
@@ -248,8 +253,12 @@ class NumericPTable(_EntryTable):
         "small_cells", the label R cellKey gives the table of the separation). ``pstay`` is
         checked (0 < pstay < 1) and, as in R ptable, ignored for magnitude tables
         (PTableWarning). Rows that cannot reach V warn (PTableWarning; see
-        :attr:`diagnostics`) — R marks them with iter = 20 in ``empResults``.
+        :attr:`diagnostics`) — R marks them with iter = 20 in ``empResults``. A row whose
+        every distribution has a variance above V (only a V near 0: each row holds v = 0)
+        raises PTableError as in :meth:`PTable.maximum_entropy`, or with
+        ``infeasible="warn"`` is taken at its smallest variance and warned.
         """
+        infeasible = check_infeasible(infeasible)
         if not _is_integral(D) or int(D) < 1:
             raise PTableError("D (the largest noise) must be a positive integer")
         if not _is_number(V) or float(V) <= 0:
@@ -292,7 +301,7 @@ class NumericPTable(_EntryTable):
         parts = {"i": [np.zeros(1)], "j": [np.zeros(1)], "v": [np.zeros(1)]}
         lbs, ubs = [np.zeros(1, dtype=np.int64)], [np.full(1, scale, dtype=np.int64)]
         reached: dict[float, bool] = {}
-        infeasible = 0
+        unsolved = 0
         width = 1.0 / step
         for r, i in enumerate(classes):
             lo = max(i - D, 0)
@@ -307,7 +316,7 @@ class NumericPTable(_EntryTable):
             lower = np.full(n, _R_EPS)
             row = row_bounds(v, Vf, lower, bool(monos[r]), int(optims[r]), scale)
             if row is None:
-                infeasible += 1
+                unsolved += 1
                 continue
             lb_n, ub_n, reached[float(i)] = row
             parts["i"].append(np.full(n, float(i)))
@@ -315,10 +324,10 @@ class NumericPTable(_EntryTable):
             parts["v"].append(v)
             ubs.append(ub_n)
             lbs.append(lb_n)
-        if infeasible:
+        if unsolved:
             raise PTableError(
                 "the maximum-entropy p-table cannot be computed without violating its "
-                f"constraints for {infeasible} of the {ncat} classes; change the parameters "
+                f"constraints for {unsolved} of the {ncat} classes; change the parameters "
                 "(a different variance is usually enough) or set mono=False or optim for those "
                 "classes"
             )
@@ -333,6 +342,7 @@ class NumericPTable(_EntryTable):
             scale,
             type,
         )
+        refuse_variance_above(out.frame, scale, reached, Vf, infeasible, "magnitude p-table", "Raise V")
         missed = sum(not ok for ok in reached.values())
         if missed:
             warnings.warn(
@@ -628,10 +638,7 @@ def _read_frame(path: str | os.PathLike[str], format: str) -> pl.DataFrame:
     """The file as a frame with R's column names (i, j, p, v, [p_int_lb,] p_int_ub[, type]);
     PTableError for a count p-table file."""
     path = Path(path)
-    if not path.is_file():
-        raise PTableError(f"p-table file {str(path)!r} does not exist")
-    with path.open(encoding="utf-8-sig") as fh:
-        header = next((line for line in fh if line.strip()), "")
+    header = next((line for line in read_file_text(path).splitlines() if line.strip()), "")
     if format == "auto":
         format = "argus" if ";" in header else "r"
     if format not in ("r", "argus"):
@@ -659,6 +666,8 @@ def _read_frame(path: str | os.PathLike[str], format: str) -> pl.DataFrame:
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         raise PTableError(f"cannot read p-table file {path.name!r} as {format}: {exc}") from exc
     df = df.with_columns(pl.col(c).str.strip_chars() for c in df.columns if df[c].dtype == pl.String)
+    refuse_fractional_i(df, path.name, "the ratio classes, as R ptable's icat; a table of other "
+                        "classes is built with NumericPTable.from_frame")
     if "type" not in df.columns and {"i", "v"} <= set(df.columns):
         v = df["v"].cast(pl.Float64, strict=False).drop_nulls().to_numpy()
         if v.size and np.all(v == np.round(v)):
