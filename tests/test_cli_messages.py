@@ -100,3 +100,19 @@ def test_help_says_what_protect_does_and_how_ptable_parameters_are_kept(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "nothing here prints them" not in text  # `ptable show` does print them
     assert "`show` prints them" in text and "not to be published" in text
+
+
+def test_an_infeasible_variance_is_refused_and_the_cli_offers_its_option(tmp_path, capsys):
+    out = tmp_path / "p.csv"
+    assert cli.main(["ptable", "generate", "--D", "5", "--V", "3", "--js", "3", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--infeasible warn" in err and "infeasible='warn'" not in err and not out.exists()
+    assert cli.main(["ptable", "generate", "--D", "5", "--V", "3", "--js", "3", "--out", str(out),
+                     "--infeasible", "warn"]) == 0
+    assert out.exists() and "variance target was not met" in capsys.readouterr().err
+    (tmp_path / "r.toml").write_text(
+        '[ptable]\nmaximum_entropy = { D = 5, V = 3, js = 3 }\n'
+        '[[tables]]\nname = "t"\nsource = "persons"\ndims = ["sex"]\n', encoding="utf-8")
+    (tmp_path / "protab.duckdb").touch()
+    assert cli.main(["protect", str(tmp_path / "r.toml")]) == 2
+    assert "[ptable] of the request" in capsys.readouterr().err

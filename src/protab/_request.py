@@ -45,7 +45,10 @@ def load_ptable(cfg: dict[str, Any], base: Path) -> PTable:
         path = base / cfg["file"]
         with reading(path, "the p-table file ([ptable] file)"):
             return PTable.read(path, format=cfg.get("format", "auto"))
-    return PTable.maximum_entropy(**cfg["maximum_entropy"])
+    try:
+        return PTable.maximum_entropy(**cfg["maximum_entropy"])
+    except ProtabError as exc:
+        raise type(exc)(f"[ptable] of the request: {exc}") from None
 
 
 def load_magnitude(cfg: dict[str, Any], base: Path) -> MagnitudeCKM:

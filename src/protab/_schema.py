@@ -254,7 +254,7 @@ PTABLE = Table(
         "format": Str(choices=("auto", "ptable", "tauargus", "ons")),
         "maximum_entropy": Table(
             {"D": Int(1), "V": Num(0), "js": Int(0), "pstay": Num(0, 1), "mono": Bool(),
-             "optim": Int(1, 4)},
+             "optim": Int(1, 4), "infeasible": Str(choices=("error", "warn"))},
             required=("D", "V"),
         ),
     },
@@ -305,7 +305,7 @@ NUM_PTABLE = Table(
         "type": Str(choices=("all", "even", "odd", "small_cells")),
         "maximum_entropy": Table(
             {"D": Int(1), "V": Num(0), "step": Int(1), "icat": List(Int(1)), "pstay": Num(0, 1),
-             "mono": Bool(), "optim": Int(1, 4)},
+             "mono": Bool(), "optim": Int(1, 4), "infeasible": Str(choices=("error", "warn"))},
             required=("D", "V", "icat"),
         ),
     },
@@ -358,6 +358,7 @@ SWAP = Table(
         "risk_variables": _NAMES,
         "similar": List(_NAMES),
         "swap_rate": Num(0, 1),
+        "max_swap_rate": Num(0, 1),
         "k_anonymity": Int(0),
         "carry_along": _NAMES,
     },

@@ -12,7 +12,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ request file (TOML; paths in it are relative to the file):
   formats = ["csv", "parquet"]        # optional, csv and/or parquet
 
   [ptable]                            # the cell key method's p-table: one of
-  maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim
+  maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
   # file = "ptable.csv"               # format = "auto" | "ptable" | "tauargus" | "ons"
 
   [hierarchies.municipality]          # optional, one per hierarchical dimension; one of
@@ -51,12 +51,14 @@ request file (TOML; paths in it are relative to the file):
                                         # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
   [swap]                              # optional: targeted record swapping first (docs/swapping.md)
   source = "persons"                  #   writes the swapped records to table `out` of the database
-  out = "persons_swapped"             #   (replace = true to overwrite), then tables may read it;
+  out = "persons_swapped"             #   (replace = true to overwrite), kept only when every table
+                                      #   is protected and written; the tables may read it;
   household = "hid"                   #   log = "swap_log" keeps the (internal) swap log
   geography = ["region", "municipality"]
   risk_variables = ["agegroup", "sex"]
   similar = [["hsize"]]               #   similarity profiles, first preferred
-  swap_rate = 0.05
+  swap_rate = 0.05                    #   every risky household is swapped (the rate may end higher:
+  max_swap_rate = 0.10                #   a warning says so); optional cap, riskiest first
   seed_env = "PROTAB_SWAP_SEED"       #   or seed_file = "swap.seed" (never the seed itself)
   [[tables]]                          # one per table
   name = "municipality_by_sex"        # output file name (plain, no path)
@@ -341,8 +343,7 @@ def protect(
     refuse_replacing(out_dir, request_inputs(path, cfg, _database_path(path, cfg, database)),
                      "protect: the output folder", _OWN_FOLDER)
     spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
-    frames, rows = _protect_request(path, cfg, database, out_dir, spark=spark)
-    _write_all(frames, out_dir, formats)
+    rows = _protect_request(path, cfg, database, lambda frames: _write_all(frames, out_dir, formats), spark=spark)
     print(_summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
@@ -366,11 +367,14 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
                      "publish to a new file")
     if target.exists() and not replace:
         raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
-    frames, rows = _protect_request(path, cfg, database, None)
     methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
-    with atomic_path(target) as tmp:
-        os.unlink(tmp)  # DuckDB creates the file itself
-        _write_database(str(tmp), frames, methods)
+
+    def write(frames: dict[str, pl.DataFrame]) -> None:
+        with atomic_path(target) as tmp:
+            os.unlink(tmp)  # DuckDB creates the file itself
+            _write_database(str(tmp), frames, methods)
+
+    rows = _protect_request(path, cfg, database, write)
     print(_summary(rows))
     print(f"protected tables published to {target} (open it with duckdb; it holds protected tables only)")
     return rows
@@ -489,21 +493,37 @@ def _database_path(path: Path, cfg: dict[str, Any], database: str | None) -> str
 
 
 def _protect_request(
-    path: Path, cfg: dict[str, Any], database: str | None, out_dir: Path | None,
-    spark: dict[str, Any] | None = None,
-) -> tuple[dict[str, pl.DataFrame], list[dict[str, Any]]]:
-    """Every table of a checked request protected, in memory (nothing written)."""
-    from protab._progress import track
+    path: Path, cfg: dict[str, Any], database: str | None,
+    write: Callable[[dict[str, pl.DataFrame]], None], spark: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Protect every table of a checked request, then ``write`` the frames; all or nothing. With
+    [swap] the swapped records are a temporary table of the session until every table was
+    protected and written, and only then kept in the database (a failure leaves it as it was)."""
     from protab.session import Session
-    from protab.table import TableSpec
 
+    db = _database_path(path, cfg, database)
+    methods = _check_request(path, cfg, db, spark)
+    if spark is not None:
+        opened = _spark_session(spark, cfg["tables"], db, path.parent)
+    else:  # protect only reads, unless it swaps
+        opened = Session(db) if "swap" in cfg else Session(db, read_only=True)
+    with opened as s:
+        if "swap" in cfg:
+            _swap(s, cfg["swap"], path.parent)
+        frames, rows = _protect_tables(s, cfg, db, path.parent, methods)
+        write(frames)
+        if "swap" in cfg:
+            _keep_swap(s, cfg["swap"])
+    return rows
+
+
+def _check_request(path: Path, cfg: dict[str, Any], db: str, spark: dict[str, Any] | None) -> dict[str, Any]:
+    """Every check of a request that needs no table built; the p-table, magnitude and rules."""
     if spark is not None and "swap" in cfg:  # the swap would change the DuckDB table, not what Spark reads
         raise SpecError("protect --engine spark: [swap] (record swapping) does not run on Spark yet; run the "
                         "request with the DuckDB engine, or swap with it first (`Session.swap`) and give Spark "
                         "the swapped records without a [swap] section")
-    base = path.parent
-    db = _database_path(path, cfg, database)
-    tables = cfg["tables"]
+    base, tables = path.parent, cfg["tables"]
     unused = sorted(set(cfg.get("hierarchies", {})) - {d for t in tables for d in t["dims"]})
     if unused:
         raise SpecError(f"request: [hierarchies.{unused[0]}] is not a dimension of any table (dims of the "
@@ -512,7 +532,6 @@ def _protect_request(
         _require_database(db, "paths in a request file are relative to the file; ")
     _check_methods(tables, cfg)
     ckm = [t for t in tables if t.get("method", "ckm") == "ckm"]
-    ptable = load_ptable(cfg["ptable"], base) if ckm else None
     with_sums = [t["name"] for t in ckm if t.get("sums")]
     if with_sums and "magnitude" not in cfg:
         raise SpecError(
@@ -523,40 +542,55 @@ def _protect_request(
         raise SpecError("request: [magnitude] applies to cell-key tables with sums; no such table")
     if "rules" in cfg and not any(t.get("sums") for t in tables):
         raise SpecError("request: [rules] apply to tables with sums; no table has sums")
-    magnitude = load_magnitude(cfg["magnitude"], base) if with_sums else None
-    rules = load_rules(cfg["rules"]) if "rules" in cfg else None
-    if "swap" in cfg:  # after every other check: the one step that writes to the database
-        _swap(cfg["swap"], db, base)
+    return {"ptable": load_ptable(cfg["ptable"], base) if ckm else None,
+            "magnitude": load_magnitude(cfg["magnitude"], base) if with_sums else None,
+            "rules": load_rules(cfg["rules"]) if "rules" in cfg else None}
+
+
+def _specs(s: Session, cfg: dict[str, Any], base: Path) -> list[TableSpec]:
+    """The TableSpec of every table (hierarchies read), before any table is built."""
+    from protab.table import TableSpec
+
+    specs = []
+    for t in cfg["tables"]:
+        dims: dict[str, Any] = {}
+        for d in t["dims"]:
+            h = cfg.get("hierarchies", {}).get(d)
+            dims[d] = hierarchy(s, h, t["source"], d, base) if h else None
+        specs.append(TableSpec(
+            dims, formula=t.get("formula"), weight=t.get("weight"),
+            drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
+            margins=t.get("margins", True), sums=t.get("sums", ()), null_sums=t.get("null_sums", "error"),
+            freq=t.get("freq"),
+        ))
+    return specs
+
+
+def _protect_tables(
+    s: Session, cfg: dict[str, Any], db: str, base: Path, methods: dict[str, Any]
+) -> tuple[dict[str, pl.DataFrame], list[dict[str, Any]]]:
+    """Every table protected in memory, by its method (the suppressed ones of a source together)."""
+    from protab._progress import track
+
+    tables = cfg["tables"]
+    _check_sources(s, tables, db)
+    specs = _specs(s, cfg, base)
     rows, frames = [], {}
     suppressed: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = {}
-    opened = Session(db, read_only=True) if spark is None else _spark_session(spark, tables, db, base)
-    with opened as s:  # protect only reads: the database is left as it was
-        _check_sources(s, tables, db)
-        specs = []
-        for t in tables:  # every table specified (and its hierarchies read) before any is built
-            dims: dict[str, Any] = {}
-            for d in t["dims"]:
-                h = cfg.get("hierarchies", {}).get(d)
-                dims[d] = hierarchy(s, h, t["source"], d, base) if h else None
-            specs.append(TableSpec(
-                dims, formula=t.get("formula"), weight=t.get("weight"),
-                drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
-                margins=t.get("margins", True), sums=t.get("sums", ()), null_sums=t.get("null_sums", "error"),
-                freq=t.get("freq"),
-            ))
-        for k, (t, spec) in enumerate(track(list(zip(tables, specs)), "protecting tables",
-                                            total=len(tables), unit="table")):
-            _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
-            if t.get("method", "ckm") == "suppression":
-                if t["name"] not in suppressed:
-                    chosen = [(u, x) for u, x in zip(tables, specs) if u.get("method", "ckm") == "suppression"]
-                    suppressed.update(_suppress_all(s, [u for u, _ in chosen], [x for _, x in chosen], rules))
-                frames[t["name"]], row = suppressed[t["name"]]
-            else:
-                frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, ptable,
-                                                      threshold=t.get("threshold"), magnitude=magnitude,
-                                                      rules=rules)
-            rows.append(row)
+    for k, (t, spec) in enumerate(track(list(zip(tables, specs)), "protecting tables",
+                                        total=len(tables), unit="table")):
+        _say(f"  protecting {t['name']} ({k + 1}/{len(tables)}) …")
+        if t.get("method", "ckm") == "suppression":
+            if t["name"] not in suppressed:
+                chosen = [(u, x) for u, x in zip(tables, specs) if u.get("method", "ckm") == "suppression"]
+                suppressed.update(_suppress_all(s, [u for u, _ in chosen], [x for _, x in chosen],
+                                                methods["rules"]))
+            frames[t["name"]], row = suppressed[t["name"]]
+        else:
+            frames[t["name"]], row = _protect_one(s, t["name"], t["source"], spec, methods["ptable"],
+                                                  threshold=t.get("threshold"), magnitude=methods["magnitude"],
+                                                  rules=methods["rules"])
+        rows.append(row)
     return frames, rows
 
 
@@ -604,10 +638,10 @@ def _spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str,
     return s
 
 
-def _swap(cfg: dict[str, Any], db: str, base: Path) -> None:
-    """The [swap] section: targeted record swapping of ``source`` into table ``out`` of the
-    database (written in one transaction; the tables of the request then read ``out``)."""
-    from protab.session import Session
+def _swap(s: Session, cfg: dict[str, Any], base: Path) -> None:
+    """The [swap] section: targeted record swapping of ``source`` into a temporary table ``out`` of
+    the session, which the tables of the request then read (kept by :func:`_keep_swap` only when
+    every table was protected and written)."""
     from protab.swapping import SwapSpec
 
     seed_file = base / cfg["seed_file"] if "seed_file" in cfg else None
@@ -615,16 +649,34 @@ def _swap(cfg: dict[str, Any], db: str, base: Path) -> None:
     spec = SwapSpec(
         household=cfg["household"], geography=cfg["geography"], risk_variables=cfg["risk_variables"],
         similar=cfg["similar"], swap_rate=cfg["swap_rate"], k_anonymity=cfg.get("k_anonymity", 3),
-        carry_along=cfg.get("carry_along", ()),
+        carry_along=cfg.get("carry_along", ()), max_swap_rate=cfg.get("max_swap_rate"),
     )
-    with Session(db) as s:
+    try:
         summary = s.swap(cfg["source"], spec, seed=seed, out=cfg["out"], log=cfg.get("log"),
-                         replace=cfg.get("replace", False))
+                         replace=cfg.get("replace", False), temporary=True)
+    except ProtabError as exc:  # the option of a request, not of the Python API
+        raise type(exc)(str(exc).replace("pass replace=True", "set replace = true in [swap]")) from None
+    _say(_swap_line(summary, cfg))
+
+
+def _swap_line(summary: dict[str, Any], cfg: dict[str, Any]) -> str:
+    """The swap's summary: the rate asked for and the rate reached, and why they differ."""
     share = summary.get("share_risky_swapped")
-    _say(f"  swapped {summary['swapped_households']:,} of {summary['households']:,} households "
-         f"(rate {summary['achieved_swap_rate']:.4f}; risky households swapped: "
-         f"{'none risky' if share is None else f'{share:.1%}'}; without donor: "
-         f"{summary['households_without_donor']:,}) into {cfg['out']!r}")
+    cap = summary.get("max_swap_rate")
+    capped = "" if cap is None else f", capped at {cap:g}"
+    left = "" if cap is None else f", left by the cap {summary['risky_over_cap']:,}"
+    swapped = "-" if share is None else f"{share:.1%}"
+    return (f"  swapped {summary['swapped_households']:,} of {summary['households']:,} households into "
+            f"{cfg['out']!r}: rate {summary['achieved_swap_rate']:.4f} (requested "
+            f"{summary['requested_swap_rate']:g}{capped}); risky households {summary['risky_share']:.1%}, "
+            f"of them swapped {swapped}{left}; without donor {summary['households_without_donor']:,}")
+
+
+def _keep_swap(s: Session, cfg: dict[str, Any]) -> None:
+    """Every table was protected and written: keep the swapped records (and log) in the database."""
+    from protab.swapping import persist_swap
+
+    persist_swap(s.con, cfg["out"], cfg.get("log"), replace=cfg.get("replace", False))
 
 
 def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
@@ -823,6 +875,7 @@ _CLI_WORDS = (
     ("see NumericPTable.diagnostics", "see the variance per class of `protab ptable show`"),
     ("set mono=False or optim for those classes", "pass --mono false or --optim for those classes"),
     ("e.g. icat = [1, D]", "e.g. --icat 1 … D"),
+    ("built with infeasible='warn'", "built with --infeasible warn (infeasible = \"warn\" in a request)"),
 )
 
 
@@ -919,6 +972,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--V", type=float, required=True, help="variance of the noise")
     g.add_argument("--js", type=int, default=0, help="counts 1..js are never published (default 0; counts only)")
     g.add_argument("--pstay", type=float, help="least probability of no change (default: none; counts only)")
+    g.add_argument("--infeasible", choices=("error", "warn"), default="error",
+                   help="a row that cannot have a variance as small as V: refuse (error, as R's ptable; "
+                        "default) or build it with its smallest variance and warn")
     g.add_argument("--out", required=True, help="the p-table file to write")
     g.add_argument("--format", default="ptable", choices=["ptable", "tauargus", "ons"],
                    help="file layout: ptable (R CSV, default), tauargus, ons (counts only)")
@@ -1072,7 +1128,7 @@ def _run_ptable(args: argparse.Namespace) -> None:
             raise InputError(f"--{given[0]} is an option of numeric (magnitude) p-tables: add --numeric")
         modulus = _ons_modulus(args.format, args.bits)
         check_output_file(args.out)
-        p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay)
+        p = PTable.maximum_entropy(D=args.D, V=args.V, js=args.js, pstay=args.pstay, infeasible=args.infeasible)
         p.write(args.out, format=args.format, **modulus)
         print(f"wrote {args.out}")
     elif args.pcmd == "convert":
@@ -1136,7 +1192,7 @@ def _generate_numeric(args: argparse.Namespace) -> None:
             raise InputError("--mono takes true or false: one, or one per class of --icat")
         kw["mono"] = words[0] == "true" if len(words) == 1 else [w == "true" for w in words]
     check_output_file(args.out)
-    p = NumericPTable.maximum_entropy(args.D, args.V, **kw)
+    p = NumericPTable.maximum_entropy(args.D, args.V, infeasible=args.infeasible, **kw)
     p.write(args.out, format=_NUMERIC_LAYOUTS[args.format])  # type: ignore[arg-type]
     print(f"wrote {args.out}")
 

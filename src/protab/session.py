@@ -64,6 +64,10 @@ _POLL = 0.2
 DEFAULT_MAX_CELLS = 100_000_000
 
 _KEY_COMMENT = re.compile(r"^protab record key; modulus=(\d+)$")
+#: the relation a query of a plain name reads when a temporary table (e.g. swapped records not yet
+#: kept) has the name of a table of the database: the temporary one (DuckDB's search path)
+_READ_FIRST = ("database_name = (SELECT database_name FROM duckdb_columns() WHERE table_name = ? "
+               "ORDER BY database_name <> 'temp' LIMIT 1)")
 _NUMERIC = re.compile(
     r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
     r"FLOAT|DOUBLE|REAL|DECIMAL.*)$"
@@ -257,8 +261,8 @@ class Session:
             self._require(table)
         rows = self._con.execute(
             "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
-            "AND NOT internal ORDER BY column_index",
-            [table],
+            f"AND NOT internal AND {_READ_FIRST} ORDER BY column_index",
+            [table, table],
         ).fetchall()
         if not rows:
             self._require(table)  # InputError naming the tables there are
@@ -725,8 +729,8 @@ class Session:
         self._require(table)
         rows = self._con.execute(
             "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = ? "
-            "AND comment IS NOT NULL",
-            [table],
+            f"AND comment IS NOT NULL AND {_READ_FIRST}",
+            [table, table],
         ).fetchall()
         for col, comment in rows:
             m = _KEY_COMMENT.match(str(comment))
@@ -769,14 +773,16 @@ class Session:
 
     def swap(
         self, table: str, spec: "SwapSpec", *, seed: str | int, out: str, log: str | None = None,
-        replace: bool = False,
+        replace: bool = False, temporary: bool = False,
     ) -> dict[str, Any]:
         """Targeted record swapping of whole households (docs/swapping.md; after sdcMicro's
         recordSwap): writes the swapped microdata to ``out`` and the swap log (internal) to
         ``log`` in one transaction, and returns the summary (households, risky, swapped,
         achieved swap rate, share of risky households swapped, per-level counts, households
         without a donor). ``out`` keeps the record keys of ``table``, so the swapped data feed
-        the cell key method directly (TRS + CKM, the census combination)."""
+        the cell key method directly (TRS + CKM, the census combination). With
+        ``temporary=True`` both are temporary tables of this session (what its tables read
+        under those names) until :func:`protab.swapping.persist_swap` keeps them."""
         from protab.swapping import swap as _swap
 
         self._require(table)
@@ -785,7 +791,8 @@ class Session:
         except InputError:
             key = None
         with self._out_of_memory(table), self._step("swapping households"):
-            summary = _swap(self._con, table, spec, seed=seed, out=out, log=log, replace=replace)
+            summary = _swap(self._con, table, spec, seed=seed, out=out, log=log, replace=replace,
+                            temporary=temporary)
         self._keys.pop(out, None)
         if key is not None and key[0] in self.columns(out):  # the swapped records keep their keys
             self._con.execute(

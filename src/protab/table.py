@@ -81,7 +81,8 @@ class TableSpec:
     null_code:
         Code (a string) given to missing codes in a dimension column: NULL, and NaN in a
         floating-point column (NaN is treated exactly as NULL). By default missing codes are
-        an error naming the column and how many records have them.
+        an error naming the column and how many records have them. A ``null_code`` that is
+        also a code of the data in a column with missing codes is refused (the two would merge).
     freq:
         Integer column of frequencies when the rows are already aggregated (e.g. inner
         cells): counts are sums of it instead of numbers of rows. Cell keys need records.
