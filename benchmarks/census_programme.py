@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import math
 import os
 import resource
@@ -234,15 +235,18 @@ def swap_stage(s: pt.Session, rate: float) -> tuple[str, str]:
 
 
 def programme(s: pt.Session, table: str, tables: list[tuple[str, pt.TableSpec]], p: pt.PTable,
-              base: bool) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
+              base: bool, digest: bool = False) -> tuple[dict[str, tuple[float, int]], dict[str, tuple[float, int]]]:
     """Each table's cell_key and, right after it (so that the load of a shared machine falls on
     both alike), with ``base`` the bare GROUP BY of its inner cells: (protab, baseline) times
-    and sizes per table."""
+    and sizes per table. With ``digest`` each table's SHA-256 (of its CSV) is printed, to show
+    that a change of the code left the outputs as they were."""
     prot, bare = {}, {}
     dims = {name: d for name, d, _ in PROGRAMME}
     for name, spec in tables:
         dt, frame = timed(lambda spec=spec: s.cell_key(table, spec, p))
         prot[name] = (dt, frame.height)  # type: ignore[attr-defined]
+        if digest:
+            print(f"    sha256 {name} {hashlib.sha256(frame.write_csv().encode()).hexdigest()}", flush=True)
         del frame
         line = f"    {name:<42}{dt:>9.2f} s{prot[name][1]:>12,} cells"
         if base:
@@ -275,6 +279,7 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="9GB",
                     help="DuckDB's memory limit (the rest of the 16 GiB budget holds the polars tables)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the GROUP BY and ROLLUP/CUBE baselines")
+    ap.add_argument("--digest", action="store_true", help="print each protected table's SHA-256 (of its CSV)")
     args = ap.parse_args()
     persons = int(args.persons)
     squares = int(args.squares) if args.squares else min(1_800_000, round(1.8e6 * persons / 4e7))
@@ -301,7 +306,7 @@ def main() -> None:
             tables = specs(h)
             p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
             with stage(f"cell key method, {len(tables)} tables (each then its bare GROUP BY)"):
-                prot, base = programme(s, table, tables, p, not args.no_baseline)
+                prot, base = programme(s, table, tables, p, not args.no_baseline, args.digest)
             t_prot = sum(v[0] for v in prot.values())
             t_trs = next(t for n, t, _ in STAGES if n == "targeted record swapping")
             print(f"    cell key method: {t_prot:.1f} s in all; TRS + cell key method {t_trs + t_prot:.1f} s")
