@@ -72,7 +72,7 @@ AGEGROUPS = ["00-04", "05-09", "10-14", "15-19", "20-24", "25-29", "30-34", "35-
 def declare_codes(run: Path) -> None:
     """The demo's classification of municipalities (from its generator, not its records), as the
     service requires declared code lists (docs/serve.md)."""
-    from protab.session import Session, sql_text
+    from protab import Session, sql_text
 
     with Session(":memory:", progress=False) as s:
         s.con.execute(sql_text("demo_population.sql"))
@@ -187,7 +187,7 @@ def main() -> None:
                     cells = len(r.json()["rows"])
                 alone[name] = (best, cells)
         ptable = pt.PTable.maximum_entropy(D=5, V=3, js=2)
-        from protab._request import load_magnitude
+        from protab.request.loaders import load_magnitude
 
         magnitude = load_magnitude({"ptable": {"maximum_entropy": {"D": 10, "V": 3, "step": 2, "icat": [1, 5, 10],
                                                                    "optim": 4}}, "fp": 1000}, Path("."))

@@ -31,7 +31,7 @@ def _parsers(p: argparse.ArgumentParser, name: str = "protab"):
 
 
 def test_every_command_and_option_has_a_sentence():
-    for name, p in _parsers(cli._parser()):
+    for name, p in _parsers(cli.build_parser()):
         assert p.description or name == "protab", f"{name} has no description"
         for action in p._actions:
             if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):

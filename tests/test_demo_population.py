@@ -8,10 +8,9 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab import cli
+from protab import cli, sql_text
 from protab.errors import InputError
 from protab.grid import coarsen_codes, parse_codes
-from protab.session import sql_text
 
 PERSONS = 40_000
 FIRMS = 4_000

@@ -16,7 +16,7 @@ import pytest
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.session import _FRAMES, _remove_folder, _SpillFolder, model_matrix
+from protab.session.core import _FRAMES, _remove_folder, _SpillFolder, model_matrix
 
 PTABLE = pt.PTable.maximum_entropy(D=1, V=0.5)
 
@@ -443,7 +443,7 @@ class _Bar:
 
 @pytest.mark.parametrize("progress", [None, False])
 def test_progress_on_long_steps(monkeypatch, progress):
-    import protab.session as ps
+    import protab.session.core as ps
 
     monkeypatch.setenv("PROTAB_PROGRESS", "1")
     monkeypatch.setattr(ps, "bar", _Bar)

@@ -18,9 +18,9 @@ import polars as pl
 import pytest
 
 import protab as pt
+from protab import sql_text
 from protab.errors import InputError
 from protab.ptable._install import _CREATE, install_ptable, lookup_layout, upgrade_installed
-from protab.session import sql_text
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
 _HERE = Path(sys.executable).parent / "duckdb"

@@ -630,13 +630,15 @@ def test_study_is_deterministic_and_writes_its_tables_and_plots(study, tmp_path)
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
 
 
-def test_ptable_classmethods_build_the_same_tables():
+def test_mechanisms_build_ptables_where_they_live():
+    """DP, PRAM, drop/add-q, random rounding and Barnardisation build PTables in noise/ and
+    rounding/; PTable keeps only the table (no constructor of a mechanism: no import upward)."""
     from protab import rounding
 
     small = noise.read_matrix(DATA / "pram_small.csv")
     large = noise.read_matrix(DATA / "pram_large.csv")
-    assert pt.PTable.discrete_laplace(2, 7) == noise.discrete_laplace(2, 7)
-    assert pt.PTable.drop_add_q(0.01, 7) == noise.drop_add_q(0.01, 7)
-    assert pt.PTable.pram(small, large) == noise.pram(small, large)
-    assert pt.PTable.random_rounding(3) == rounding.random_rounding_ptable(3)
-    assert pt.PTable.barnardisation(0.2) == rounding.barnardisation_ptable(0.2)
+    for table in (noise.discrete_laplace(2, 7), noise.drop_add_q(0.01, 7), noise.pram(small, large),
+                  rounding.random_rounding_ptable(3), rounding.barnardisation_ptable(0.2)):
+        assert isinstance(table, pt.PTable) and table.frame.height > 0
+    for name in ("discrete_laplace", "pram", "drop_add_q", "random_rounding", "barnardisation"):
+        assert not hasattr(pt.PTable, name)

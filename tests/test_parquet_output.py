@@ -13,7 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import protab as pt
-from protab.engine import DuckDBEngine
+from protab.engines import DuckDBEngine
 from protab.errors import InputError, ProtabError
 
 SEED = "parquet-output-tests"
@@ -153,7 +153,7 @@ def test_spark_executors_write_what_duckdb_returns(duck, sparks, tmp_path, name)
 
 
 def test_spark_replaces_an_older_folder_only_when_whole(duck, sparks, tmp_path, monkeypatch):
-    from protab.engine import SparkEngine
+    from protab.engines import SparkEngine
 
     target = tmp_path / "t"
     sparks.cell_key("persons", SPEC, P, path=target)

@@ -16,7 +16,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import protab as pt
-from protab.engine import DuckDBEngine
+from protab.engines import DuckDBEngine
 from protab.errors import InputError, ProtabError
 
 SEED = "parquet-output-attacks"

@@ -16,11 +16,11 @@ import polars as pl
 import pytest
 
 from protab import cli
-from protab._request import load_ptable
 from protab.errors import PTableError, PTableWarning
 from protab.ptable import PTable
 from protab.ptable import numeric as numeric_module
 from protab.ptable.numeric import NumericPTable
+from protab.request.loaders import load_ptable
 
 
 def test_variance_below_what_the_blocked_rows_allow_is_an_error():

@@ -143,8 +143,8 @@ def test_key_sums_follow_new_record_keys():
 def engine(tmp_path_factory):
     import serve_fixtures as F
 
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     tmp = tmp_path_factory.mktemp("review")
     db = F.build_database(tmp / "micro.duckdb", persons=3000)
@@ -176,7 +176,7 @@ def test_counts_tables_are_out_of_the_analysts_reach(engine):
 
 
 def test_one_bucket_per_user_for_catalog_query_and_table(engine, monkeypatch):
-    from protab.serve.engine import _RateLimit
+    from protab.serve.broker import _RateLimit
     from protab.serve.validator import QueryThrottled
 
     monkeypatch.setattr(engine, "rate", _RateLimit(3))
@@ -193,7 +193,7 @@ def test_one_bucket_per_user_for_catalog_query_and_table(engine, monkeypatch):
 
 
 def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch):
-    from protab.serve import engine as eng
+    from protab.serve import broker as eng
     from protab.serve.validator import QueryThrottled
 
     limit = eng._RateLimit(50)
@@ -237,8 +237,8 @@ def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch
 def test_service_starts_with_a_dimension_named_protab_records(tmp_path):
     import serve_fixtures as F
 
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     db = F.build_database(tmp_path / "micro.duckdb", persons=300)
     with pt.Session(db, progress=False) as s:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import protab as pt
-from protab.engine import DuckDBEngine
+from protab.engines import DuckDBEngine
 
 
 @st.composite
@@ -75,7 +75,7 @@ def test_pieces_and_one_cte_per_step_agree(monkeypatch, ha, hb, hc, data, formul
 
 def test_a_spec_of_level_trees_is_read_in_pieces(session, monkeypatch):
     """The levels of a uniform tree are SELECTs of the step's sums, not one CTE per step."""
-    from protab import _rollup
+    from protab import rollup as _rollup
 
     h = pt.Hierarchy.from_parent_child([("Total", "A"), ("Total", "B"), ("A", "A1"), ("B", "B1")])
     session.register("t", pl.DataFrame({"g": ["A1", "B1", "B1"], "sex": ["f", "m", "f"]}))

@@ -53,7 +53,7 @@ def _frame(r) -> pl.DataFrame:
 
 
 def _cell_key(db, spec):
-    from protab._request import load_magnitude
+    from protab.request.loaders import load_magnitude
 
     ptable = pt.PTable.maximum_entropy(**F.PTABLE)
     magnitude = load_magnitude({"ptable": {"maximum_entropy": F.MAGNITUDE}, "fp": 100}, None) if spec.sums else None
@@ -399,7 +399,7 @@ def test_population_rule_judges_the_perturbed_total(served):
 
 # -- tokens: the command, and a running server sees changes at once ---------------------------
 def _token_cmd(*argv):
-    from protab.serve import cli
+    from protab.serve import commands as cli
 
     parser = argparse.ArgumentParser(prog="protab")
     cli.add_parsers(parser.add_subparsers(dest="cmd", required=True))
@@ -543,8 +543,8 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
     """6,000 persons in 480 combinations of the dims: count requests read the key sums (the
     same answers, compared with Session.cell_key on the records); 40 persons in about as many
     combinations: the records, no key-sum table kept."""
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     db = F.build_database(tmp_path / "small.duckdb", persons=persons)
     spec = pt.TableSpec({"region": _codes(db, "region"), "sex": _codes(db, "sex")},
@@ -570,7 +570,7 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
 
 
 def test_rate_limit_buckets_are_per_user_and_refill():
-    from protab.serve.engine import _RateLimit
+    from protab.serve.broker import _RateLimit
     from protab.serve.validator import QueryThrottled
 
     limit = _RateLimit(3)

@@ -92,8 +92,8 @@ token_sha256 = "{hashlib.sha256(TOKEN.encode()).hexdigest()}"
 
 
 def engine_of(path: Path):
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     cfg = load_config(path)
     return Engine(cfg), cfg.users["ana"]
@@ -201,7 +201,7 @@ def test_a_declared_code_without_records_is_a_zero_row_of_a_query(plain, sql, di
 
 
 def test_a_filter_on_a_declared_code_without_records_meets_the_minimum_population_rule(plain, tmp_path):
-    from protab.serve.engine import MIN_POPULATION_MESSAGE
+    from protab.serve.broker import MIN_POPULATION_MESSAGE
     from protab.serve.validator import QueryRefused
 
     engine, user = plain

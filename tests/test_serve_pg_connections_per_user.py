@@ -24,10 +24,10 @@ pytest.importorskip("starlette")
 def front(tmp_path):
     """The PostgreSQL front in this process with its default limits; yields (port, tokens, audit)."""
     from protab.serve import pgwire
-    from protab.serve.audit import AuditLog
+    from protab.serve.audit_log import AuditLog
     from protab.serve.auth import TokenStore
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     db = F.build_database(tmp_path / "micro.duckdb", persons=500)
     config, tokens = F.write_setup(tmp_path, db, min_population=1)
@@ -114,7 +114,7 @@ def test_one_users_connections_leave_room_for_the_others(front):
 
 
 def test_the_per_user_limit_is_an_option_of_protab_serve(tmp_path, capsys):
-    from protab.serve import cli
+    from protab.serve import commands as cli
 
     config, _ = F.write_setup(tmp_path, ":memory:")
     assert cli.main(["--config", str(config), "--pg-port", "5432", "--pg-connections-per-user", "0"]) == 2

@@ -29,10 +29,10 @@ SIMPLE = b"SELECT sex, count(*) AS n FROM persons GROUP BY sex ORDER BY sex\x00"
 def front(tmp_path_factory):
     """The PostgreSQL front in this process on a small database; yields (port, tokens)."""
     from protab.serve import pgwire
-    from protab.serve.audit import AuditLog
+    from protab.serve.audit_log import AuditLog
     from protab.serve.auth import TokenStore
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     folder = tmp_path_factory.mktemp("pg_shapes")
     db = F.build_database(folder / "micro.duckdb", persons=500)

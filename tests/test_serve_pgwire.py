@@ -383,7 +383,7 @@ def test_deep_nesting_is_refused_audited_and_the_connection_goes_on(served):
 def test_audit_lines_are_ascii(tmp_path):
     """Unicode line breaks (U+2028, U+2029, U+0085), other non-ASCII text and a lone surrogate are
     escaped: one ASCII line that str.splitlines does not cut, and reads back the same."""
-    from protab.serve.audit import AuditLog
+    from protab.serve.audit_log import AuditLog
 
     text = "WHERE region = 'R1\u2028\u2029\x85\u0158\ud800'"
     log = AuditLog(tmp_path / "a.jsonl")
@@ -401,10 +401,10 @@ def limited(tmp_path, monkeypatch):
     2 connections waiting to log in per address and 4 in all, 8 statements and portals each and
     256 KiB of them per connection."""
     from protab.serve import pgwire
-    from protab.serve.audit import AuditLog
+    from protab.serve.audit_log import AuditLog
     from protab.serve.auth import TokenStore
+    from protab.serve.broker import Engine
     from protab.serve.config import load_config
-    from protab.serve.engine import Engine
 
     monkeypatch.setattr(pgwire, "MAX_STATEMENTS", 8)
     monkeypatch.setattr(pgwire, "MAX_STORED_BYTES", 1 << 18)

@@ -14,7 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import serve_fixtures as F
 
-from protab.serve import auth, cli
+from protab.serve import auth
+from protab.serve import commands as cli
 from protab.serve.config import load_config
 
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab.session import sql_text
+from protab import sql_text
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
 if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17

@@ -24,12 +24,12 @@ from polars.testing import assert_frame_equal
 from spark_fixtures import age_hierarchy, geo_hierarchy, require_spark
 
 import protab as pt
-from protab.engine import to_spark
+from protab.engines import to_spark
 from protab.errors import InputError, ProtabError
 
 require_spark()
 
-from protab.spark import SparkSession  # noqa: E402
+from protab.session.spark import SparkSession  # noqa: E402
 
 N = 2000
 SEED = "spark-engine-tests"
@@ -377,7 +377,7 @@ def test_parameters_keep_their_order_when_sqlglot_repeats_an_expression():
 
 
 def test_clear_error_without_java(monkeypatch):
-    from protab import engine
+    from protab import engines as engine
 
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("JAVA_HOME", raising=False)
@@ -387,7 +387,7 @@ def test_clear_error_without_java(monkeypatch):
 
 def test_clear_error_without_pyspark(tmp_path):
     code = ("import sys; sys.modules['pyspark'] = None\n"
-            "from protab.engine import require_spark\n"
+            "from protab.engines import require_spark\n"
             "try:\n    require_spark()\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("InputError") and "pip install 'pyspark>=4.0'" in out and "Java" in out

@@ -12,8 +12,8 @@ import pytest
 from refdata import HANDBOOK
 
 import protab as pt
+from protab import sql_text
 from protab.ptable._install import lookup_layout
-from protab.session import sql_text
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
 # the duckdb CLI of the environment running the tests (a venv's bin need not be on PATH)

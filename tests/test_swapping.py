@@ -451,7 +451,7 @@ def test_bad_seed_and_error_while_writing_leaves_nothing(monkeypatch):
     for seed in (None, "", True, 1.5):
         with pytest.raises(InputError, match="seed must be"):
             swap(con, "persons", worked_spec(), seed=seed, out="out", log="log")
-    import protab.swapping as sw
+    import protab.swapping.run as sw
 
     monkeypatch.setattr(sw._Run, "log_select", lambda self: "SELECT * FROM no_such_table")
     with pytest.raises(duckdb.Error):

@@ -32,6 +32,7 @@ _NAMES = {
     "PTableWarning": "protab.errors",
     "RoundingError": "protab.errors",
     "SpecError": "protab.errors",
+    "sql_text": "protab._sql",
 }
 _MODULES = {"fit", "grid", "measures", "noise", "postprocess", "rounding", "report"}
 
@@ -58,6 +59,7 @@ __all__ = [
     "noise",
     "postprocess",
     "report",
+    "sql_text",
     "rounding",
 ]
 

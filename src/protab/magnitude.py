@@ -1,7 +1,7 @@
 """Magnitude tables: sensitivity rules and the cell key method for sums (docs/methods.md §1.8).
 
 Both work on the columns one scan of the microdata gives every published cell (see
-:func:`protab._rollup.value_columns`): the sum of a variable, its number of (non-zero)
+:func:`protab.rollup.value_columns`): the sum of a variable, its number of (non-zero)
 contributors, its ``top_k`` largest contributions and the cell key of its non-zero
 contributors. This module turns parameters into SQL over those columns; the Session runs it.
 

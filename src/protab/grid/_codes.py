@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from protab._rollup import quote_ident
+from protab._sql import quote_ident
 from protab.errors import InputError
 
 #: Resolution label (short form) → side of the square in metres.

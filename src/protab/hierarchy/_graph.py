@@ -16,7 +16,7 @@ every leaf (*not* the sum of the codes without parent, which may overlap or subt
 The other codes without parent sit right below the root, at level 1. Levels are longest
 paths from the root, so a parent always sits above each of its children.
 
-In tables (``protab._rollup``) every value of an inner cell enters a published cell
+In tables (``protab.rollup``) every value of an inner cell enters a published cell
 multiplied by the product over dimensions of its leaves' coefficients: counts, weights and
 sums become signed sums (a count may be negative, e.g. nonEU − Europe), and the model
 matrix X holds these coefficients, so ``X.T @ y`` is still the published count. The cell

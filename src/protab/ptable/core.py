@@ -332,42 +332,6 @@ class PTable(_EntryTable):
         den = 10**8)."""
         _formats.write(self, path, format, modulus=modulus)
 
-    # -- the other mechanisms that are p-tables (built in protab.noise / protab.rounding) --
-    @classmethod
-    def discrete_laplace(cls, epsilon: float, cap: int, sensitivity: float = 1, **kwargs: Any) -> "PTable":
-        """Capped discrete Laplace (DP); see :func:`protab.noise.discrete_laplace`."""
-        from protab.noise import discrete_laplace
-
-        return discrete_laplace(epsilon, cap, sensitivity, **kwargs)
-
-    @classmethod
-    def pram(cls, small: Any, large: Any, **kwargs: Any) -> "PTable":
-        """PRAM of counts from two transition matrices; see :func:`protab.noise.pram`."""
-        from protab.noise import pram
-
-        return pram(small, large, **kwargs)
-
-    @classmethod
-    def drop_add_q(cls, rate: float = 0.01, cap: int = 7, **kwargs: Any) -> "PTable":
-        """Drop/add-up-to-q; see :func:`protab.noise.drop_add_q`."""
-        from protab.noise import drop_add_q
-
-        return drop_add_q(rate, cap, **kwargs)
-
-    @classmethod
-    def random_rounding(cls, base: int) -> "PTable":
-        """Unbiased random rounding to ``base`` (period b); see :func:`protab.rounding.random_rounding_ptable`."""
-        from protab.rounding import random_rounding_ptable
-
-        return random_rounding_ptable(base)
-
-    @classmethod
-    def barnardisation(cls, p: float) -> "PTable":
-        """Barnardisation (±1 with probability p/2 each); see :func:`protab.rounding.barnardisation_ptable`."""
-        from protab.rounding import barnardisation_ptable
-
-        return barnardisation_ptable(p)
-
     def to_ons(self, modulus: int | None = None) -> pl.DataFrame:
         """The ONS/ABS table (pcv, ckey, pvalue) for cell keys 0..modulus-1 (default den).
 

@@ -118,6 +118,6 @@ other than ``total`` without level columns) enter the entropy measures and the g
 from protab.report._common import MEASURES
 from protab.report.comparison import compare
 from protab.report.plots import plot_noise, plot_ru_map
-from protab.report.request import run_request
+from protab.report.run import run_request
 
 __all__ = ["MEASURES", "compare", "plot_noise", "plot_ru_map", "run_request"]

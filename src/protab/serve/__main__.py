@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from protab.serve.cli import main
+from protab.serve.commands import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -37,10 +37,10 @@ from starlette.staticfiles import StaticFiles
 
 from protab.errors import InputError
 from protab.serve import formats
-from protab.serve.audit import AuditLog
+from protab.serve.audit_log import AuditLog
 from protab.serve.auth import AuthError, TokenStore
+from protab.serve.broker import Answer, Engine
 from protab.serve.config import ServeConfig, UserConfig, load_config
-from protab.serve.engine import Answer, Engine
 from protab.serve.validator import QueryError
 
 STATIC = Path(__file__).parent / "static"

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from protab import _schema
 from protab.errors import ProtabError, SpecError, show_values
+from protab.request import schema as _schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
@@ -137,7 +137,7 @@ def _from_file(path: Path, levels: tuple[str, ...], where: str) -> pl.DataFrame:
     file of one code per line (flat dimensions only; blank lines skipped). Codes are stripped of
     surrounding blanks."""
     try:
-        from protab._request import reading
+        from protab.request.loaders import reading
 
         with reading(path, "the code list"):
             text = path.read_bytes().decode("utf-8-sig")
@@ -194,7 +194,7 @@ def check_data(s: Session, table: str, dims: Sequence[str], code_lists: Mapping[
     """SpecError unless every code the data hold (NULL read as ``null_code``) is declared: per
     dimension, the distinct codes (for a hierarchy, the distinct combinations of its levels'
     columns) anti-joined with the declared table. For the office only: it names the codes."""
-    from protab._rollup import quote_ident
+    from protab._sql import quote_ident
 
     t = quote_ident(table)
     for d in sorted(dims, key=lambda d: -len(code_lists[d].levels)):  # hierarchies first: their messages say more

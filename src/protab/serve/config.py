@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protab import _schema
 from protab._io import read_toml
 from protab.errors import SpecError
+from protab.request import schema as _schema
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
 
 FORMAT = """\

@@ -4,7 +4,7 @@ PostgreSQL clients can send the SQL that ``POST /v1/query`` accepts.
 It speaks the part of protocol 3.0 that such clients use (PostgreSQL documentation, chapter
 "Frontend/Backend Protocol"): start-up, cleartext password, the simple query protocol and the
 extended one (Parse, Bind, Describe, Execute, Close, Sync, Flush). It computes nothing: every
-statement that asks for data goes to :meth:`Engine.query <protab.serve.engine.Engine.query>`,
+statement that asks for data goes to :meth:`Engine.query <protab.serve.broker.Engine.query>`,
 so the validator is the only gate, as over HTTP. The password of the login is the user's
 bearer token, checked by :class:`~protab.serve.auth.TokenStore`; the login's user name must be
 the token's user. Every statement, and every refused login, is written to the audit log
@@ -47,10 +47,10 @@ from typing import Any
 import polars as pl
 
 from protab.errors import ProtabError
-from protab.serve.audit import AuditLog
+from protab.serve.audit_log import AuditLog
 from protab.serve.auth import AuthError, TokenStore
+from protab.serve.broker import Engine
 from protab.serve.config import UserConfig
-from protab.serve.engine import Engine
 from protab.serve.pgproto import (
     _FLOAT8,
     _INT8,
@@ -686,7 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     [--pg-port 5432]``: ``protab serve`` with the PostgreSQL front on (port 5432 unless given)."""
     import sys
 
-    from protab.serve.cli import main as serve_main
+    from protab.serve.commands import main as serve_main
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not any(a == "--pg-port" or a.startswith("--pg-port=") for a in args):

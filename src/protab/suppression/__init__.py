@@ -1,7 +1,7 @@
 """Cell suppression: secondary suppression by Gaussian elimination (:func:`gauss`)."""
 
-from protab.suppression.audit import audit, intervals, p_percent_protection, protect
 from protab.suppression.gauss import candidates_default, candidates_num, derivable, gauss
+from protab.suppression.intervals import audit, intervals, p_percent_protection, protect
 
 __all__ = ["candidates_default", "candidates_num", "derivable", "gauss"]
 __all__ += ["audit", "intervals", "p_percent_protection", "protect"]  # the audit of a pattern (audit.py)

@@ -13,10 +13,10 @@ from typing import Any
 
 import duckdb
 
-from protab._rollup import FLOAT_TYPES
-from protab._rollup import quote_ident as q
-from protab._swap_spec import SwapSpec
+from protab._sql import FLOAT_TYPES
+from protab._sql import quote_ident as q
 from protab.errors import InputError, show_values
+from protab.swapping.spec import SwapSpec
 
 _TEMP = "temp.main."  # the schema of a connection's temporary tables
 

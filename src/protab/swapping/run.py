@@ -17,9 +17,9 @@ and the household id, so the result depends on nothing but the data and the seed
 The matching of recipients with donors runs in rounds of proposals (each recipient proposes to
 one donor; a proposal is kept where it is the best one touching both of its households, which
 makes the kept proposals a matching); a loop over geography levels, profiles and a bounded
-number of rounds is the only Python loop. The spec lives in ``protab._swap_spec``, the input
+number of rounds is the only Python loop. The spec lives in ``protab.swapping.spec``, the input
 checks and the writing of results (permanent or temporary, ``persist_swap``) in
-``protab._swap_io``; both are re-exported here.
+``protab.swapping.writing``; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from typing import Any
 
 import duckdb
 
-from protab._rollup import quote_ident as q
-from protab._swap_io import (
+from protab._sql import quote_ident as q
+from protab.errors import InputError, SpecError, show_values
+from protab.swapping.spec import SwapSpec
+from protab.swapping.writing import (
     check_columns,
     check_names,
     check_seed,
@@ -43,8 +45,6 @@ from protab._swap_io import (
     relation_kind,
     write_results,
 )
-from protab._swap_spec import SwapSpec
-from protab.errors import InputError, SpecError, show_values
 
 __all__ = ["SwapRateWarning", "SwapSpec", "discard_swap", "persist_swap", "swap"]
 

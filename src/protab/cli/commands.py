@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protab import _schema
 from protab._io import check_output_file, check_output_folder, read_toml, refuse_replacing
-from protab._request import hierarchy, load_magnitude, load_ptable, load_rules, reading
-from protab.demo import DEMO_TABLES, demo  # noqa: F401  (cli.demo, cli.DEMO_TABLES)
+from protab.cli.demo import DEMO_TABLES, demo  # noqa: F401  (cli.demo, cli.DEMO_TABLES)
 from protab.errors import InputError, ProtabError, SpecError
+from protab.request import schema as _schema
+from protab.request.loaders import hierarchy, load_magnitude, load_ptable, load_rules, reading
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -384,7 +384,7 @@ def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[st
     """The protected frames as tables of a new DuckDB file (a storage format DuckDB 1.2+ reads)."""
     import duckdb
 
-    from protab._rollup import quote_ident
+    from protab._sql import quote_ident
 
     con = duckdb.connect(path, config={"storage_compatibility_version": "v1.2.0"})
     try:
@@ -598,9 +598,9 @@ def _spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str,
     """The Spark engine's session of ``protect --engine spark``: the request's sources as Spark
     tables or Parquet files, their record keys declared from the DuckDB database (catalog only)
     or from ``--spark-keys``. The swap section does not run on Spark yet."""
-    from protab.engine import require_java, require_spark
+    from protab.engines import require_java, require_spark
     from protab.session import Session
-    from protab.spark import SparkSession
+    from protab.session.spark import SparkSession
 
     builder = require_spark().builder
     require_java()
@@ -702,7 +702,7 @@ def _check_sources(s: Session, tables: list[dict[str, Any]], db: str) -> None:
 # -- tables and p-tables ----------------------------------------------------------------------
 def list_tables(database: str) -> str:
     """What a database holds: tables and views, rows, columns, record keys, installed p-table."""
-    from protab._rollup import quote_ident
+    from protab._sql import quote_ident
     from protab.session import Session
 
     _require_database(database)
@@ -829,7 +829,7 @@ def macro_path() -> Path:
             return Path(str(res))
     except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover
         pass
-    return Path(__file__).resolve().parents[2] / "sql" / "protab.sql"  # a source checkout
+    return Path(__file__).resolve().parents[3] / "sql" / "protab.sql"  # a source checkout
 
 
 # -- the command line -----------------------------------------------------------------------
@@ -901,7 +901,7 @@ def cli_words(text: str) -> str:
     return text
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
         prog="protab", formatter_class=fmt,
@@ -1061,7 +1061,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--db", help="DuckDB file of the microdata (overrides the request's [original] database; "
                                  "only when [original] names a table)")
 
-    from protab.serve import cli as serve_cli  # argparse only: Starlette loads when the server starts
+    from protab.serve import commands as serve_cli  # argparse only: Starlette loads when the server starts
 
     serve_cli.add_parsers(sub)
     return p
@@ -1107,7 +1107,7 @@ def _run(args: argparse.Namespace) -> None:
     elif args.cmd == "publish":
         publish(args.request, args.to, args.db, replace=args.replace)
     elif args.cmd in ("serve", "serve-token"):
-        from protab.serve import cli as serve_cli
+        from protab.serve import commands as serve_cli
 
         serve_cli.run(args)
     elif args.cmd == "report":
@@ -1219,7 +1219,7 @@ def _warn(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -
 def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     shown = warnings.showwarning
     warnings.showwarning = _warn
     try:

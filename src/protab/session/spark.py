@@ -2,8 +2,8 @@
 
 ``protab.Session.spark(spark)`` gives a :class:`SparkSession`: a :class:`protab.Session`
 whose catalog is Spark's (temporary views and tables), whose record keys are Spark columns,
-and whose table requests run the statements of ``protab._rollup`` rendered for Spark SQL
-(``protab.engine.SparkEngine``). Counts and key sums are integers, so every cell, cell key
+and whose table requests run the statements of ``protab.rollup`` rendered for Spark SQL
+(``protab.engines.SparkEngine``). Counts and key sums are integers, so every cell, cell key
 and perturbed count equals the DuckDB engine's bit for bit (docs/spark.md).
 
 On Spark today: registering Parquet paths, Spark tables and frames, ``add_record_keys``,
@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from protab._io import protected_form
-from protab._rollup import TableRun, quote_ident
-from protab.engine import SparkEngine, duckdb_type, require_java, require_spark, spark_arrow
+from protab._sql import quote_ident
+from protab.engines import SparkEngine, duckdb_type, require_java, require_spark, spark_arrow
 from protab.errors import InputError, show_values
-from protab.session import _INTEGER, DEFAULT_MAX_CELLS, Session, _as_paths, _check_max_cells, _file_kind
+from protab.rollup import TableRun
+from protab.session.core import _INTEGER, DEFAULT_MAX_CELLS, Session, _as_paths, _check_max_cells, _file_kind
 from protab.table import TableSpec
 
 #: Column types whose values Spark and DuckDB write as the same text (codes, ids)

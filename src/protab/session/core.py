@@ -23,7 +23,6 @@ import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +36,10 @@ from protab import _progress
 from protab._frames import as_polars, require_columns
 from protab._io import protected_form
 from protab._progress import bar
-from protab._rollup import FLOAT_TYPES, TableRun, code_sql, quote_ident
+from protab._sql import FLOAT_TYPES, code_sql, quote_ident, sql_text
 from protab.errors import InputError, SpecError, show_values
 from protab.ptable._install import install_ptable, upgrade_installed
+from protab.rollup import TableRun
 from protab.table import TableSpec
 
 try:
@@ -73,18 +73,6 @@ _NUMERIC = re.compile(
     r"FLOAT|DOUBLE|REAL|DECIMAL.*)$"
 )
 _INTEGER = re.compile(r"^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$")
-
-
-def sql_text(name: str = "protab.sql") -> str:
-    """The text of a file of protab's ``sql/`` folder (inside the wheel, or the source tree)."""
-    try:
-        res = resources.files("protab").joinpath("sql", name)
-        if res.is_file():
-            return res.read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover
-        pass
-    here = Path(__file__).resolve().parents[2] / "sql" / name
-    return here.read_text(encoding="utf-8")
 
 
 class Session:
@@ -226,8 +214,8 @@ class Session:
         """A Session whose tables live in Spark (a ``pyspark.sql.SparkSession``): the same
         methods for count tables (register Parquet paths or Spark tables, add_record_keys,
         tabulate, cell_key, perturb_inner, model_matrix), the same polars frames, cell for
-        cell (protab.spark, docs/spark.md)."""
-        from protab.spark import SparkSession
+        cell (protab.session.spark, docs/spark.md)."""
+        from protab.session.spark import SparkSession
 
         return SparkSession(spark_session, max_cells=max_cells)
 
@@ -1150,7 +1138,7 @@ class Session:
 
         ``audit=True`` adds, per suppressed cell, the interval an attacker derives from the
         published cells and non-negative inner cells (``lo``, ``up``: two LPs per cell with
-        HiGHS, :func:`protab.suppression.audit`) and ``protected``: a primary cell needs
+        HiGHS, :func:`protab.suppression.intervals`) and ``protected``: a primary cell needs
         ``up - lo >= protection_range`` (if given) and, when the rules hold a p% rule, the
         p% protection levels of tau-ARGUS both ways (from its two largest contributions); no
         suppressed cell may be exactly disclosed. ``interval_protection=True`` then adds

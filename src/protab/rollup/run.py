@@ -32,7 +32,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from protab.engine import DuckDBEngine, Engine
+from protab._sql import FLOAT_TYPES, code_sql, quote_ident
+from protab.engines import DuckDBEngine, Engine
 from protab.errors import InputError, NoRecordsError, SpecError, show_values
 from protab.table import TableSpec
 
@@ -46,26 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: '1_000' and 'nan' as numbers, Spark '1d' and '0x1p3')
 NUMERIC_CODE = ("CASE WHEN regexp_matches(trim(ancestor), '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$') "
                 "THEN TRY_CAST(ancestor AS DOUBLE) END")
-
-
-#: DuckDB's floating-point types (NaN, -0.0: codes and decimals need care)
-FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
-
-
-def quote_ident(name: str) -> str:
-    """Quote an SQL identifier (double quotes, inner quotes doubled)."""
-    return '"' + str(name).replace('"', '""') + '"'
-
-
-def code_sql(column: str, dtype: str) -> str:
-    """A code column in SQL as every reader of codes sees it: NaN of a floating-point column
-    is NULL (missing), and adding a zero of the same type makes −0.0 the code 0.0 (one value,
-    not two codes), leaving every other value as it is."""
-    q = quote_ident(column)
-    kind = dtype.upper()
-    if kind in FLOAT_TYPES:
-        return f"CASE WHEN isnan({q}) THEN NULL ELSE {q} + CAST(0 AS {kind}) END"
-    return q
 
 
 def _tmp(kind: str) -> str:

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from protab._rollup import FLOAT_TYPES, quote_ident
+from protab._sql import FLOAT_TYPES, quote_ident
 from protab.errors import ProtabError, SpecError, show_values
 from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
@@ -183,7 +183,7 @@ class Engine:
     """
 
     def __init__(self, config: ServeConfig) -> None:
-        from protab._request import load_magnitude, load_ptable
+        from protab.request.loaders import load_magnitude, load_ptable
         from protab.session import Session
 
         self.config = config

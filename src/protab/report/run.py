@@ -1,7 +1,7 @@
 """Request files of ``protab report REQUEST.toml``: the schema, reading the files, run_request.
 
 The request format is described in the docstring of :mod:`protab.report`. Every key is
-checked against :data:`REQUEST` (built from :mod:`protab._schema`) before anything is read,
+checked against :data:`REQUEST` (built from :mod:`protab.request.schema`) before anything is read,
 so that a misspelt key or a string where a list belongs stops the run with a message that
 names the key. Every file the request names is checked before it is read: a missing file,
 a folder or a file that is not UTF-8 text raises a protab error naming the file and the key.
@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 import polars as pl
 
 from protab._io import check_output_folder, database_files, protected_form, read_toml, refuse_replacing
-from protab._schema import HIERARCHY, PROTECT_TABLE, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
 from protab.report._common import MEASURES
 from protab.report.comparison import compare
+from protab.request.schema import HIERARCHY, PROTECT_TABLE, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 
 __all__ = ["REQUEST", "run_request"]
 
@@ -181,7 +181,7 @@ def _ptable(req: _Request, key: str, cfg: str | Mapping[str, Any]) -> PTable:
     """A p-table named by a file, or made as protab protect makes the p-table of its request."""
     if isinstance(cfg, str):
         return req.load(key, cfg, PTable.read)
-    from protab._request import load_ptable  # the [ptable] section of a protect request
+    from protab.request.loaders import load_ptable  # the [ptable] section of a protect request
 
     if "file" in cfg:
         with req.reading(f"{key}.file", cfg["file"]):
@@ -261,7 +261,7 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
               database: str | os.PathLike[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The original table (and its inner cells if ``need_inner``), tabulated from the
     microdata as ``protab protect`` describes a table (src/protab/_request.py)."""
-    from protab._request import hierarchy  # the hierarchies of a protect request
+    from protab.request.loaders import hierarchy  # the hierarchies of a protect request
     from protab.session import DEFAULT_DATABASE, Session
     from protab.table import TableSpec
 

@@ -29,7 +29,7 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
     key method."""
     from protab._io import check_output_folder, database_files, refuse_replacing
     from protab._progress import track
-    from protab.cli import _protect_one, _say, _summary, _write_all
+    from protab.cli.commands import _protect_one, _say, _summary, _write_all
     from protab.ptable import PTable
     from protab.session import Session
     from protab.table import TableSpec
@@ -96,8 +96,8 @@ def _refuse_to_replace(database: str) -> None:
 
 def _generate(s: Any, persons: int, firms: int, seed: str, database: str) -> None:
     """persons and firms from sql/demo_population.sql in one transaction, then their record keys."""
-    from protab.cli import _say
-    from protab.session import sql_text
+    from protab._sql import sql_text
+    from protab.cli.commands import _say
 
     _say(f"protab demo: generating {persons:,} persons and {firms:,} firms in {database} "
          "(tables persons, firms) …")

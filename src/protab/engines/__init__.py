@@ -1,0 +1,18 @@
+"""Where protab's SQL runs: one :class:`Engine` interface, a DuckDB and a Spark implementation."""
+
+from protab.engines.base import Engine
+from protab.engines.duckdb_engine import DuckDBEngine
+from protab.engines.spark_engine import (
+    SPARK_SQL,
+    SparkEngine,
+    duckdb_type,
+    require_java,
+    require_spark,
+    spark_arrow,
+    spark_sql_text,
+    spark_tree,
+    to_spark,
+)
+
+__all__ = ["SPARK_SQL", "DuckDBEngine", "Engine", "SparkEngine", "duckdb_type", "require_java", "require_spark",
+           "spark_arrow", "spark_sql_text", "spark_tree", "to_spark"]
