@@ -33,7 +33,7 @@ from polars.testing import assert_frame_equal
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
 GEN = """
 COPY (
@@ -113,7 +113,7 @@ def main() -> None:
     spec = pt.TableSpec({"m": h["m"], "a": h["a"], "o": h["o"]})
     p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
     spec_x = pt.TableSpec({"m": h["m"], "a": h["a"], "o": h["o"]}, sums=["x"])
-    mag = MagnitudeCKM(NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]),
+    mag = MagnitudeCKM(MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]),
                        fp=500, p=(0.25, 0.05), epsilon=[1, 0.5, 0.2])
     rules = SensitivityRules(min_frequency=3, dominance=[(1, 85)], p_percent=10)
 

@@ -22,14 +22,14 @@ import pytest
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
 DATA = Path(__file__).parent / "data" / "cellkey_num"
 META = json.loads((DATA / "cases.json").read_text())
 
 
-def _table(name: str, type: str) -> NumericPTable:
-    return NumericPTable.read(DATA / f"ptable_nums_{name}.csv", format="r", type=None).as_type(type)
+def _table(name: str, type: str) -> MagnitudePTable:
+    return MagnitudePTable.read(DATA / f"ptable_nums_{name}.csv", format="r", type=None).as_type(type)
 
 
 def _hierarchy(file: str) -> pt.Hierarchy:

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 import protab as pt
 from protab import cli
 from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
 # R ptable's pt_ex_nums() tables (the parameters of cellKey's examples)
-ALL = NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
-SMALL = NumericPTable.maximum_entropy(5, 1, step=5, icat=[1, 3, 5], optim=[4, 1, 1], type="small_cells")
+ALL = MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
+SMALL = MagnitudePTable.maximum_entropy(5, 1, step=5, icat=[1, 3, 5], optim=[4, 1, 1], type="small_cells")
 COUNTS = pt.PTable.maximum_entropy(D=3, V=1.0)
 
 

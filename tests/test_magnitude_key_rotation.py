@@ -16,7 +16,7 @@ import pytest
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, rotate_sql
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
 
 def _rotations(key: int, modulus: int, n: int) -> list[int]:
@@ -43,9 +43,9 @@ def test_binary_rotation_is_unchanged():
     assert _rotations(0xF0000000, 2**32, 3) == [0xF0000000, 0x0000000F, 0x000000F0]
 
 
-def _ptable() -> NumericPTable:
+def _ptable() -> MagnitudePTable:
     """Row 1: v = +0.5 for keys below 0.12341, −0.5 up to 0.712344, +0.5 above (den 10^7)."""
-    return NumericPTable(pl.DataFrame({
+    return MagnitudePTable(pl.DataFrame({
         "i": [0.0, 1.0, 1.0, 1.0], "v": [0.0, 0.5, -0.5, 0.5],
         "lb_n": [0, 0, 1_234_100, 7_123_440], "ub_n": [10**7, 1_234_100, 7_123_440, 10**7],
     }), den=10**7)

@@ -3,7 +3,7 @@ and key bucket, the noise of the entry holding the bucket's first key and of the
 starting inside it. Looking a (ratio, key) up the way the SQL does (the segment holding the
 ratio, the key's bucket, the last entry bound at or below the key, linear interpolation
 between the segment's rows) must give the noise of the NumPy reference
-``NumericPTable.lookup`` for every key."""
+``MagnitudePTable.lookup`` for every key."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import protab as pt
 
-NUM = pt.NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
+NUM = pt.MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
 # many small-probability entries (a wide D, small V): bounds crowd the tails of the key range
-CROWDED = pt.NumericPTable.maximum_entropy(40, 1, step=1, icat=[1, 20, 40])
+CROWDED = pt.MagnitudePTable.maximum_entropy(40, 1, step=1, icat=[1, 20, 40])
 
 
 def _sql_like(m: pt.MagnitudeCKM, a: np.ndarray, keys: np.ndarray, modulus: int) -> np.ndarray:

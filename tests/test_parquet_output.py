@@ -25,7 +25,7 @@ SPEC = pt.TableSpec({"region": REGION, "age": None}, weight="w")
 SPEC_SUMS = pt.TableSpec({"region": REGION, "age": None}, sums=["income"])
 P = pt.PTable.maximum_entropy(D=3, V=1.5, js=1)
 MAGNITUDE = pt.MagnitudeCKM(
-    pt.NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]),
+    pt.MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]),
     fp=100, p=(0.3, 0.03), q=3, epsilon=[1, 0.5],
 )
 

@@ -310,7 +310,7 @@ def test_duckdb_relative_path_is_written_where_it_says(duck, tmp_path, monkeypat
     assert _listing(tmp_path / "b") == ["t.parquet"] and _listing(tmp_path / "a") == []
 
 
-@pytest.mark.parametrize("bad", ["not a ptable", pt.NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10])],
+@pytest.mark.parametrize("bad", ["not a ptable", pt.MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10])],
                          ids=["str", "numeric_ptable"])
 def test_duckdb_bad_ptable_leaves_the_older_file_and_no_temporary(duck, tmp_path, bad):
     target = tmp_path / "t.parquet"

@@ -18,8 +18,8 @@ import pytest
 from protab import cli
 from protab.errors import PTableError, PTableWarning
 from protab.ptable import PTable
-from protab.ptable import numeric as numeric_module
-from protab.ptable.numeric import NumericPTable
+from protab.ptable import magnitude as numeric_module
+from protab.ptable.magnitude import MagnitudePTable
 from protab.request.loaders import load_ptable
 
 
@@ -54,7 +54,7 @@ def test_bad_option_is_named():
     with pytest.raises(PTableError, match="infeasible must be 'error' or 'warn'"):
         PTable.maximum_entropy(D=3, V=1, infeasible="ignore")
     with pytest.raises(PTableError, match="infeasible must be 'error' or 'warn'"):
-        NumericPTable.maximum_entropy(4, 1, icat=[1, 4], infeasible=True)
+        MagnitudePTable.maximum_entropy(4, 1, icat=[1, 4], infeasible=True)
 
 
 def test_request_and_cli_get_the_protab_error(tmp_path, capsys):
@@ -78,7 +78,7 @@ def test_numeric_rows_above_v_follow_the_same_rule(monkeypatch):
 
     monkeypatch.setattr(numeric_module, "row_bounds", rows_of_variance_one)
     with pytest.raises(PTableError, match=r"magnitude p-table: no distribution of i = 1\.0, 2\.0 "):
-        NumericPTable.maximum_entropy(2, 0.5, step=2, icat=[1, 2])
+        MagnitudePTable.maximum_entropy(2, 0.5, step=2, icat=[1, 2])
     with pytest.warns(PTableWarning, match="2 of the 2 classes"):
-        t = NumericPTable.maximum_entropy(2, 0.5, step=2, icat=[1, 2], infeasible="warn")
+        t = MagnitudePTable.maximum_entropy(2, 0.5, step=2, icat=[1, 2], infeasible="warn")
     assert (t.diagnostics["p_var"].to_numpy()[1:] > 0.5).all()  # the rows are above V

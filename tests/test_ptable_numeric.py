@@ -1,4 +1,4 @@
-"""NumericPTable: magnitude p-tables as R ptable create_num_ptable, files, cellKey's lookup."""
+"""MagnitudePTable: magnitude p-tables as R ptable create_num_ptable, files, cellKey's lookup."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import protab
 from protab.errors import InputError, PTableError, PTableWarning
-from protab.ptable import NumericPTable, PTable
+from protab.ptable import MagnitudePTable, PTable
 
 DATA = Path(__file__).parent / "data" / "ptable_num"
 
@@ -41,16 +41,16 @@ def _r_table(case: str) -> pl.DataFrame:
     )
 
 
-def _quiet(*args, **kwargs) -> NumericPTable:
+def _quiet(*args, **kwargs) -> MagnitudePTable:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PTableWarning)
-        return NumericPTable.maximum_entropy(*args, **kwargs)
+        return MagnitudePTable.maximum_entropy(*args, **kwargs)
 
 
-_TABLES: dict[str, NumericPTable] = {}
+_TABLES: dict[str, MagnitudePTable] = {}
 
 
-def _built(case: str) -> NumericPTable:
+def _built(case: str) -> MagnitudePTable:
     if case not in _TABLES:
         row = next(r for r in _cases() if r["case"] == case)
         args, kw = _params(row)
@@ -67,7 +67,7 @@ def test_maximum_entropy_matches_r(row):
     args, kw = _params(row)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t = NumericPTable.maximum_entropy(*args, **kw)
+        t = MagnitudePTable.maximum_entropy(*args, **kw)
     r = _r_table(row["case"])
     assert t.frame.height == r.height
     assert t.frame.schema == {
@@ -100,9 +100,9 @@ def test_maximum_entropy_matches_r(row):
 
 
 def test_r_reference_files_read_back_equal():
-    """R's CSV read by NumericPTable.read is the table maximum_entropy builds (to 1e-6)."""
+    """R's CSV read by MagnitudePTable.read is the table maximum_entropy builds (to 1e-6)."""
     for row in _cases():
-        got = NumericPTable.read(DATA / f"{row['case']}.csv")
+        got = MagnitudePTable.read(DATA / f"{row['case']}.csv")
         mine = _built(row["case"])
         assert got.type == mine.type and got.rows == mine.rows
         assert np.abs(got.frame["ub"].to_numpy() - mine.frame["ub"].to_numpy()).max() <= 1e-6
@@ -114,7 +114,7 @@ def test_variance_is_cellkeys_m1sq():
         r = _r_table(case)
         last = r.filter(pl.col("i") == r["i"].max())
         expected = float((last["v"] ** 2 * last["p"]).sum())
-        t = NumericPTable.read(DATA / f"{case}.csv")
+        t = MagnitudePTable.read(DATA / f"{case}.csv")
         assert t.variance() == pytest.approx(expected, abs=1e-12)
         assert t.variance() == pytest.approx(V, abs=1e-5)
 
@@ -129,7 +129,7 @@ def test_summary_and_repr_show_no_parameters():
     np.testing.assert_allclose(s["variance"].to_numpy()[1:], 3.0, atol=1e-5)
     for text in (repr(t), str(t)):
         assert "10" not in text and "3" not in text and "D" not in text and "V" not in text
-    assert repr(t) == "NumericPTable(type='all', 4 classes)"
+    assert repr(t) == "MagnitudePTable(type='all', 4 classes)"
 
 
 # ------------------------------------------------------------------ tau-ARGUS and R files
@@ -155,7 +155,7 @@ def test_argus_export_equals_r_value_for_value(tmp_path, fname, tables):
     if len(built) == 1:
         built["all"].write(out, format="argus")
     else:  # given odd first: the file still has even first, as tau-ARGUS requires
-        NumericPTable.write_set(out, {"odd": built["odd"], "even": built["even"]}, format="argus")
+        MagnitudePTable.write_set(out, {"odd": built["odd"], "even": built["even"]}, format="argus")
     ours_text = out.read_text()
     assert ours_text.splitlines()[0] == (DATA / fname).read_text().splitlines()[0] == "i;j;p;v;p_int_ub;type"
     assert " " not in ours_text
@@ -168,7 +168,7 @@ def test_argus_export_equals_r_value_for_value(tmp_path, fname, tables):
         assert (ours[c] - theirs[c]).abs().max() <= 1e-6
     # the R file's own tables, written again, give R's values exactly (8 significant digits)
     again = tmp_path / "again.txt"
-    NumericPTable.write_set(again, NumericPTable.read_set(DATA / fname), format="argus")
+    MagnitudePTable.write_set(again, MagnitudePTable.read_set(DATA / fname), format="argus")
     re_read = _argus_values(again)
     for c in ("i", "j", "v", "p", "p_int_ub"):
         # (R prints a p of 1e-8 computed as ub - lb in floats as 9.9999999e-09)
@@ -177,38 +177,38 @@ def test_argus_export_equals_r_value_for_value(tmp_path, fname, tables):
 
 
 def test_read_set_and_read_of_the_r_exports():
-    pair = NumericPTable.read_set(DATA / "argus_even_odd.txt")
+    pair = MagnitudePTable.read_set(DATA / "argus_even_odd.txt")
     assert list(pair) == ["even", "odd"]
-    assert pair["even"] == NumericPTable.read(DATA / "even.csv")
-    assert pair["odd"] == NumericPTable.read(DATA / "odd.csv")
-    assert NumericPTable.read(DATA / "argus_even_odd.txt", type="odd") == pair["odd"]
+    assert pair["even"] == MagnitudePTable.read(DATA / "even.csv")
+    assert pair["odd"] == MagnitudePTable.read(DATA / "odd.csv")
+    assert MagnitudePTable.read(DATA / "argus_even_odd.txt", type="odd") == pair["odd"]
     with pytest.raises(PTableError, match="read_set"):
-        NumericPTable.read(DATA / "argus_even_odd.txt")
-    one = NumericPTable.read(DATA / "all.csv")
-    assert NumericPTable.read(DATA / "argus_all.txt") == one
-    assert NumericPTable.read(DATA / "sas_all.txt") == one  # SAS variant with p_int_lb
-    assert NumericPTable.read_set(DATA / "all.csv") == {"all": one}
+        MagnitudePTable.read(DATA / "argus_even_odd.txt")
+    one = MagnitudePTable.read(DATA / "all.csv")
+    assert MagnitudePTable.read(DATA / "argus_all.txt") == one
+    assert MagnitudePTable.read(DATA / "sas_all.txt") == one  # SAS variant with p_int_lb
+    assert MagnitudePTable.read_set(DATA / "all.csv") == {"all": one}
 
 
 @pytest.mark.parametrize("fmt", ["r", "argus"])
 def test_files_round_trip(tmp_path, fmt):
     for case in ("all", "optim4", "small_cells"):  # optim4: j, v with 4 decimals (step 3)
-        t = NumericPTable.read(DATA / f"{case}.csv")
+        t = MagnitudePTable.read(DATA / f"{case}.csv")
         t.write(tmp_path / "x.txt", format=fmt)
-        assert NumericPTable.read(tmp_path / "x.txt") == t
+        assert MagnitudePTable.read(tmp_path / "x.txt") == t
     sets = {
-        "all": NumericPTable.read(DATA / "all.csv"),
-        "small_cells": NumericPTable.read(DATA / "small_cells.csv"),  # R labels it "all"
+        "all": MagnitudePTable.read(DATA / "all.csv"),
+        "small_cells": MagnitudePTable.read(DATA / "small_cells.csv"),  # R labels it "all"
     }
-    NumericPTable.write_set(tmp_path / "s.txt", {"small_cells": sets["small_cells"], "all": sets["all"]}, format=fmt)
-    back = NumericPTable.read_set(tmp_path / "s.txt")
+    MagnitudePTable.write_set(tmp_path / "s.txt", {"small_cells": sets["small_cells"], "all": sets["all"]}, format=fmt)
+    back = MagnitudePTable.read_set(tmp_path / "s.txt")
     assert list(back) == ["all", "small_cells"]
     assert back["all"] == sets["all"]
     assert back["small_cells"] == sets["small_cells"].as_type("small_cells")
 
 
 def test_r_csv_layout(tmp_path):
-    t = NumericPTable.read(DATA / "optim4.csv")
+    t = MagnitudePTable.read(DATA / "optim4.csv")
     t.write(tmp_path / "o.csv")
     lines = (tmp_path / "o.csv").read_text().splitlines()
     assert lines[0] == "i,j,p,v,p_int_lb,p_int_ub,type"
@@ -221,7 +221,7 @@ def test_write_set_rules(tmp_path):
     a, e = _built("all"), _built("even")
     for bad in ({}, {"all": a, "even": e}, {"even": e}, {"small_cells": a}, {"bogus": a}, {"all": "x"}):
         with pytest.raises(PTableError):
-            NumericPTable.write_set(tmp_path / "x.txt", bad)
+            MagnitudePTable.write_set(tmp_path / "x.txt", bad)
 
 
 def test_count_and_numeric_files_are_told_apart(tmp_path):
@@ -231,18 +231,18 @@ def test_count_and_numeric_files_are_told_apart(tmp_path):
     for fmt, name in (("tauargus", "c.txt"), ("ptable", "c.csv")):
         cnt.write(tmp_path / name, format=fmt)
     with pytest.raises(PTableError, match=r"count p-table.*PTable\.read"):
-        NumericPTable.read(tmp_path / "c.txt")
+        MagnitudePTable.read(tmp_path / "c.txt")
     for name in ("all.csv", "argus_all.txt", "argus_even_odd.txt", "sas_all.txt", "even.csv"):
-        with pytest.raises(PTableError, match=r"NumericPTable\.read"):
+        with pytest.raises(PTableError, match=r"MagnitudePTable\.read"):
             PTable.read(DATA / name)
 
 
 # ------------------------------------------------------------------ keyspace and lookup
 
 
-def _tiny() -> NumericPTable:
+def _tiny() -> MagnitudePTable:
     """Rows 0 (v 0), 1 (v −1 | 0 | 1 on [0, .25) [.25, .75) [.75, 1)), 3 (v −2 | 2 at .5)."""
-    return NumericPTable.from_frame(
+    return MagnitudePTable.from_frame(
         pl.DataFrame(
             {
                 "i": [0.0, 1, 1, 1, 3, 3],
@@ -277,7 +277,7 @@ def test_lookup_matches_r_cellkey():
     """lookup() against R cellKey's .lookup_v_flex on R's own tables (lookup_reference.csv)."""
     ref = pl.read_csv(DATA / "lookup_reference.csv")
     for case in ("all", "small_cells"):
-        t = NumericPTable.read(DATA / f"{case}.csv")
+        t = MagnitudePTable.read(DATA / f"{case}.csv")
         s = ref.filter(pl.col("case") == case)
         got = t.lookup(s["a"].to_numpy(), s["k"].to_numpy(), int(s["modulus"][0]))
         np.testing.assert_allclose(got, s["v"].to_numpy(), rtol=0, atol=1e-12)
@@ -293,7 +293,7 @@ def test_lookup_bad_input():
 @pytest.mark.parametrize("case", ["all", "small_cells", "optim4"])
 @pytest.mark.parametrize("M", [1, 7, 97, 1000])
 def test_keyspace_matches_lookup_for_every_key(case, M):
-    t = NumericPTable.read(DATA / f"{case}.csv")
+    t = MagnitudePTable.read(DATA / f"{case}.csv")
     ks = t.keyspace(M)
     assert ks.schema == {"i": pl.Float64, "v": pl.Float64, "klo": pl.Int64, "khi": pl.Int64}
     keys = np.arange(M)
@@ -312,7 +312,7 @@ def test_keyspace_matches_lookup_for_every_key(case, M):
 def test_keyspace_is_shared_with_ptable():
     """The same key ranges as PTable.keyspace for a table that is both (integer noise)."""
     cnt = PTable.maximum_entropy(D=3, V=1)
-    num = NumericPTable.from_frame(cnt.frame.select("i", "j", "p", "v", "lb", "ub"))
+    num = MagnitudePTable.from_frame(cnt.frame.select("i", "j", "p", "v", "lb", "ub"))
     for M in (10, 12345, 10**8):
         a = cnt.keyspace(M).with_columns(pl.col("i", "v").cast(pl.Float64))
         assert num.keyspace(M).equals(a)
@@ -323,26 +323,26 @@ def test_keyspace_is_shared_with_ptable():
 
 def test_constructor_and_the_smallest_table():
     t = _built("odd")
-    assert NumericPTable(t.frame.select("i", "v", "lb_n", "ub_n"), den=t.den, type="odd") == t
-    assert NumericPTable(t.frame.drop("type"), den=t.den, type="odd") == t
+    assert MagnitudePTable(t.frame.select("i", "v", "lb_n", "ub_n"), den=t.den, type="odd") == t
+    assert MagnitudePTable(t.frame.drop("type"), den=t.den, type="odd") == t
     with pytest.raises(PTableError, match="den"):
-        NumericPTable(t.frame, den=0)
+        MagnitudePTable(t.frame, den=0)
     with pytest.raises(PTableError, match="from_frame"):
-        NumericPTable(t.frame.drop("lb_n"), den=t.den)
+        MagnitudePTable(t.frame.drop("lb_n"), den=t.den)
     one = _quiet(1, 0.5, step=1, icat=[1])  # D = 1: rows 0 and 1, j = 0, 1, 2
     assert one.rows == (0.0, 1.0) and one.frame["j"].to_list() == [0.0, 0.0, 1.0, 2.0]
 
 
 def test_from_frame_layouts():
     r = pl.read_csv(DATA / "all.csv", infer_schema_length=None)
-    t = NumericPTable.from_frame(r)
-    assert NumericPTable.from_frame(r.to_pandas()) == t
-    assert NumericPTable.from_frame(r.drop("p_int_lb")) == t  # upper bounds only
-    assert NumericPTable.from_frame(r.rename({"p_int_lb": "lb", "p_int_ub": "ub"}).drop("type")) == t
-    assert NumericPTable.from_frame(r.drop("p_int_lb", "p_int_ub")) == t  # p only
-    assert NumericPTable.from_frame(r.drop("v")) == t and NumericPTable.from_frame(r.drop("j")) == t
-    assert NumericPTable.from_frame(r, type="all") == t
-    assert NumericPTable.from_frame(r.drop("type"), type="even").type == "even"
+    t = MagnitudePTable.from_frame(r)
+    assert MagnitudePTable.from_frame(r.to_pandas()) == t
+    assert MagnitudePTable.from_frame(r.drop("p_int_lb")) == t  # upper bounds only
+    assert MagnitudePTable.from_frame(r.rename({"p_int_lb": "lb", "p_int_ub": "ub"}).drop("type")) == t
+    assert MagnitudePTable.from_frame(r.drop("p_int_lb", "p_int_ub")) == t  # p only
+    assert MagnitudePTable.from_frame(r.drop("v")) == t and MagnitudePTable.from_frame(r.drop("j")) == t
+    assert MagnitudePTable.from_frame(r, type="all") == t
+    assert MagnitudePTable.from_frame(r.drop("type"), type="even").type == "even"
     sc = t.as_type("small_cells")
     assert sc.type == "small_cells" and set(sc.frame["type"]) == {"small_cells"} and t.type == "all"
     assert sc != t and sc.as_type("all") == t
@@ -368,7 +368,7 @@ def test_from_frame_layouts():
 def test_from_frame_refuses(change, match):
     r = pl.read_csv(DATA / "all.csv", infer_schema_length=None).with_columns(pl.col("i", "j", "v").cast(pl.Float64))
     with pytest.raises(PTableError, match=match) as exc:
-        NumericPTable.from_frame(change(r))
+        MagnitudePTable.from_frame(change(r))
     assert "10" not in str(exc.value)  # frame positions, never the i values (imax = D)
 
 
@@ -411,7 +411,7 @@ def test_bad_parameters_raise_without_the_secrets(kwargs, match):
     args.update(kwargs)
     D, V = args.pop("D"), args.pop("V")
     with pytest.raises(PTableError, match=match) as exc:
-        NumericPTable.maximum_entropy(D, V, **args)
+        MagnitudePTable.maximum_entropy(D, V, **args)
     msg = str(exc.value)
     for secret in (SECRET_D, SECRET_D + 3, SECRET_V, SECRET_PSTAY, 1 + SECRET_PSTAY):
         assert str(secret) not in msg
@@ -419,16 +419,16 @@ def test_bad_parameters_raise_without_the_secrets(kwargs, match):
 
 def test_pstay_is_ignored_as_in_r():
     with pytest.warns(PTableWarning, match="pstay is ignored") as rec:
-        a = NumericPTable.maximum_entropy(4, 0.8, icat=[1, 4], pstay=SECRET_PSTAY)
+        a = MagnitudePTable.maximum_entropy(4, 0.8, icat=[1, 4], pstay=SECRET_PSTAY)
     assert len(rec) == 1 and str(SECRET_PSTAY) not in str(rec[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a table that reaches V everywhere warns about nothing
-        assert a == NumericPTable.maximum_entropy(4, 0.8, icat=[1, 4])
+        assert a == MagnitudePTable.maximum_entropy(4, 0.8, icat=[1, 4])
 
 
 def test_top_level_export():
-    assert protab.NumericPTable is NumericPTable
-    assert "NumericPTable" in protab.__all__
+    assert protab.MagnitudePTable is MagnitudePTable
+    assert "MagnitudePTable" in protab.__all__
 
 
 # ------------------------------------------------------------------ properties

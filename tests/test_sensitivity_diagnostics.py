@@ -23,7 +23,7 @@ import pytest
 import protab as pt
 from protab.errors import SpecError
 from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
 FRAME = pl.DataFrame({
     "a": ["x", "x", "x", "x", "y"], "v": [10.0, 5.0, 2.0, 0.0, 3.0], "w": [0.5, 3.0, 1.0, 1.0, 1.0],
@@ -80,7 +80,7 @@ def test_the_shares_agree_with_the_verdicts():
 def test_never_without_asking_nor_in_published_outputs():
     rules = SensitivityRules(min_frequency=3, dominance=[(1, 80)], p_percent=10)
     spec = pt.TableSpec({"a": None}, sums=["v"])
-    magnitude = MagnitudeCKM(NumericPTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]), fp=100)
+    magnitude = MagnitudeCKM(MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]), fp=100)
     with pt.Session(":memory:") as s:
         s.register("t", FRAME)
         s.add_record_keys("t", id_column="id", seed="diagnostics test")

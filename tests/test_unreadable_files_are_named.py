@@ -12,7 +12,7 @@ import pytest
 import protab as pt
 from protab import cli
 from protab.errors import InputError, PTableError
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
 DATA = Path(__file__).parent / "data"
 
@@ -44,7 +44,7 @@ def test_hrc_file_in_its_own_encoding(files):
         pt.Hierarchy.read_hrc(files / "latin1.hrc", encoding="latin-9x")
 
 
-@pytest.mark.parametrize("reader", [pt.PTable.read, NumericPTable.read, NumericPTable.read_set])
+@pytest.mark.parametrize("reader", [pt.PTable.read, MagnitudePTable.read, MagnitudePTable.read_set])
 @pytest.mark.parametrize("name, fragment", [
     ("missing.csv", "does not exist"),
     ("binary.csv", "is not UTF-8 text"),
@@ -75,7 +75,7 @@ def test_fractional_i_is_named_not_taken_for_a_numeric_table(tmp_path, sep, caps
     with pytest.raises(PTableError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         pt.PTable.read(path)
     with pytest.raises(PTableError, match="column 'i' must hold whole numbers \\(the ratio classes"):
-        NumericPTable.read_set(path)
+        MagnitudePTable.read_set(path)
     assert cli.main(["ptable", "show", str(path)]) == 2
     err = capsys.readouterr().err
     assert expected in err and "numeric" not in err

@@ -24,6 +24,7 @@ _NAMES = {
     "SwapSpec": "protab.swapping",
     "Hierarchy": "protab.hierarchy",
     "PTable": "protab.ptable",
+    "MagnitudePTable": "protab.ptable",
     "NumericPTable": "protab.ptable",
     "HierarchyError": "protab.errors",
     "InputError": "protab.errors",
@@ -41,6 +42,7 @@ __all__ = [
     "Hierarchy",
     "HierarchyError",
     "InputError",
+    "MagnitudePTable",
     "NumericPTable",
     "PTable",
     "PTableError",
@@ -91,6 +93,6 @@ if TYPE_CHECKING:  # pragma: no cover
         SpecError,
     )
     from protab.hierarchy import Hierarchy
-    from protab.ptable import NumericPTable, PTable
+    from protab.ptable import MagnitudePTable, NumericPTable, PTable
     from protab.session import DEFAULT_DATABASE, Session, model_matrix
     from protab.table import TableSpec

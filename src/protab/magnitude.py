@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from protab.errors import PTableError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.ptable.numeric import NumericPTable
+    from protab.ptable.magnitude import MagnitudePTable
 
 VARIANTS = ("top_contr", "mean", "range", "sum")
 MAX_TOP_K = 6
@@ -249,7 +249,7 @@ class MagnitudeCKM:
     """The cell key method for magnitudes: parameters (R cellKey ``ck_params_nums`` with
     ``ck_flexparams`` or ``ck_simpleparams``; tau-ARGUS CKM for magnitudes).
 
-    ``ptable``: a :class:`protab.ptable.NumericPTable` (type "all"), or a mapping with
+    ``ptable``: a :class:`protab.ptable.MagnitudePTable` (type "all"), or a mapping with
     ``"even"`` and ``"odd"`` tables chosen by the parity of the number of contributors (only
     with ``top_k=1``). ``small_cells``: a numeric p-table for values below the separation
     point z_s = sqrt(m1²) / (sqrt(E) · p_small), m1² the variance of its last row and
@@ -274,7 +274,7 @@ class MagnitudeCKM:
 
     def __init__(
         self,
-        ptable: "NumericPTable | Mapping[str, NumericPTable]",
+        ptable: "MagnitudePTable | Mapping[str, MagnitudePTable]",
         *,
         variant: str = "top_contr",
         top_k: int | None = None,
@@ -285,12 +285,12 @@ class MagnitudeCKM:
         mu_c: float = 0.0,
         same_key: bool = True,
         zero_keys: bool = False,
-        small_cells: "NumericPTable | None" = None,
+        small_cells: "MagnitudePTable | None" = None,
     ) -> None:
-        from protab.ptable.numeric import NumericPTable
+        from protab.ptable.magnitude import MagnitudePTable
 
         owner = "MagnitudeCKM"
-        if isinstance(ptable, NumericPTable):
+        if isinstance(ptable, MagnitudePTable):
             tables = {"all": ptable}
         elif isinstance(ptable, Mapping):
             tables = dict(ptable)
@@ -302,14 +302,14 @@ class MagnitudeCKM:
         else:
             from protab.ptable import PTable
 
-            hint = (" (a count p-table: build a numeric one with NumericPTable.maximum_entropy or "
-                    "NumericPTable.read)") if isinstance(ptable, PTable) else ""
-            raise SpecError(f"{owner}: ptable must be a protab.NumericPTable, not {type(ptable).__name__}{hint}")
+            hint = (" (a count p-table: build a numeric one with MagnitudePTable.maximum_entropy or "
+                    "MagnitudePTable.read)") if isinstance(ptable, PTable) else ""
+            raise SpecError(f"{owner}: ptable must be a protab.MagnitudePTable, not {type(ptable).__name__}{hint}")
         for name, t in tables.items():
-            if not isinstance(t, NumericPTable):
-                raise SpecError(f"{owner}: the {name!r} p-table must be a protab.NumericPTable, not {type(t).__name__}")
-        if small_cells is not None and not isinstance(small_cells, NumericPTable):
-            raise SpecError(f"{owner}: small_cells must be a protab.NumericPTable, not {type(small_cells).__name__}")
+            if not isinstance(t, MagnitudePTable):
+                raise SpecError(f"{owner}: the {name!r} p-table must be a protab.MagnitudePTable, not {type(t).__name__}")
+        if small_cells is not None and not isinstance(small_cells, MagnitudePTable):
+            raise SpecError(f"{owner}: small_cells must be a protab.MagnitudePTable, not {type(small_cells).__name__}")
         if variant not in VARIANTS:
             raise SpecError(f"{owner}: variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
         self.variant = variant
@@ -451,9 +451,9 @@ class MagnitudeCKM:
 
 def check_ptable_kind(ptable: object, where: str) -> None:
     """PTableError when a numeric p-table is given where a count p-table is needed."""
-    from protab.ptable.numeric import NumericPTable
+    from protab.ptable.magnitude import MagnitudePTable
 
-    if isinstance(ptable, NumericPTable):
+    if isinstance(ptable, MagnitudePTable):
         raise PTableError(
             f"{where}: this is a numeric (magnitude) p-table; counts need a count p-table "
             "(protab.PTable), and magnitudes take the numeric one through MagnitudeCKM"

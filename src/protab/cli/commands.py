@@ -727,19 +727,19 @@ def list_tables(database: str) -> str:
     return "\n".join(lines)
 
 
-#: the command line's p-table layouts, and the names NumericPTable gives them (no ons layout)
+#: the command line's p-table layouts, and the names MagnitudePTable gives them (no ons layout)
 _NUMERIC_LAYOUTS = {"auto": "auto", "ptable": "r", "tauargus": "argus"}
 
 
 def read_ptable(source: str, fmt: str = "auto", kind: str = "auto") -> tuple[str, Any]:
-    """A p-table file as ``("count", PTable)`` or ``("numeric", {type: NumericPTable})``.
+    """A p-table file as ``("count", PTable)`` or ``("numeric", {type: MagnitudePTable})``.
 
     ``kind`` "auto" tells them apart: a file :meth:`PTable.read` accepts (integer noise, a row
     for every original value, type "all" only) is a count p-table, else one
-    :meth:`NumericPTable.read_set` accepts is numeric. "count" and "numeric" refuse the other.
+    :meth:`MagnitudePTable.read_set` accepts is numeric. "count" and "numeric" refuse the other.
     """
     from protab.errors import PTableError
-    from protab.ptable import NumericPTable, PTable
+    from protab.ptable import MagnitudePTable, PTable
 
     layout = _NUMERIC_LAYOUTS.get(fmt)
     if kind == "numeric" and layout is None:
@@ -755,7 +755,7 @@ def read_ptable(source: str, fmt: str = "auto", kind: str = "auto") -> tuple[str
         if layout is None:
             raise count_error
         try:
-            tables = NumericPTable.read_set(source, format=layout)  # type: ignore[arg-type]
+            tables = MagnitudePTable.read_set(source, format=layout)  # type: ignore[arg-type]
         except PTableError:
             if kind == "numeric" or "numeric (magnitude)" in str(count_error):
                 raise
@@ -802,7 +802,7 @@ def show_ptable(source: str, fmt: str = "auto", png: str | None = None, kind: st
 
 
 def _show_numeric(source: str, tables: dict[str, Any]) -> str:
-    """NumericPTable.summary() of each table of a file: nothing the file does not hold."""
+    """MagnitudePTable.summary() of each table of a file: nothing the file does not hold."""
     import polars as pl
 
     kinds = ", ".join(tables)
@@ -872,7 +872,7 @@ _CLI_WORDS = (
     ("Session.register, or `protab register NAME SOURCE`", "`protab register NAME SOURCE`"),
     ("Session.add_record_keys", "`protab keys`"),
     ("Session.install_ptable", "`protab ptable install`"),
-    ("see NumericPTable.diagnostics", "see the variance per class of `protab ptable show`"),
+    ("see MagnitudePTable.diagnostics", "see the variance per class of `protab ptable show`"),
     ("set mono=False or optim for those classes", "pass --mono false or --optim for those classes"),
     ("e.g. icat = [1, D]", "e.g. --icat 1 … D"),
     ("built with infeasible='warn'", "built with --infeasible warn (infeasible = \"warn\" in a request)"),
@@ -1006,7 +1006,7 @@ def build_parser() -> argparse.ArgumentParser:
     sh = ps.add_parser("show", help="summarise a p-table (count: D, V, variance per row; numeric: per class)",
                        description="Print a count p-table's summary per original value (--png draws its "
                                    "noise), or a numeric p-table's per ratio class, for each type its file "
-                                   "holds (NumericPTable.summary: nothing the file does not hold).")
+                                   "holds (MagnitudePTable.summary: nothing the file does not hold).")
     sh.add_argument("source", help="the p-table file to read")
     sh.add_argument("--from", dest="from_", default="auto", choices=["auto", "ptable", "tauargus", "ons"],
                     help="layout to read (default: told from the file)")
@@ -1165,8 +1165,8 @@ def _run_ptable(args: argparse.Namespace) -> None:
 
 
 def _generate_numeric(args: argparse.Namespace) -> None:
-    """`protab ptable generate --numeric`: NumericPTable.maximum_entropy, written as ptable or tauargus."""
-    from protab.ptable.numeric import TYPES, NumericPTable
+    """`protab ptable generate --numeric`: MagnitudePTable.maximum_entropy, written as ptable or tauargus."""
+    from protab.ptable.magnitude import TYPES, MagnitudePTable
 
     if args.icat is None:
         raise InputError("--numeric needs --icat: the ratio classes, integers from 1 to D that include 1 and D")
@@ -1192,14 +1192,14 @@ def _generate_numeric(args: argparse.Namespace) -> None:
             raise InputError("--mono takes true or false: one, or one per class of --icat")
         kw["mono"] = words[0] == "true" if len(words) == 1 else [w == "true" for w in words]
     check_output_file(args.out)
-    p = NumericPTable.maximum_entropy(args.D, args.V, infeasible=args.infeasible, **kw)
+    p = MagnitudePTable.maximum_entropy(args.D, args.V, infeasible=args.infeasible, **kw)
     p.write(args.out, format=_NUMERIC_LAYOUTS[args.format])  # type: ignore[arg-type]
     print(f"wrote {args.out}")
 
 
 def _write_numeric(tables: dict[str, Any], target: str, layout: str, source: str) -> None:
     """Every table of a numeric file, in one file: one table as it is, several as a set."""
-    from protab.ptable import NumericPTable
+    from protab.ptable import MagnitudePTable
 
     if layout == "ons":
         raise InputError(f"the ons layout holds count p-tables; {source!r} is a numeric (magnitude) "
@@ -1208,7 +1208,7 @@ def _write_numeric(tables: dict[str, Any], target: str, layout: str, source: str
     if len(tables) == 1:
         next(iter(tables.values())).write(target, format=fmt)
     else:
-        NumericPTable.write_set(target, tables, format=fmt)  # type: ignore[arg-type]
+        MagnitudePTable.write_set(target, tables, format=fmt)  # type: ignore[arg-type]
 
 
 def _warn(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:

@@ -12,12 +12,15 @@ Two dialects are read and written: the Destatis / R ptable / tau-ARGUS table
 ``key(n)`` with ``imax`` and ``period`` (docs/methods.md §3).
 
 Magnitude p-tables (R ptable ``create_num_ptable``, fractional noise, types all/even/odd/
-small_cells) are :class:`NumericPTable`.
+small_cells) are :class:`MagnitudePTable` (``NumericPTable`` is the same class under R ptable's
+name, kept for code written before the rename).
 
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """
 
 from protab.ptable.core import Interval, PTable
-from protab.ptable.numeric import NumericPTable
+from protab.ptable.magnitude import MagnitudePTable
 
-__all__ = ["PTable", "NumericPTable", "Interval"]
+NumericPTable = MagnitudePTable  # R ptable's name (create_num_ptable); the same class
+
+__all__ = ["Interval", "MagnitudePTable", "NumericPTable", "PTable"]

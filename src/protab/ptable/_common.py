@@ -146,7 +146,7 @@ def _decimal_bounds(
     order (tau-ARGUS' file). den is 10**digits, or, when ``digits`` is None, 10**d for the
     fewest d >= 8 decimals that hold every bound (more than 12: PTableError). A ``p`` given
     too must equal ub - lb (1e-7); ``where(mask)`` names the rows where it does not.
-    Shared by PTable.from_frame and NumericPTable.from_frame."""
+    Shared by PTable.from_frame and MagnitudePTable.from_frame."""
     if lb is None:
         lb = (
             pl.DataFrame({"i": i, "ub": ub})
@@ -343,7 +343,7 @@ def keyspace_frame(
     """The keyspace of a p-table frame: for integer cell keys k in [0, modulus), the inclusive
     range klo..khi of keys each entry serves (:func:`_key_ranges`); entries serving no key are
     dropped. Columns i, v (``value_type``), klo, khi (Int64), in the frame's order.
-    Shared by PTable.keyspace and NumericPTable.keyspace."""
+    Shared by PTable.keyspace and MagnitudePTable.keyspace."""
     M = _check_modulus(modulus)
     klo, khi = _key_ranges(frame["lb_n"].to_list(), frame["ub_n"].to_list(), den, M, interval)
     out = pl.DataFrame(
@@ -358,7 +358,7 @@ def noise_at(
 ) -> np.ndarray:
     """The noise of keyspace entries (row ``ri``, first key ``rk``, noise ``rv``; sorted by
     row and key) for rows ``r`` (0..nrow-1) and cell keys ``k`` in [0, M): the entry of row r
-    with the largest klo <= k. Shared by PTable.lookup and NumericPTable.lookup."""
+    with the largest klo <= k. Shared by PTable.lookup and MagnitudePTable.lookup."""
     if nrow * M < 2**62:  # one sorted int64 key (row, klo): one searchsorted
         return rv[np.searchsorted(ri * M + rk, r * M + k, side="right") - 1]
     out = np.empty(r.shape, dtype=rv.dtype)  # keys too wide for one int64: row by row
@@ -386,7 +386,7 @@ def same_entries(
 
 
 class _EntryTable:
-    """What PTable and NumericPTable share as objects: ``frame`` holds the entries with
+    """What PTable and MagnitudePTable share as objects: ``frame`` holds the entries with
     integer bounds lb_n, ub_n over ``den``; len() counts the entries, str() is repr(), and the
     tables are unhashable (``==`` compares contents). Each class's ``__eq__`` checks its own
     type and settings, then :meth:`_same_entries`."""

@@ -202,7 +202,7 @@ def read(
 
 
 def _refuse_numeric(df: pl.DataFrame, name: str) -> None:
-    """PTableError pointing to NumericPTable when a count p-table file is a magnitude one:
+    """PTableError pointing to MagnitudePTable when a count p-table file is a magnitude one:
     fractional j or v, or a type other than "all" (even, odd, small_cells)."""
     def values(c: str) -> pl.Series:
         return df[c].cast(pl.String).str.strip_chars()
@@ -217,7 +217,7 @@ def _refuse_numeric(df: pl.DataFrame, name: str) -> None:
     if frac or kinds - {"all", None}:
         raise PTableError(
             f"p-table file {name!r} is a numeric (magnitude) p-table (fractional noise or a "
-            "type even/odd/small_cells); read it with protab.NumericPTable.read (or read_set)"
+            "type even/odd/small_cells); read it with protab.MagnitudePTable.read (or read_set)"
         )
 
 

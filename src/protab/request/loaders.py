@@ -55,15 +55,15 @@ def load_magnitude(cfg: dict[str, Any], base: Path) -> MagnitudeCKM:
     """The [magnitude] section: numeric p-tables and the parameters of the cell key method
     for magnitudes; errors name the section."""
     from protab.magnitude import MagnitudeCKM
-    from protab.ptable.numeric import NumericPTable
+    from protab.ptable.magnitude import MagnitudePTable
 
-    def table(key: str, default_type: str) -> NumericPTable:
+    def table(key: str, default_type: str) -> MagnitudePTable:
         t = cfg[key]
         if "file" in t:
             path = base / t["file"]
             with reading(path, f"the numeric p-table file ([magnitude] {key})"):
-                return NumericPTable.read(path, format=t.get("format", "auto"), type=t.get("type"))
-        return NumericPTable.maximum_entropy(**t["maximum_entropy"], type=t.get("type", default_type))
+                return MagnitudePTable.read(path, format=t.get("format", "auto"), type=t.get("type"))
+        return MagnitudePTable.maximum_entropy(**t["maximum_entropy"], type=t.get("type", default_type))
 
     try:
         if "ptable" in cfg:

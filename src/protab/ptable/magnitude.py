@@ -53,7 +53,7 @@ from protab.ptable._common import (
 )
 from protab.ptable._maxent import row_bounds
 
-__all__ = ["NumericPTable"]
+__all__ = ["MagnitudePTable"]
 
 #: The types of magnitude p-tables (R ptable: all, even, odd; R cellKey adds small_cells).
 TYPES: tuple[str, ...] = ("all", "even", "odd", "small_cells")
@@ -123,7 +123,7 @@ def _check_type(type: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-class NumericPTable(_EntryTable):
+class MagnitudePTable(_EntryTable):
     """A magnitude p-table: for ratio class i, noise v (a multiple of 1/step) with probability p.
 
     ``frame`` holds the entries (i, j, p, v, lb, ub as Float64; lb_n, ub_n as Int64 over
@@ -145,7 +145,7 @@ class NumericPTable(_EntryTable):
     rows: tuple[float, ...]
 
     def __init__(self, frame: Any, *, den: int, type: str = "all") -> None:
-        df, den = _constructor_input(frame, den, "NumericPTable", "frame")
+        df, den = _constructor_input(frame, den, "MagnitudePTable", "frame")
         i = _floats(df, "i")
         v = _floats(df, "v")
         j = _floats(df, "j") if "j" in df.columns else _clean(i + v)
@@ -237,7 +237,7 @@ class NumericPTable(_EntryTable):
         mono: bool | Sequence[bool] = True,
         type: str = "all",
         infeasible: str = "error",
-    ) -> "NumericPTable":
+    ) -> "MagnitudePTable":
         """A magnitude p-table by maximum entropy, as R ptable 1.0.0 ``create_num_ptable``.
 
         Rows i ∈ {0} ∪ sorted(icat); row 0 is (j = 0, v = 0, p = 1). Row i allows the outcomes
@@ -348,7 +348,7 @@ class NumericPTable(_EntryTable):
             warnings.warn(
                 f"magnitude p-table: the variance target was not met for {missed} of the "
                 f"{ncat} classes (the other constraints do not allow it; R ptable marks them "
-                "with iter = 20); see NumericPTable.diagnostics",
+                "with iter = 20); see MagnitudePTable.diagnostics",
                 PTableWarning,
                 stacklevel=2,
             )
@@ -361,7 +361,7 @@ class NumericPTable(_EntryTable):
         *,
         type: str | None = None,
         digits: int | None = None,
-    ) -> "NumericPTable":
+    ) -> "MagnitudePTable":
         """A magnitude p-table from a polars, pandas or pyarrow table.
 
         Columns: ``i``; ``v`` or ``j`` (both: they must agree, j = i + v); then bounds —
@@ -394,7 +394,7 @@ class NumericPTable(_EntryTable):
                 if len(kinds) > 1:
                     raise PTableError(
                         f"the p-table holds the types {', '.join(kinds)}; pass type= to pick "
-                        "one, or use NumericPTable.read_set for all of them"
+                        "one, or use MagnitudePTable.read_set for all of them"
                     )
                 type = kinds[0] if kinds else "all"
             elif len(kinds) > 1 or (kinds and kinds[0] != type):
@@ -450,7 +450,7 @@ class NumericPTable(_EntryTable):
         out._set(i, j, v, lb_n, ub_n, scale, type)
         return out
 
-    def as_type(self, type: str) -> "NumericPTable":
+    def as_type(self, type: str) -> "MagnitudePTable":
         """The same table labelled ``type`` ("all", "even", "odd" or "small_cells")."""
         out = self.__class__.__new__(self.__class__)
         out.__dict__.update(self.__dict__)
@@ -467,7 +467,7 @@ class NumericPTable(_EntryTable):
         format: Literal["auto", "r", "argus"] = "auto",
         *,
         type: str | None = None,
-    ) -> "NumericPTable":
+    ) -> "MagnitudePTable":
         """Read one magnitude p-table: "r" (R ptable's CSV: i,j,p,v,p_int_lb,p_int_ub,type) or
         "argus" (``pt_export``'s ';' file ``i;j;p;v;p_int_ub;type``, or the SAS variant with
         p_int_lb); "auto" goes by the separator. A file of several types needs ``type=`` (or
@@ -481,7 +481,7 @@ class NumericPTable(_EntryTable):
         cls,
         path: str | os.PathLike[str],
         format: Literal["auto", "r", "argus"] = "auto",
-    ) -> dict[str, "NumericPTable"]:
+    ) -> dict[str, "MagnitudePTable"]:
         """Every table of a file, by type (e.g. {"even": …, "odd": …}, or {"all": …,
         "small_cells": …}); a file without a type column holds one table, "all"."""
         df = _read_frame(path, format)
@@ -504,7 +504,7 @@ class NumericPTable(_EntryTable):
     @staticmethod
     def write_set(
         path: str | os.PathLike[str],
-        tables: Mapping[str, "NumericPTable"],
+        tables: Mapping[str, "MagnitudePTable"],
         format: Literal["r", "argus"] = "r",
     ) -> None:
         """Write several tables to one file, each labelled with its key: "all" or the pair
@@ -514,8 +514,8 @@ class NumericPTable(_EntryTable):
             raise PTableError("write_set needs a dict of tables by type, e.g. {'even': ..., 'odd': ...}")
         for k, t in tables.items():
             _check_type(k)
-            if not isinstance(t, NumericPTable):
-                raise PTableError("write_set: every value must be a NumericPTable")
+            if not isinstance(t, MagnitudePTable):
+                raise PTableError("write_set: every value must be a MagnitudePTable")
         keys = set(tables)
         if "all" in keys and keys & {"even", "odd"}:
             raise PTableError("a set holds either 'all' or 'even' and 'odd', not both")
@@ -612,11 +612,11 @@ class NumericPTable(_EntryTable):
     # ------------------------------------------------------------------------ dunder
 
     def __repr__(self) -> str:
-        return f"NumericPTable(type={self.type!r}, {len(self.rows)} classes)"
+        return f"MagnitudePTable(type={self.type!r}, {len(self.rows)} classes)"
 
     def __eq__(self, other: object) -> bool:
         """Same type, entries (i, j, v) and intervals (compared exactly across denominators)."""
-        if not isinstance(other, NumericPTable):
+        if not isinstance(other, MagnitudePTable):
             return NotImplemented
         return self.type == other.type and self._same_entries(other)
 
@@ -667,7 +667,7 @@ def _read_frame(path: str | os.PathLike[str], format: str) -> pl.DataFrame:
         raise PTableError(f"cannot read p-table file {path.name!r} as {format}: {exc}") from exc
     df = df.with_columns(pl.col(c).str.strip_chars() for c in df.columns if df[c].dtype == pl.String)
     refuse_fractional_i(df, path.name, "the ratio classes, as R ptable's icat; a table of other "
-                        "classes is built with NumericPTable.from_frame")
+                        "classes is built with MagnitudePTable.from_frame")
     if "type" not in df.columns and {"i", "v"} <= set(df.columns):
         v = df["v"].cast(pl.Float64, strict=False).drop_nulls().to_numpy()
         if v.size and np.all(v == np.round(v)):
@@ -678,7 +678,7 @@ def _read_frame(path: str | os.PathLike[str], format: str) -> pl.DataFrame:
     return df
 
 
-def _render(tables: Sequence[NumericPTable], format: str) -> str:
+def _render(tables: Sequence[MagnitudePTable], format: str) -> str:
     if format == "r":  # exact decimals
         header = "i,j,p,v,p_int_lb,p_int_ub,type"
 
