@@ -16,7 +16,9 @@ import pytest
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.session.core import _FRAMES, _remove_folder, _SpillFolder, model_matrix
+from protab.engines.duckdb_resources import SpillFolder as _SpillFolder
+from protab.engines.duckdb_resources import _remove_folder
+from protab.session.frames import _FRAMES, model_matrix
 
 PTABLE = pt.PTable.maximum_entropy(D=1, V=0.5)
 
@@ -333,8 +335,8 @@ def test_two_sessions_on_one_database_file_share_the_spill_folder(tmp_path):
     db = tmp_path / "one.duckdb"
     with pt.Session(db, temp_directory=tmp_path) as a:
         with pt.Session(db, temp_directory=tmp_path) as b:
-            assert a._spill is b._spill
-            folder = b._spill.path
+            assert a.engine._spill is b.engine._spill
+            folder = b.engine._spill.path
         assert os.path.isdir(folder)  # still used by a
     assert not os.path.exists(folder)
 
@@ -443,7 +445,7 @@ class _Bar:
 
 @pytest.mark.parametrize("progress", [None, False])
 def test_progress_on_long_steps(monkeypatch, progress):
-    import protab.session.core as ps
+    import protab.engines.duckdb_engine as ps
 
     monkeypatch.setenv("PROTAB_PROGRESS", "1")
     monkeypatch.setattr(ps, "bar", _Bar)

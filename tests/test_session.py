@@ -36,13 +36,13 @@ def test_register_sources(session, tmp_path, persons):
     assert counts == {"pq": n, "glob": n + 10, "lst": n + 10, "csv": n, "arrow": n, "polars": n,
                       "lazy": n, "pandas": n, "alias": n}
     # files are views: nothing copied unless asked
-    assert session._kind("pq") == "view"
+    assert session.engine.kind("pq") == "view"
     session.register("copy", tmp_path / "a.parquet", materialize=True)
-    assert session._kind("copy") == "table"
+    assert session.engine.kind("copy") == "table"
     # names are identifiers, never parsed as SQL: a dot or a quote is part of the name
     for odd in ('sch.tbl', 'say "hi"'):
         session.register(odd, tmp_path / "a.parquet", materialize=True)
-        assert session._kind(odd) == "table"
+        assert session.engine.kind(odd) == "table"
         assert session.tabulate(odd, pt.TableSpec({"sex": None}))["n"][0] == n
 
 
@@ -104,7 +104,7 @@ def test_keys_on_a_parquet_view_copy_it_into_a_table(session, tmp_path, persons)
     persons.write_parquet(tmp_path / "p.parquet")
     session.register("p", tmp_path / "p.parquet")
     session.add_record_keys("p", id_column="pid", seed="x")
-    assert session._kind("p") == "table"
+    assert session.engine.kind("p") == "table"
     assert session.sql("SELECT count(rkey) AS c FROM p")["c"][0] == persons.height
 
 

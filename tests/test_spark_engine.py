@@ -25,11 +25,11 @@ from spark_fixtures import age_hierarchy, geo_hierarchy, require_spark
 
 import protab as pt
 from protab.engines import to_spark
-from protab.errors import InputError, ProtabError
+from protab.errors import InputError, ProtabError, SpecError
 
 require_spark()
 
-from protab.session.spark import SparkSession  # noqa: E402
+from protab.engines import SparkEngine  # noqa: E402
 
 N = 2000
 SEED = "spark-engine-tests"
@@ -219,8 +219,10 @@ def test_what_does_not_run_on_spark_is_refused_not_wrong(engines):
     _, sp = engines
     with pytest.raises(NotImplementedError, match="'w' of type DOUBLE"):  # 1e7 codes differ as text
         sp.tabulate("persons", pt.TableSpec({"w": None}))
-    with pytest.raises(NotImplementedError, match="swap"):
-        sp.swap("persons")
+    spec = pt.SwapSpec(household="hid", geography=["region"], risk_variables=["sex"], similar=[["sex"]],
+                       swap_rate=0.1)
+    with pytest.raises(SpecError, match="swap"):
+        sp.swap("persons", spec, seed="s", out="swapped")
 
 
 # -- key sums: counts and key sums per combination, summed once, then any count table of them
@@ -401,9 +403,12 @@ def test_unknown_engine_option_is_refused(tmp_path):
         protect(str(tmp_path / "request.toml"), engine="flink")
 
 
-def test_spark_session_is_a_session(engines):
+def test_a_spark_session_is_a_session_on_the_spark_engine(engines):
+    """One Session class; the engine is what differs (no subclass pretends to be DuckDB)."""
     _, sp = engines
-    assert isinstance(sp, SparkSession) and isinstance(sp, pt.Session)
+    assert type(sp) is pt.Session and isinstance(sp.engine, SparkEngine)
+    with pytest.raises(InputError, match="no DuckDB connection"):
+        sp.con  # noqa: B018
     assert "persons" in sp.tables()
     assert sp.columns("persons")["age"] == "INTEGER"
     assert Path(__file__).exists()

@@ -35,21 +35,37 @@ else:  # pragma: no cover
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+def atomic_path(path: str | os.PathLike[str], *, mode: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success fsync it, rename it onto ``path`` and
+    fsync the folder (so that a crash leaves the old file or the whole new one, never a part).
+    The file gets ``mode`` (e.g. 0o600 for secrets) or the usual mode of new files. protab's one
+    way of writing a file: outputs, p-tables, published databases, token files."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # mkstemp makes 0600; outputs get the usual mode
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual mode
+        if os.path.isfile(tmp):  # a writer may have made a folder or nothing (DuckDB files: its own)
+            _fsync_file(tmp)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
+        _fsync_dir(target.parent)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -306,11 +322,7 @@ def write_batch(out: str | os.PathLike[str], files: Mapping[str, Callable[[Path]
 
 
 def _write_batch(folder: Path, files: Mapping[str, Callable[[Path], None]]) -> Path:
-    recover(folder)
-    tag = uuid.uuid4().hex[:12]
-    partial = folder.parent / f".{folder.name}.{_PARTIAL}-{tag}"
-    ready = folder.parent / f".{folder.name}.{_READY}-{tag}"
-    try:
+    def fill(partial: Path) -> None:
         if folder.is_dir():
             shutil.copytree(folder, partial, copy_function=_link_or_copy, symlinks=True)
         else:
@@ -322,20 +334,45 @@ def _write_batch(folder: Path, files: Mapping[str, Callable[[Path], None]]) -> P
             target.unlink(missing_ok=True)  # a hard link to the old file: never write through it
             writer(target)
             os.chmod(target, 0o666 & ~umask)
+
+    return replace_folder(folder, fill)
+
+
+def replace_folder(folder: Path, fill: Callable[[Path], None]) -> Path:
+    """Replace ``folder`` by a new one that ``fill`` makes at the path it is given (see
+    :func:`replacing_folder`)."""
+    with replacing_folder(folder) as partial:
+        fill(partial)
+    return folder
+
+
+@contextmanager
+def replacing_folder(folder: Path) -> Iterator[Path]:
+    """Yield a path (not existing yet) where the caller makes the new folder (e.g. Spark's
+    writer); when the block ends without error it replaces ``folder``. The new folder is built
+    beside ``folder`` as ``.<name>.protab-partial-<id>``, renamed ``…-ready-…`` when whole,
+    then exchanged with ``folder`` in one call where Linux can, else ``folder`` is moved aside
+    and the ready one renamed in. A process killed at any point leaves the old folder or the
+    new one: :func:`recover` (run first, here and by every batch) finishes or undoes the rest."""
+    recover(folder)
+    tag = uuid.uuid4().hex[:12]
+    partial = folder.parent / f".{folder.name}.{_PARTIAL}-{tag}"
+    ready = folder.parent / f".{folder.name}.{_READY}-{tag}"
+    old = folder.parent / f".{folder.name}.{_OLD}-{tag}"
+    try:
+        yield partial
         _fsync_dir(partial)
         os.rename(partial, ready)
         if not folder.exists():
             os.rename(ready, folder)
         elif not _exchange(ready, folder):
-            old = folder.parent / f".{folder.name}.{_OLD}-{tag}"
             os.rename(folder, old)
             os.rename(ready, folder)
         _fsync_dir(folder.parent)
     finally:
-        for p in (partial, ready, folder.parent / f".{folder.name}.{_OLD}-{tag}"):
+        for p in (partial, ready, old):
             if p.exists():
                 shutil.rmtree(p, ignore_errors=True)
-    return folder
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -1,178 +1,43 @@
-"""The Spark engine: protab's DuckDB-dialect statements rendered for Spark SQL by sqlglot
-(:func:`to_spark`), temporary tables as checkpointed temporary views."""
+"""The Spark engine: protab's DuckDB-dialect statements rendered for Spark SQL
+(:func:`~protab.engines.spark_sql.to_spark`), temporary tables as checkpointed temporary views;
+the catalog is Spark's, record keys are remembered by the engine, outputs are folders of
+Parquet part files written by the executors (docs/spark.md)."""
 
 from __future__ import annotations
 
-import functools
-import shutil
+import os
+import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from protab.engines.base import Engine, _plain
-from protab.errors import InputError
+from protab._sql import quote_ident
+from protab.engines.base import Engine, Refuse, _plain
+from protab.engines.spark_sql import spark_tree, to_spark
+from protab.engines.spark_support import (
+    _spark_schema,
+    duckdb_type,
+    require_java,
+    require_spark,
+    spark_arrow,
+    spark_name,
+    spark_sql_text,
+)
+from protab.errors import InputError, SpecError, show_values
 
-#: Spark SQL of protab's macros (record key, row class): sql/spark/protab.sql in the source tree
-SPARK_SQL = Path(__file__).resolve().parents[1] / "sql" / "spark" / "protab.sql"
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
 
+    from protab.ptable import PTable
 
-def spark_sql_text() -> str:
-    """The statements of sql/spark/protab.sql (shipped in the wheel or read from the source tree)."""
-    for path in (SPARK_SQL, Path(__file__).resolve().parents[3] / "sql" / "spark" / "protab.sql"):
-        if path.exists():
-            return path.read_text()
-    raise FileNotFoundError("sql/spark/protab.sql is missing from the protab installation")
-
-
-def require_spark() -> Any:
-    """Import pyspark, or an InputError that names what to install (pyspark and a Java runtime)."""
-    try:
-        import pyspark  # noqa: F401
-        from pyspark.sql import SparkSession
-    except ImportError:
-        raise InputError(
-            "the Spark engine needs pyspark 4 or later: pip install 'pyspark>=4.0' (or protab[dev]), "
-            "and a Java runtime 17 or later"
-        ) from None
-    return SparkSession
-
-
-def require_java() -> None:
-    """InputError when no Java runtime is on PATH (nor under JAVA_HOME): Spark cannot start."""
-    import os
-
-    home = os.environ.get("JAVA_HOME")
-    if shutil.which("java") is None and not (home and (Path(home) / "bin" / "java").exists()):
-        raise InputError(
-            "the Spark engine needs a Java runtime (17 or later) and none was found on PATH or in "
-            "JAVA_HOME; install one (e.g. apt-get install openjdk-17-jre-headless, or `make java`)"
-        )
-
-
-@functools.lru_cache(maxsize=4096)
-def to_spark(sql: str) -> tuple[str, int]:
-    """A DuckDB statement of protab as Spark SQL, and how many ``?`` it had (they become
-    named parameters ``:p0``, ``:p1``, … in text order)."""
-    tree, count = spark_tree(sql)
-    return tree.sql(dialect="spark"), count
-
-
-@functools.lru_cache(maxsize=4096)
-def spark_tree(sql: str) -> tuple[Any, int]:
-    """The syntax tree of :func:`to_spark` (shared: copy it before changing it). Spark SQL
-    text is not parsed back: sqlglot would read ``max_by(x, x, n)`` as ``max_by(x, x)``."""
-    import sqlglot
-    from sqlglot import exp
-    from sqlglot.tokens import TokenType
-
-    # number the ? in text order ($1, $2, …), then name them p0, p1, … for Spark
-    tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
-    marks = [t.start for t in tokens if t.token_type == TokenType.PLACEHOLDER]
-    parts, last = [], 0
-    for k, pos in enumerate(marks):
-        parts += [sql[last:pos], f"${k + 1}"]
-        last = pos + 1
-    tree = sqlglot.parse_one("".join(parts) + sql[last:], read=_duckdb_as_written())
-    count = len(marks)
-    for node in list(tree.find_all(exp.Placeholder)):
-        node.replace(exp.Placeholder(this=f"p{int(str(node.this)) - 1}"))
-    for cte in tree.find_all(exp.CTE):
-        cte.set("materialized", None)
-    for node in list(tree.find_all(exp.DataType)):  # unsigned and 128-bit integers: Spark has neither
-        if node.this in (exp.DataType.Type.UINT, exp.DataType.Type.UBIGINT, exp.DataType.Type.USMALLINT,
-                         exp.DataType.Type.UTINYINT):
-            node.replace(exp.DataType.build("BIGINT"))
-        elif node.this in (exp.DataType.Type.INT128, exp.DataType.Type.UINT128):
-            node.replace(exp.DataType.build("DECIMAL(38, 0)"))
-    for node in list(tree.find_all(exp.Anonymous)):
-        name = str(node.this).lower()
-        if name == "protab_record_key" and len(node.expressions) == 3:  # the key of an id is the key of its text
-            ident = node.expressions[1]
-            ident.replace(exp.cast(ident.copy(), "STRING"))
-        elif name == "isfinite" and len(node.expressions) == 1:  # neither NaN nor ±infinity
-            x = node.expressions[0]
-            node.replace(exp.paren(exp.and_(
-                exp.Not(this=exp.Anonymous(this="isnan", expressions=[x.copy()])),
-                exp.NEQ(this=exp.Abs(this=x.copy()), expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE")))))
-    for node in list(tree.find_all(exp.IsInf)):
-        x = node.this
-        node.replace(exp.paren(exp.EQ(this=exp.Abs(this=x.copy()),
-                                      expression=exp.cast(exp.Literal.string("Infinity"), "DOUBLE"))))
-    _spark_lists(tree)
-    return tree, count
-
-
-@functools.lru_cache(maxsize=1)
-def _duckdb_as_written() -> Any:
-    """sqlglot's DuckDB dialect, except that list indices stay as written (1-based): the
-    stock dialect shifts some indices to 0-based (literals, expressions it knows are
-    integers) and not others (plain columns), which :func:`_spark_lists` could not tell apart."""
-    from sqlglot.dialects.duckdb import DuckDB
-
-    class DuckDBAsWritten(DuckDB):
-        INDEX_OFFSET = 0
-
-    return DuckDBAsWritten
-
-
-def _spark_lists(tree: Any) -> None:
-    """DuckDB's list pieces of protab's magnitude SQL, rewritten for Spark on the syntax tree:
-
-    - ``max(x, n)`` / ``min(x, n)`` (the n largest / smallest values of a group, in order)
-      → ``max_by(x, x, n)`` / ``min_by(x, x, n)`` (the same list; NULL for no value);
-    - ``l[i]`` (NULL past the end in DuckDB; an error in Spark's ANSI mode) →
-      ``try_element_at(l, i)`` (1-based, as DuckDB; a literal index below 1, which counts
-      from the end in DuckDB, is refused);
-    - ``list_slice(l, a, b)`` (elements a..b) → ``slice(l, a, b - a + 1)``;
-    - several ``unnest`` in one SELECT (unnested side by side, the shorter padded with NULL)
-      → one ``inline(arrays_zip(coalesce(l, array()), ...)) AS (names)``, which pads alike
-      (Spark allows one generator per SELECT; a NULL list, which DuckDB pads as an empty
-      one, would make ``arrays_zip`` NULL);
-    - ``regexp_full_match(x, 'p')`` → ``x RLIKE '\\A(?:p)\\z'`` (the whole text, as RE2's)."""
-    from sqlglot import exp
-
-    for node in list(tree.find_all(exp.Max, exp.Min)):
-        n = node.args.get("count")
-        if n is not None:
-            fn = "max_by" if isinstance(node, exp.Max) else "min_by"
-            node.replace(exp.Anonymous(this=fn, expressions=[node.this.copy(), node.this.copy(), n.copy()]))
-    for node in list(tree.find_all(exp.Bracket)):
-        if len(node.expressions) == 1:
-            idx = node.expressions[0]
-            if isinstance(idx, exp.Neg) or (isinstance(idx, exp.Literal) and not idx.is_string and int(idx.this) < 1):
-                raise ValueError(f"to_spark: list index {idx.sql()} counts from the end in DuckDB; not rendered")
-            node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), idx.copy()]))
-    for node in list(tree.find_all(exp.RegexpFullMatch)):
-        # RE2's whole-string match as a Java regex: \A and \z (Java's $ also matches before a
-        # final newline)
-        pattern = node.expression
-        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
-            raise ValueError("to_spark: regexp_full_match needs a literal pattern")
-        node.replace(exp.RegexpLike(this=node.this.copy(), expression=exp.Literal.string(f"\\A(?:{pattern.this})\\z")))
-    for node in list(tree.find_all(exp.Anonymous)):
-        if str(node.this).lower() == "list_slice" and len(node.expressions) == 3:
-            lst, a, b = (e.copy() for e in node.expressions)
-            if not (isinstance(a, exp.Literal) and not a.is_string and int(a.this) >= 1):
-                raise ValueError(f"to_spark: list_slice from {a.sql()}: only a literal start of 1 or more is rendered")
-            length = exp.Add(this=exp.Sub(this=exp.paren(b), expression=exp.paren(a.copy())),
-                             expression=exp.Literal.number(1))
-            node.replace(exp.Anonymous(this="slice", expressions=[lst, a, length]))
-    for select in list(tree.find_all(exp.Select)):
-        gens = [e for e in select.expressions if isinstance(e, exp.Alias) and isinstance(e.this, exp.Explode)]
-        if len(gens) < 2:
-            continue
-        if gens != select.expressions[-len(gens):]:
-            raise ValueError("to_spark: unnest columns must come last in their SELECT")
-        zipped = exp.Anonymous(this="arrays_zip", expressions=[
-            exp.Coalesce(this=g.this.this.copy(), expressions=[exp.Array(expressions=[])]) for g in gens])
-        inline = exp.Aliases(this=exp.Anonymous(this="inline", expressions=[zipped]),
-                             expressions=[exp.to_identifier(g.alias) for g in gens])
-        for g in gens[1:]:
-            g.pop()
-        gens[0].replace(inline)
+#: Column types whose values Spark and DuckDB write as the same text (codes, ids)
+_SAME_TEXT = {"VARCHAR", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "BOOLEAN", "DATE"}
+#: What Spark writes into an output folder: a folder holding anything else is not replaced
+_SPARK_OUTPUT = ("part-", "_SUCCESS", "._SUCCESS.crc", ".part-", "_committed_", "_started_")
 
 
 class SparkEngine(Engine):
@@ -203,6 +68,8 @@ class SparkEngine(Engine):
         DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8) (values below 1e21 in absolute value)."""
         return f"CAST({value} AS DECIMAL(29, 8)) * CAST({coef} AS DECIMAL(8, 0))"
 
+    label = "spark"
+
     def __init__(self, spark: Any) -> None:
         if str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":
             # without ANSI mode an overflowing integer sum wraps around silently
@@ -212,12 +79,18 @@ class SparkEngine(Engine):
             )
         self.spark = spark
         self._frames: dict[str, Any] = {}
+        self._keys: dict[str, tuple[str, int]] = {}  # record-key columns of the views
         self.install()
+
+    @classmethod
+    def for_session(cls, spark: Any) -> SparkEngine:
+        """The engine of a ``pyspark.sql.SparkSession`` (pyspark and Java checked first)."""
+        require_spark()
+        require_java()
+        return cls(spark)
 
     def install(self) -> None:
         """The Spark twins of protab's macros (protab_record_key, protab_row_class)."""
-        import re
-
         text = "\n".join(line for line in spark_sql_text().splitlines() if not line.startswith("--"))
         for statement in re.split(r";\s*\n", text):
             if statement.strip():
@@ -238,8 +111,6 @@ class SparkEngine(Engine):
                 self.spark.catalog.dropTempView(view)
 
     def _sql(self, text: str, args: dict[str, Any]) -> Any:
-        import re
-
         used = {k: v for k, v in args.items() if re.search(rf":{k}\b", text)}
         return self.spark.sql(text, args=used) if used else self.spark.sql(text)
 
@@ -329,36 +200,182 @@ class SparkEngine(Engine):
     def temp_name(self, kind: str) -> str:
         return f"_protab_{kind}_{uuid.uuid4().hex}"
 
+    def user_query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """A query of the user's own (Spark SQL, ``?`` parameters) as a polars frame."""
+        import polars as pl
 
-def spark_arrow(data: pa.Table) -> pa.Table:
-    """An Arrow table as Spark takes it: unsigned integers (which Spark has not) as the signed
-    type that holds every value (uint8 → int16 … uint32 → int64, uint64 → decimal(20, 0))."""
-    wider = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0)}
-    fields = [pa.field(f.name, wider.get(f.type, f.type), f.nullable) for f in data.schema]
-    if all(f.type == g.type for f, g in zip(fields, data.schema)):
-        return data
-    return data.cast(pa.schema(fields))
+        df = self.spark.sql(sql, args=list(params)) if params else self.spark.sql(sql)
+        return pl.from_arrow(df.toArrow())  # type: ignore[return-value]
 
+    # -- the catalog: Spark's temporary views and tables ---------------------------------------
+    def tables(self) -> list[str]:
+        names = [t.name for t in self.spark.catalog.listTables()]
+        return sorted(n for n in names if not n.startswith(("protab_", "_protab")))
 
-def _spark_schema(schema: pa.Schema) -> Any:
-    from pyspark.sql.pandas.types import from_arrow_schema
+    def kind(self, name: str) -> str | None:
+        exists = isinstance(name, str) and bool(name) and bool(self.spark.catalog.tableExists(spark_name(name)))
+        return "view" if exists else None
 
-    return from_arrow_schema(schema)
+    def columns(self, name: str) -> dict[str, str]:
+        """Column name → type in DuckDB's type names (as the checks of a table request read them)."""
+        if self.kind(name) is None:
+            return {}
+        fields = self.spark.table(spark_name(name)).schema.fields
+        return {f.name: duckdb_type(f.dataType.simpleString()) for f in fields}
 
+    def register_files(self, name: str, paths: list[str], kind: str, materialize: bool,
+                       step: Callable[[str], Any]) -> None:
+        if kind != "parquet":
+            raise InputError(
+                f"register {name!r}: the Spark engine reads Parquet files; cannot read {show_values(paths)} "
+                "(convert them to .parquet)"
+            )
+        try:
+            df = self.spark.read.parquet(*paths)
+        except Exception as exc:  # Spark's AnalysisException: missing path, bad file
+            raise InputError(f"register {name!r}: cannot read {show_values(paths)}: "
+                             f"{str(exc).splitlines()[0]}") from None
+        self._view(name, df.cache() if materialize else df)
 
-#: Spark type names → the DuckDB type names protab's checks read (numeric, integer, float)
-_SPARK_TYPES = {
-    "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INTEGER", "bigint": "BIGINT",
-    "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
-    "date": "DATE", "timestamp": "TIMESTAMP WITH TIME ZONE", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB",
-}
+    def register_data(self, name: str, data: Any, step: Callable[[str], Any]) -> None:
+        if type(data).__name__ == "DataFrame" and type(data).__module__.startswith("pyspark"):
+            self._view(name, data)
+            return
+        if type(data).__module__.split(".")[0] == "pandas":
+            data = pa.Table.from_pandas(data, preserve_index=False)
+        if isinstance(data, pa.RecordBatchReader):
+            data = data.read_all()
+        self._view(name, self.spark.createDataFrame(spark_arrow(data)))
 
+    def register_alias(self, name: str, source: str) -> None:
+        self._view(name, self.spark.table(spark_name(source)))
 
-def duckdb_type(spark_type: str) -> str:
-    """The DuckDB name of a Spark column type (``decimal(p,s)`` → ``DECIMAL(p,s)``)."""
-    t = spark_type.lower()
-    if t.startswith("decimal"):
-        return t.upper()
-    if t.startswith(("varchar", "char")):
-        return "VARCHAR"
-    return _SPARK_TYPES.get(t, t.upper())
+    def _view(self, name: str, df: Any) -> None:
+        df.createOrReplaceTempView(spark_name(name))
+        self._keys.pop(name, None)  # other records now
+
+    def drop_relation(self, name: str) -> None:
+        self.spark.catalog.dropTempView(name)
+        self._keys.pop(name, None)
+
+    # -- record keys: a column of the view, remembered here --------------------------------------
+    def key_tag(self, table: str) -> tuple[str, int] | None:
+        return self._keys.get(table)
+
+    def write_key_column(self, table: str, name: str, expr: str, params: list[Any], modulus: int,
+                         replace_column: bool) -> None:
+        """The keys as column ``name`` of the view ``table`` (computed once: checkpointed)."""
+        tmp = f"_protab_newkey_{uuid.uuid4().hex}"
+        df = self.df(f"SELECT *, {expr} AS {quote_ident(tmp)} FROM {quote_ident(table)}", params)
+        if replace_column:
+            df = df.drop(name)
+        df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
+        df.createOrReplaceTempView(spark_name(table))
+        self._keys[table] = (name, int(modulus))
+
+    def tag_key_column(self, table: str, column: str, modulus: int) -> None:
+        self._keys[table] = (column, int(modulus))
+
+    def temp_table(self, name: str, select: str, params: Sequence[Any]) -> None:
+        """A checkpointed temporary view named ``name`` (computed once, as DuckDB's TEMP table)."""
+        self.create_table(spark_name(name), select, params)
+
+    def drop_temp_table(self, name: str) -> None:
+        frame = self._frames.pop(spark_name(name), None)  # made under its quoted name
+        self.spark.catalog.dropTempView(name)  # which takes the name itself
+        if frame is not None:
+            frame.unpersist()
+
+    # -- checks ---------------------------------------------------------------------------------
+    def check_request(self, table: str, cols: dict[str, str], columns: Sequence[str], *,
+                      top_k: int | None, holding: str | None) -> None:
+        if top_k is not None:
+            self._require_version((4, 2), "top-k lists of magnitude tables (rules, the cell key method for sums)")
+        self._text_alike(table, cols, columns, "dimension or where column")
+        if holding is not None:
+            self._text_alike(table, cols, [holding], "holding column")
+
+    def check_id_column(self, table: str, cols: dict[str, str], column: str) -> None:
+        self._text_alike(table, cols, [column], "id column")
+
+    def _require_version(self, least: tuple[int, int], what: str) -> None:
+        """NotImplementedError when the Spark version is older than ``least`` (major, minor)."""
+        found = tuple(int(x) for x in re.findall(r"\d+", str(self.spark.version))[:2])
+        if found < least:
+            raise NotImplementedError(
+                f"{what} need Spark {least[0]}.{least[1]} or later (max_by with k); this is Spark "
+                f"{self.spark.version}: pip install 'pyspark>={least[0]}.{least[1]}'"
+            )
+
+    @staticmethod
+    def _text_alike(table: str, cols: dict[str, str], columns: Sequence[str], what: str) -> None:
+        """NotImplementedError for columns whose text (a code, an id) Spark writes otherwise than
+        DuckDB: floating-point numbers (1.23456789E8 against 123456789.0), decimals, times."""
+        odd = [c for c in columns if c in cols and cols[c] not in _SAME_TEXT]
+        if odd:
+            raise NotImplementedError(
+                f"table {table!r}: {what} {show_values(odd)} of type {cols[odd[0]]} is not read on the Spark "
+                "engine yet (Spark writes such values as text otherwise than DuckDB, so codes and keys would "
+                "differ); cast it to a string or integer column first"
+            )
+
+    # -- outputs: folders of part files ---------------------------------------------------------
+    def check_sink(self, raw: str, refuse: Refuse) -> Path | None:
+        """The local folder a ``path=`` output goes to (None for a URI or a cluster's file
+        system), after the checks, before any work is done: it is no input of this session,
+        nor inside one or above one (symbolic links followed), not a symbolic link itself, not
+        a file, not the working folder, the home folder or above them, and if it exists it
+        holds only what Spark writes (an older output), never other files."""
+        from protab._io import real_path
+
+        if "://" in raw or not str(self.spark.sparkContext.master).startswith("local"):
+            return None
+        target = Path(real_path(raw))
+        refuse(target, raw)
+        if os.path.islink(os.path.abspath(os.path.expanduser(raw)).rstrip(os.sep)):
+            raise InputError(f"cannot write the table to {raw!r}: it is a symbolic link; name the folder itself")
+        if target.exists() and not target.is_dir():
+            raise InputError(f"cannot write the table to {raw!r}: a file of that name exists (Spark writes a folder)")
+        cwd, home = Path.cwd().resolve(), Path.home().resolve()
+        if target == target.parent or target in (cwd, home) or target in cwd.parents or target in home.parents:
+            raise InputError(f"cannot write the table to {raw!r}: it is the working or home folder or above "
+                             "them; give the table a folder of its own")
+        if target.is_dir():
+            other = sorted(f for f in os.listdir(target) if not f.startswith(_SPARK_OUTPUT))
+            if other:
+                raise InputError(f"cannot write the table to {raw!r}: the folder holds files protab did not "
+                                 f"write ({show_values(other)}); remove them or name another folder")
+        return target
+
+    @contextmanager
+    def parquet_sink(self, run: Any, raw: str, target: Path | None) -> Iterator[None]:
+        """The published table is written at ``raw`` by Spark's executors as a folder of Parquet
+        part files, nothing collected to the driver. On ``local`` masters the folder is written
+        beside the target first and swapped in when whole (protab._io.replace_folder: a kill at
+        any point leaves the old folder or the new one); elsewhere (a cluster's file system, a
+        URI) Spark's commit protocol makes the files appear only when the job succeeds, and an
+        existing path is refused."""
+        if target is None:  # a URI or a cluster's file system
+            run.sink = raw
+            try:
+                yield
+            except Exception as exc:
+                if "PATH_ALREADY_EXISTS" in str(exc) or "already exists" in str(exc):
+                    raise InputError(f"cannot write the table to {raw!r}: it exists; remove it or name another") from None
+                raise
+            return
+        from protab._io import replacing_folder
+
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with replacing_folder(target) as partial:
+            run.sink = str(partial)
+            yield
+
+    def install_ptable(self, ptable: PTable, modulus: int) -> None:
+        raise SpecError(
+            "install_ptable: the ckm() SQL function is a DuckDB macro for analysts with the duckdb command "
+            "line; on Spark protect tables with Session.cell_key (the same p-table, the same noise)"
+        )
+
+    def close(self) -> None:
+        """Nothing of the caller's SparkSession is stopped (its views stay until it ends)."""

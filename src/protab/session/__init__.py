@@ -1,5 +1,8 @@
-"""The Session: protab's one public door to a database (DuckDB) or a Spark session."""
+"""The Session: protab's one public door to microdata in DuckDB or Spark (:class:`Session`),
+and the model matrix of a frame of inner cells (:func:`model_matrix`)."""
 
-from protab.session.core import DEFAULT_DATABASE, DEFAULT_MAX_CELLS, Session, model_matrix
+from protab.session.checks import DEFAULT_DATABASE, DEFAULT_MAX_CELLS
+from protab.session.core import Session
+from protab.session.frames import model_matrix
 
 __all__ = ["DEFAULT_DATABASE", "DEFAULT_MAX_CELLS", "Session", "model_matrix"]

@@ -1,0 +1,89 @@
+"""What the Spark engine needs around Spark itself: pyspark and a Java runtime (clear errors
+when missing), the Spark twins of protab's macros (sql/spark/protab.sql), and Arrow and type
+names as Spark and DuckDB spell them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from protab.errors import InputError
+
+#: Spark SQL of protab's macros (record key, row class): sql/spark/protab.sql in the source tree
+SPARK_SQL = Path(__file__).resolve().parents[1] / "sql" / "spark" / "protab.sql"
+
+
+def spark_sql_text() -> str:
+    """The statements of sql/spark/protab.sql (shipped in the wheel or read from the source tree)."""
+    for path in (SPARK_SQL, Path(__file__).resolve().parents[3] / "sql" / "spark" / "protab.sql"):
+        if path.exists():
+            return path.read_text()
+    raise FileNotFoundError("sql/spark/protab.sql is missing from the protab installation")
+
+
+def require_spark() -> Any:
+    """Import pyspark, or an InputError that names what to install (pyspark and a Java runtime)."""
+    try:
+        import pyspark  # noqa: F401
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError(
+            "the Spark engine needs pyspark 4 or later: pip install 'pyspark>=4.0' (or protab[dev]), "
+            "and a Java runtime 17 or later"
+        ) from None
+    return SparkSession
+
+
+def require_java() -> None:
+    """InputError when no Java runtime is on PATH (nor under JAVA_HOME): Spark cannot start."""
+    import os
+
+    home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") is None and not (home and (Path(home) / "bin" / "java").exists()):
+        raise InputError(
+            "the Spark engine needs a Java runtime (17 or later) and none was found on PATH or in "
+            "JAVA_HOME; install one (e.g. apt-get install openjdk-17-jre-headless, or `make java`)"
+        )
+
+
+
+def spark_arrow(data: pa.Table) -> pa.Table:
+    """An Arrow table as Spark takes it: unsigned integers (which Spark has not) as the signed
+    type that holds every value (uint8 → int16 … uint32 → int64, uint64 → decimal(20, 0))."""
+    wider = {pa.uint8(): pa.int16(), pa.uint16(): pa.int32(), pa.uint32(): pa.int64(), pa.uint64(): pa.decimal128(20, 0)}
+    fields = [pa.field(f.name, wider.get(f.type, f.type), f.nullable) for f in data.schema]
+    if all(f.type == g.type for f, g in zip(fields, data.schema)):
+        return data
+    return data.cast(pa.schema(fields))
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+#: Spark type names → the DuckDB type names protab's checks read (numeric, integer, float)
+_SPARK_TYPES = {
+    "tinyint": "TINYINT", "smallint": "SMALLINT", "int": "INTEGER", "bigint": "BIGINT",
+    "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "boolean": "BOOLEAN",
+    "date": "DATE", "timestamp": "TIMESTAMP WITH TIME ZONE", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB",
+}
+
+
+def duckdb_type(spark_type: str) -> str:
+    """The DuckDB name of a Spark column type (``decimal(p,s)`` → ``DECIMAL(p,s)``)."""
+    t = spark_type.lower()
+    if t.startswith("decimal"):
+        return t.upper()
+    if t.startswith(("varchar", "char")):
+        return "VARCHAR"
+    return _SPARK_TYPES.get(t, t.upper())
+
+
+def spark_name(name: str) -> str:
+    """A table name as Spark's catalog functions parse it: one quoted part (spaces, dots allowed)."""
+    return "`" + name.replace("`", "``") + "`"
