@@ -45,7 +45,7 @@ import polars as pl
 
 import protab as pt
 from protab import rounding as rnd
-from protab.rounding._common import prepare, xty
+from protab.rounding._rounding_inputs import prepare, xty
 
 
 def census(size: int, seed: int = 1, n_age: int = 20) -> tuple[pl.DataFrame, pt.TableSpec]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from protab import fit
 from protab.errors import ConvergenceWarning, InputError, ProtabError
-from protab.fit._common import _reduce_zeros
+from protab.fit._exact_reductions import _reduce_zeros
 
 REF = json.loads((Path(__file__).parent / "data" / "fits_3x3.json").read_text())
 TOL = REF["tolerance"]

@@ -448,7 +448,7 @@ def test_elimination_equals_brute_force_greedy(problem):
     """Without singleton handling the result is the greedy one: exactly what the independent
     exact test gives candidate by candidate, for any integer coefficients. The float fallback
     (forced here by a tiny integer limit) gives the same cells."""
-    g = importlib.import_module("protab.suppression.gauss")  # the module (the package exports the function)
+    g = importlib.import_module("protab.suppression._elimination")  # the module of the elimination
 
     X, primary, order = problem
     z = np.zeros(X.shape[1])

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from protab.suppression import candidates_default, gauss
-from protab.suppression.gauss import _Columns
+from protab.suppression._reduced_columns import _Columns
 
 # --------------------------------------------------------------------- the slow reference
 

@@ -30,9 +30,10 @@ import polars as pl
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from protab import fit
 from protab.errors import InputError, show_values
-from protab.noise import sample_discrete_laplace
+from protab.fit.lsq import lsfit_nonneg, min_norm, nnls
+from protab.fit.proportional import ipf
+from protab.noise.dp import sample_discrete_laplace
 from protab.session import model_matrix
 from protab.table import TableSpec
 
@@ -133,8 +134,8 @@ def expected_frequencies(
                 f"({cells.height}, in the order of result.published)"
             )
         w = w[known]
-    ls = fit.lsfit_nonneg(Xk, z, weights=w)
-    res = fit.ipf(Xk, ls.z, tol=tol, max_iter=max_iter)
+    ls = lsfit_nonneg(Xk, z, weights=w)
+    res = ipf(Xk, ls.z, tol=tol, max_iter=max_iter)
     additive = np.full(cells.height, np.nan)
     additive[known] = ls.z
     expected = np.asarray(X.T @ res.y).ravel()
@@ -188,7 +189,7 @@ def fill_suppressed(
     if not safe.any():
         raise InputError("fill_suppressed: every cell is suppressed; nothing to fit")
     X_safe = X[:, safe]
-    y = fit.min_norm(X_safe, cells["_value"].to_numpy()[safe])
+    y = min_norm(X_safe, cells["_value"].to_numpy()[safe])
     if rms is not None:
         if seed is None:
             raise InputError("fill_suppressed: random residuals (rms=) need an explicit seed")
@@ -196,7 +197,7 @@ def fill_suppressed(
             raise InputError("fill_suppressed: rms must be non-negative")
         r = np.random.default_rng(seed).standard_normal(X.shape[0])
         # the part of r orthogonal to the columns of X_safe leaves every safe cell unchanged
-        coef = fit.min_norm(X_safe.T.tocsc(), r)
+        coef = min_norm(X_safe.T.tocsc(), r)
         e = r - X_safe @ coef
         size = float(np.sqrt(np.mean(e**2)))
         if size > 1e-12:
@@ -244,20 +245,9 @@ def margin_sensitivity(X: Any, perturb: ArrayLike) -> int:
     return int(np.ceil(sums.max() - 1e-9)) if sums.size else 0
 
 
-def laplace_margins(
-    X: Any,
-    z: ArrayLike,
-    perturb: ArrayLike,
-    *,
-    epsilon: float,
-    seed: int,
-    k: int | None = None,
-    method: str = "B",
-    ridge: float = 1e-4,
-    exact_weight: float = 1000.0,
-    tol: float = 1e-10,
-    max_iter: int = 1000,
-) -> LaplaceFit:
+def laplace_margins(X: Any, z: ArrayLike, perturb: ArrayLike, *, epsilon: float, seed: int, k: int | None = None,
+                    method: str = "B", ridge: float = 1e-4, exact_weight: float = 1000.0, tol: float = 1e-10,
+                    max_iter: int = 1000) -> LaplaceFit:
     """Differentially private margins (exact discrete Laplace), then a non-negative fit and
     expected frequencies (Langsrud & Lupp 2022, docs/methods.md §4).
 
@@ -293,6 +283,30 @@ def laplace_margins(
       numpy's PCG64 generator as a source of uniform integers; it is not a cryptographic
       generator.
     """
+    Xc, z, flag = _laplace_inputs(X, z, perturb, epsilon, method, seed, exact_weight)
+    delta = _sensitivity(Xc, flag, k)
+    rng = np.random.default_rng(seed)
+    scale = Fraction(max(delta, 1)) / Fraction(float(epsilon))
+    noise, b = sample_discrete_laplace(scale, int(flag.sum()), rng)
+    z_noisy = z.copy()
+    z_noisy[flag] += noise
+    weights = None if method == "B" else np.where(flag, 1.0, float(exact_weight))
+    y = nnls(Xc, z_noisy, ridge=ridge, weights=weights)
+    res = ipf(Xc, np.asarray(Xc.T @ y).ravel(), tol=tol, max_iter=max_iter)
+    return LaplaceFit(
+        z_noisy=z_noisy,
+        y_fit=y,
+        y_expected=res.y,
+        converged=bool(res.converged),
+        sensitivity=int(delta),
+        scale=float(b),
+        epsilon=float(Fraction(delta) / b) if delta else 0.0,
+    )
+
+
+def _laplace_inputs(X: Any, z: ArrayLike, perturb: ArrayLike, epsilon: float, method: str, seed: int,
+                    exact_weight: float) -> tuple[sparse.csc_matrix, np.ndarray, np.ndarray]:
+    """X, the counts and the flags of :func:`laplace_margins`, checked with its options."""
     if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float, np.integer, np.floating))
                                          and np.isfinite(epsilon) and epsilon > 0):
         raise InputError("laplace_margins: epsilon must be a positive, finite number")
@@ -314,6 +328,12 @@ def laplace_margins(
     if not np.array_equal(z[flag], np.round(z[flag])):
         raise InputError("laplace_margins: the perturbed values must be integer counts (the noise is "
                          "integer; non-integer counts would leak through their fractional part)")
+    return Xc, z, flag
+
+
+def _sensitivity(Xc: sparse.csc_matrix, flag: np.ndarray, k: int | None) -> int:
+    """The sensitivity of the flagged cells (:func:`margin_sensitivity`), or ``k`` when given
+    (refused below it: that would claim a smaller epsilon than the noise gives)."""
     delta = margin_sensitivity(Xc, flag)
     if k is not None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -325,20 +345,4 @@ def laplace_margins(
                 f"{delta / k:g} times the epsilon claimed. Leave k out to use {delta}"
             )
         delta = int(k)
-    rng = np.random.default_rng(seed)
-    scale = Fraction(max(delta, 1)) / Fraction(float(epsilon))
-    noise, b = sample_discrete_laplace(scale, int(flag.sum()), rng)
-    z_noisy = z.copy()
-    z_noisy[flag] += noise
-    weights = None if method == "B" else np.where(flag, 1.0, float(exact_weight))
-    y = fit.nnls(Xc, z_noisy, ridge=ridge, weights=weights)
-    res = fit.ipf(Xc, np.asarray(Xc.T @ y).ravel(), tol=tol, max_iter=max_iter)
-    return LaplaceFit(
-        z_noisy=z_noisy,
-        y_fit=y,
-        y_expected=res.y,
-        converged=bool(res.converged),
-        sensitivity=int(delta),
-        scale=float(b),
-        epsilon=float(Fraction(delta) / b) if delta else 0.0,
-    )
+    return delta

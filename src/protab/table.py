@@ -177,20 +177,7 @@ class TableSpec:
         wrong type (a string where a flag belongs, a number where a column name belongs …)."""
         for arg in ("weight", "freq"):
             _column_name(arg, getattr(self, arg), optional=True)
-        sums = self.sums
-        if isinstance(sums, str):
-            sums = (sums,)
-        if isinstance(sums, Mapping) or not isinstance(sums, Sequence):
-            raise SpecError(
-                f"TableSpec: sums must be a column name or a list of column names, not "
-                f"{type(self.sums).__name__}"
-            )
-        for s in sums:
-            _column_name("sums", s)
-        dup = sorted({s for s in sums if list(sums).count(s) > 1})
-        if dup:
-            raise SpecError(f"TableSpec: sums names {show_values(dup)} twice")
-        object.__setattr__(self, "sums", tuple(sums))
+        object.__setattr__(self, "sums", _sums(self.sums))
         if self.null_sums not in ("error", "zero", "omit"):
             raise SpecError(
                 f"TableSpec: null_sums must be 'error', 'zero' or 'omit', not {self.null_sums!r}"
@@ -219,21 +206,7 @@ class TableSpec:
                 f"{type(self.formula).__name__}"
             )
         if self.crossings is not None:
-            if isinstance(self.crossings, (str, Mapping)) or not isinstance(self.crossings, Sequence):
-                raise SpecError(
-                    "TableSpec: crossings must be a list of crossings, each a column name or a "
-                    f"list of column names, e.g. [('party', 'age'), ('party', 'sex')]; not "
-                    f"{type(self.crossings).__name__}"
-                )
-            for c in self.crossings:
-                names = [c] if isinstance(c, str) else c
-                if not isinstance(names, (Sequence, frozenset, set)) or any(
-                    not isinstance(n, str) for n in names
-                ):
-                    raise SpecError(
-                        f"TableSpec: crossings: each crossing must be a column name or a list of "
-                        f"column names (strings), not {c!r}"
-                    )
+            _check_crossings(self.crossings)
 
     # -- published crossings -------------------------------------------------------------
     def _parse_terms(self, names: list[str]) -> tuple[frozenset[str], ...]:
@@ -302,6 +275,41 @@ class TableSpec:
             if d.column == column:
                 return d
         raise SpecError(f"TableSpec: no dimension named {column!r}")
+
+
+def _sums(sums: object) -> tuple[str, ...]:
+    """``TableSpec.sums`` checked (column names, none twice) as a tuple; one name alone allowed."""
+    given = sums
+    if isinstance(sums, str):
+        sums = (sums,)
+    if isinstance(sums, Mapping) or not isinstance(sums, Sequence):
+        raise SpecError(
+            f"TableSpec: sums must be a column name or a list of column names, not "
+            f"{type(given).__name__}"
+        )
+    for s in sums:
+        _column_name("sums", s)
+    dup = sorted({s for s in sums if list(sums).count(s) > 1})
+    if dup:
+        raise SpecError(f"TableSpec: sums names {show_values(dup)} twice")
+    return tuple(sums)
+
+
+def _check_crossings(crossings: object) -> None:
+    """SpecError unless ``crossings`` is a list of column names or lists of column names."""
+    if isinstance(crossings, (str, Mapping)) or not isinstance(crossings, Sequence):
+        raise SpecError(
+            "TableSpec: crossings must be a list of crossings, each a column name or a "
+            f"list of column names, e.g. [('party', 'age'), ('party', 'sex')]; not "
+            f"{type(crossings).__name__}"
+        )
+    for c in crossings:
+        names = [c] if isinstance(c, str) else c
+        if not isinstance(names, (Sequence, frozenset, set)) or any(not isinstance(n, str) for n in names):
+            raise SpecError(
+                f"TableSpec: crossings: each crossing must be a column name or a list of "
+                f"column names (strings), not {c!r}"
+            )
 
 
 def _where(where: object) -> tuple[tuple[str, str, tuple[str, ...]], ...]:

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from protab.errors import InputError, show_values
-from protab.fit._common import FloatArray
+from protab.fit._fit_inputs import FloatArray
 
 __all__ = ["integerise"]
 

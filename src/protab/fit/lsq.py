@@ -15,16 +15,8 @@ from scipy.sparse.linalg import lsmr, lsqr
 
 from protab._progress import bar
 from protab.errors import ConvergenceWarning, InputError
-from protab.fit._common import (
-    BoolArray,
-    FloatArray,
-    Solver,
-    _as_csc,
-    _nonneg,
-    _pattern,
-    _reduce_zeros,
-    _vector,
-)
+from protab.fit._exact_reductions import _pattern, _reduce_zeros
+from protab.fit._fit_inputs import BoolArray, FloatArray, Solver, _as_csc, _nonneg, _vector
 
 __all__ = ["LSFit", "lsfit_nonneg", "min_norm", "nnls"]
 
@@ -167,19 +159,11 @@ def nnls(
     A ``ConvergenceWarning`` says when ``max_iter`` stopped a sparse solver first.
     """
     Xc = _as_csc(X)
-    n_inner, n_pub = Xc.shape
-    zz = _vector(z, n_pub, "z", "published", X_shape=Xc.shape)
-    if not np.isfinite(ridge) or ridge < 0:
-        raise InputError(f"ridge must be a finite number ≥ 0, got {ridge!r}")
-    w = np.ones(n_pub) if weights is None else _vector(weights, n_pub, "weights", "published")
-    _nonneg(w, "weights", "published")
+    zz, w = _nnls_inputs(Xc, z, ridge, weights)
+    n_inner = Xc.shape[0]
     if n_inner == 0:
         return np.zeros(0)
-    sw = np.sqrt(w)
-    A = sp.csc_array(sp.diags_array(sw) @ sp.csr_array(Xc.T))
-    s2 = float(np.asarray(A.power(2).sum())) / n_inner
-    lam = ridge * (np.sqrt(s2) if s2 > 0 else 1.0)
-    b = sw * zz
+    A, b, lam, s2 = _ridge_system(Xc, zz, w, ridge)
     if solver == "auto":
         solver = "active-set" if n_inner <= _DENSE_NNLS_MAX_INNER else "fista"
     if solver == "active-set":
@@ -189,13 +173,39 @@ def nnls(
     if solver == "fista":
         return _fista_nnls(A, b, lam, tol=1e-9 if tol is None else tol, max_iter=max_iter or 20_000)
     if solver == "newton":
-        return _newton_nnls(
-            A, b, lam, s2 if s2 > 0 else 1.0, tol=1e-15 if tol is None else tol, max_iter=max_iter or 500
-        )
+        return _newton_nnls(A, b, lam, s2 if s2 > 0 else 1.0, tol=1e-15 if tol is None else tol,
+                            max_iter=max_iter or 500)
     if solver != "trf":
-        raise InputError(
-            f"solver must be 'auto', 'active-set', 'fista', 'newton' or 'trf', got {solver!r}"
-        )
+        raise InputError(f"solver must be 'auto', 'active-set', 'fista', 'newton' or 'trf', got {solver!r}")
+    return _trf_nnls(A, b, lam, max_iter)
+
+
+def _nnls_inputs(Xc: sp.csc_array, z: ArrayLike, ridge: float,
+                 weights: ArrayLike | None) -> tuple[FloatArray, FloatArray]:
+    """The targets and weights (default 1) of :func:`nnls`, checked with its ridge."""
+    n_pub = Xc.shape[1]
+    zz = _vector(z, n_pub, "z", "published", X_shape=Xc.shape)
+    if not np.isfinite(ridge) or ridge < 0:
+        raise InputError(f"ridge must be a finite number ≥ 0, got {ridge!r}")
+    w = np.ones(n_pub) if weights is None else _vector(weights, n_pub, "weights", "published")
+    _nonneg(w, "weights", "published")
+    return zz, w
+
+
+def _ridge_system(Xc: sp.csc_array, zz: FloatArray, w: FloatArray,
+                  ridge: float) -> tuple[sp.csc_array, FloatArray, float, float]:
+    """``A = W^½Xᵀ``, ``b = W^½z``, the ridge ``lam = ridge·s`` and ``s²`` (the mean square column
+    norm of A) of :func:`nnls`."""
+    sw = np.sqrt(w)
+    A = sp.csc_array(sp.diags_array(sw) @ sp.csr_array(Xc.T))
+    s2 = float(np.asarray(A.power(2).sum())) / Xc.shape[0]
+    lam = ridge * (np.sqrt(s2) if s2 > 0 else 1.0)
+    return A, sw * zz, lam, s2
+
+
+def _trf_nnls(A: sp.csc_array, b: FloatArray, lam: float, max_iter: int | None) -> FloatArray:
+    """The ridge NNLS of :func:`nnls` by ``scipy.optimize.lsq_linear(method="trf")`` on the sparse stack."""
+    n_inner = A.shape[1]
     stacked_sp = sp.csr_array(sp.vstack([A, lam * sp.identity(n_inner, format="csr")]))
     res = lsq_linear(
         stacked_sp,
@@ -213,7 +223,7 @@ def nnls(
                 f"nnls (trf) stopped at its iteration limit ({res.nit} iterations), "
                 f"cost {res.cost:g}; raise max_iter"
             ),
-            stacklevel=2,
+            stacklevel=3,
         )
     return np.maximum(np.asarray(res.x, dtype=np.float64), 0.0)
 
@@ -229,15 +239,7 @@ def _fista_nnls(A: sp.csc_array, b: FloatArray, lam: float, *, tol: float, max_i
     Ar, At = sp.csr_array(A), sp.csr_array(A.T)
     n = A.shape[1]
     lam2 = lam * lam
-    v = np.ones(n) / np.sqrt(n)
-    est = 0.0
-    for _ in range(60):
-        w_ = At @ (Ar @ v)
-        est = float(np.linalg.norm(w_))
-        if est == 0.0:
-            break
-        v = w_ / est
-    L = 1.1 * est + lam2
+    L = 1.1 * _largest_eigenvalue(Ar, At) + lam2
     if L <= 0:
         return np.zeros(n)
 
@@ -283,6 +285,19 @@ def _fista_nnls(A: sp.csc_array, b: FloatArray, lam: float, *, tol: float, max_i
     return best
 
 
+def _largest_eigenvalue(Ar: sp.csr_array, At: sp.csr_array) -> float:
+    """An estimate of the largest eigenvalue of AᵀA: 60 steps of power iteration from a flat vector."""
+    n = Ar.shape[1]
+    v = np.ones(n) / np.sqrt(n)
+    est = 0.0
+    for _ in range(60):
+        w_ = At @ (Ar @ v)
+        est = float(np.linalg.norm(w_))
+        if est == 0.0:
+            break
+        v = w_ / est
+    return est
+
 def _ridge_ls(
     A: sp.csc_array, rhs: FloatArray, lam: float, F: BoolArray, *, tol: float = 1e-12
 ) -> FloatArray:
@@ -294,6 +309,19 @@ def _ridge_ls(
         out[idx] = lsqr(A[:, idx], rhs, damp=lam, atol=tol, btol=tol, iter_lim=20 * n + 100)[0]
     return out
 
+
+def _search(A: sp.csc_array, mu: float, x: FloatArray, d: FloatArray, g: FloatArray,
+            a: float) -> tuple[FloatArray, bool]:
+    """Armijo search along the projected path max(x + a·d, 0) for ½||A x − b||² + ½mu||x||²
+    (gradient g at x); says if a = 1 was taken."""
+    while a > 1e-14:
+        step = np.maximum(x + a * d, 0.0) - x
+        gs = float(g @ step)
+        As = np.asarray(A @ step)
+        if gs + 0.5 * float(As @ As) + 0.5 * mu * float(step @ step) <= 1e-4 * gs:
+            return np.maximum(x + step, 0.0), a == 1.0
+        a *= 0.5
+    return x, False
 
 def _newton_nnls(
     A: sp.csc_array, b: FloatArray, lam: float, h: float, *, tol: float, max_iter: int
@@ -313,17 +341,6 @@ def _newton_nnls(
     At = sp.csr_array(A.T)
     bscale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
 
-    def search(x: FloatArray, d: FloatArray, g: FloatArray, a: float) -> tuple[FloatArray, bool]:
-        """Armijo search along the projected path max(x + a·d, 0); says if a = 1 was taken."""
-        while a > 1e-14:
-            step = np.maximum(x + a * d, 0.0) - x
-            gs = float(g @ step)
-            As = np.asarray(A @ step)
-            if gs + 0.5 * float(As @ As) + 0.5 * mu * float(step @ step) <= 1e-4 * gs:
-                return np.maximum(x + step, 0.0), a == 1.0
-            a *= 0.5
-        return x, False
-
     x = np.maximum(_ridge_ls(A, b, lam, np.ones(A.shape[1], dtype=bool), tol=1e-10), 0.0)
     wk = np.inf
     seen: set[bytes] = set()
@@ -336,7 +353,7 @@ def _newton_nnls(
         d[(x <= 0) & (g > 0)] = 0.0
         Ad = np.asarray(A @ d)
         curv = float(Ad @ Ad) + mu * float(d @ d)
-        xc, _ = search(x, d, g, float(d @ d) / curv if curv > 0 else 1.0)
+        xc, _ = _search(A, mu, x, d, g, float(d @ d) / curv if curv > 0 else 1.0)
         F = xc > 0
         gc = np.asarray(At @ (np.asarray(A @ xc) - b)) + mu * xc
         xf = _ridge_ls(A, b, lam, F)  # the minimiser on the face F
@@ -348,7 +365,7 @@ def _newton_nnls(
                 if float(np.min(gf[~F], initial=0.0)) >= -1e-10 * h * bscale:
                     return xf
             seen.add(key)
-        x, _ = search(xc, np.where(F, xf - xc, 0.0), gc, 1.0)
+        x, _ = _search(A, mu, xc, np.where(F, xf - xc, 0.0), gc, 1.0)
     warnings.warn(
         ConvergenceWarning(
             f"nnls (newton) stopped after {max_iter} iterations with scaled projected "
@@ -407,12 +424,7 @@ def lsfit_nonneg(
         zeroed = zeroed | cols_removed  # cells left with no free inner cell are 0 as well
         rows = np.flatnonzero(~rows_zero)
         cols = np.flatnonzero(~cols_removed)
-        A = sp.csr_array(Xt[cols][:, rows])  # published (kept) × inner (kept)
-        b = zz[cols]
-        if w is not None:
-            sw = np.sqrt(w[cols])
-            A = sp.csr_array(sp.diags_array(sw) @ A)
-            b = sw * b
+        A, b = _weighted(Xt, zz, w, rows, cols)
         y = np.zeros(n_inner)
         y[rows] = _lstsq_min_norm(A, b, solver=solver, atol=atol, btol=btol, maxiter=maxiter)
         iterations += 1
@@ -426,3 +438,16 @@ def lsfit_nonneg(
     scale = max(1.0, float(np.max(np.abs(zz), initial=0.0)))
     y_nonneg = bool(np.min(y, initial=0.0) >= -1e-9 * scale)
     return LSFit(z=z_fit, y=y, iterations=iterations, zeroed=zeroed, y_nonnegative=y_nonneg)
+
+
+def _weighted(Xt: sp.csr_array, zz: FloatArray, w: FloatArray | None, rows: np.ndarray,
+              cols: np.ndarray) -> tuple[sp.csr_array, FloatArray]:
+    """The least-squares system of :func:`lsfit_nonneg` on the kept published cells ``cols`` and
+    inner cells ``rows``, weighted by ``w^½`` when there are weights."""
+    A = sp.csr_array(Xt[cols][:, rows])  # published (kept) × inner (kept)
+    b = zz[cols]
+    if w is not None:
+        sw = np.sqrt(w[cols])
+        A = sp.csr_array(sp.diags_array(sw) @ A)
+        b = sw * b
+    return A, b

@@ -11,16 +11,8 @@ from numpy.typing import ArrayLike
 
 from protab._progress import bar
 from protab.errors import ConvergenceError, ConvergenceWarning, InputError
-from protab.fit._common import (
-    BoolArray,
-    FloatArray,
-    IntArray,
-    _as_csc,
-    _nonneg,
-    _pattern,
-    _reduce_zeros,
-    _vector,
-)
+from protab.fit._exact_reductions import _pattern, _reduce_singletons, _reduce_zeros
+from protab.fit._fit_inputs import BoolArray, FloatArray, IntArray, _as_csc, _nonneg, _vector
 
 __all__ = ["IPFResult", "column_blocks", "ipf"]
 
@@ -106,6 +98,7 @@ def _check_blocks(P: sp.csr_array, blocks: ArrayLike, n_pub: int) -> IntArray:
     if n_pub and bl.min() < 0:
         raise InputError("blocks must be ≥ 0")
     bl = bl.astype(np.int64)
+    P.sort_indices()
     n_inner = P.shape[0]
     rows = np.repeat(np.arange(n_inner, dtype=np.int64), np.diff(P.indptr))
     nb = int(bl.max(initial=-1)) + 1
@@ -119,53 +112,6 @@ def _check_blocks(P: sp.csr_array, blocks: ArrayLike, n_pub: int) -> IntArray:
             f"({dup.size} such clashes); use column_blocks(X) or omit blocks"
         )
     return bl
-
-
-def _reduce_singletons(
-    X: sp.csc_array,
-    Xt: sp.csr_array,
-    z: FloatArray,
-    rows_free: BoolArray,
-    cols_active: BoolArray,
-    y_fixed: FloatArray,
-    rtol: float,
-) -> None:
-    """Reduce0exact with reduceByColSums, in place: fix inner cells alone under a published cell.
-
-    Repeats: a published cell with one free inner cell fixes that cell to its residual target;
-    its contribution is subtracted from every published cell; residual targets that become 0
-    force their free inner cells to 0 (zero step). Negative residuals (inconsistent targets) are
-    treated as 0; the final deviation on the full problem reveals them.
-    """
-    n_inner = X.shape[0]
-    idx = np.arange(n_inner, dtype=np.float64)
-    scale = np.maximum(1.0, np.abs(z))
-    P = _pattern(X)
-    Pt = sp.csr_array(P.T)
-    while True:
-        free_f = rows_free.astype(np.float64)
-        cnt = np.asarray(Pt @ free_f)
-        single = cols_active & (cnt == 1)
-        if not single.any():
-            break
-        r_of = np.rint(np.asarray(Pt @ (free_f * idx))[single]).astype(np.int64)
-        c_of = np.flatnonzero(single)
-        resid = z - np.asarray(Xt @ y_fixed)
-        xval = np.asarray(Xt @ free_f)[c_of]  # the entry x_rc of each singleton column
-        val = np.maximum(resid[c_of] / xval, 0.0)
-        y_fixed[r_of] = val
-        rows_free[r_of] = False
-        cols_active[c_of] = False
-        resid = z - np.asarray(Xt @ y_fixed)
-        free_f = rows_free.astype(np.float64)
-        cnt = np.asarray(Pt @ free_f)
-        gone = cols_active & (cnt == 0)
-        cols_active[gone] = False
-        zero_now = cols_active & (resid <= rtol * scale)
-        if zero_now.any():
-            rz, cr = _reduce_zeros(P, zero_now, ~rows_free)
-            rows_free &= ~rz  # newly forced zeros keep y_fixed = 0
-            cols_active &= ~cr
 
 
 def _lp_support(Xr: sp.csc_array, zr: FloatArray) -> BoolArray | None:
@@ -244,6 +190,19 @@ def ipf(
     ``stall_tol`` between sweeps, "max_iter" after ``max_iter`` sweeps. ``strict=True`` raises
     :class:`ConvergenceError` (a ``ProtabError``) instead of warning.
     """
+    Xc, zz, y0 = _ipf_inputs(X, z, start, tol, max_iter)
+    Xt = sp.csr_array(Xc.T)
+    user_blocks = None if blocks is None else _check_blocks(sp.csr_array(_pattern(Xc)), blocks, zz.size)
+    red = _Reduced(Xc, Xt, zz, y0, reduce_singletons, tol)
+    if exact_support is None:
+        exact_support = red.rows.size <= _LP_MAX_INNER
+    run = _sweeps(red, user_blocks, tol, max_iter, stall_tol, bool(exact_support), lp_after)
+    return _result(Xt, zz, red.full(y0, run), run, tol, strict)
+
+
+def _ipf_inputs(X: sp.sparray | sp.spmatrix | np.ndarray, z: ArrayLike, start: ArrayLike | None, tol: float,
+                max_iter: int) -> tuple[sp.csc_array, FloatArray, FloatArray]:
+    """X (≥ 0), the targets z (≥ 0) and the start (default ones) of :func:`ipf`, checked."""
     Xc = _as_csc(X, nonneg=True)
     n_inner, n_pub = Xc.shape
     zz = _vector(z, n_pub, "z", "published", X_shape=Xc.shape)
@@ -257,36 +216,45 @@ def ipf(
         raise InputError(f"tol must be a positive number, got {tol!r}")
     if max_iter < 0:
         raise InputError(f"max_iter must be ≥ 0, got {max_iter!r}")
-    Xt = sp.csr_array(Xc.T)
-    P = _pattern(Xc)
-    user_blocks = None
-    if blocks is not None:
-        Pr = sp.csr_array(P)
-        Pr.sort_indices()
-        user_blocks = _check_blocks(Pr, blocks, n_pub)
+    return Xc, zz, y0
 
-    # exact reductions
-    rows_zero, cols_removed = _reduce_zeros(P, zz == 0, y0 == 0)
-    rows_free = ~rows_zero
-    cols_active = ~cols_removed
-    y_fixed = np.zeros(n_inner)
-    if reduce_singletons:
-        _reduce_singletons(Xc, Xt, zz, rows_free, cols_active, y_fixed, rtol=tol)
-    resid_z = zz - np.asarray(Xt @ y_fixed)
 
-    rows = np.flatnonzero(rows_free)
-    cols = np.flatnonzero(cols_active)
-    Xr = sp.csc_array(Xc[rows][:, cols])
-    Xrt = sp.csr_array(Xr.T)
-    zr = resid_z[cols]
-    scale_r = np.maximum(1.0, np.abs(zz[cols]))
-    yr = y0[rows].copy()
+class _Reduced:
+    """The problem left after the exact reductions: inner cells ``rows`` (the free ones) and
+    published cells ``cols`` (the active ones) of X, ``Xr``, with the residual targets ``zr``."""
 
-    if user_blocks is not None:
-        bl = user_blocks[cols]
-    else:
-        bl = column_blocks(Xr) if cols.size else np.zeros(0, dtype=np.int64)
-    # per block: the entries (row, local column, value) of its columns
+    def __init__(self, Xc: sp.csc_array, Xt: sp.csr_array, zz: FloatArray, y0: FloatArray,
+                 reduce_singletons: bool, tol: float) -> None:
+        rows_zero, cols_removed = _reduce_zeros(_pattern(Xc), zz == 0, y0 == 0)
+        self.rows_zero = rows_zero
+        self.rows_free = ~rows_zero
+        cols_active = ~cols_removed
+        self.y_fixed = np.zeros(Xc.shape[0])
+        if reduce_singletons:
+            _reduce_singletons(Xc, Xt, zz, self.rows_free, cols_active, self.y_fixed, rtol=tol)
+        resid_z = zz - np.asarray(Xt @ self.y_fixed)
+        self.rows = np.flatnonzero(self.rows_free)
+        self.cols = np.flatnonzero(cols_active)
+        self.Xr = sp.csc_array(Xc[self.rows][:, self.cols])
+        self.zr = resid_z[self.cols]
+        self.scale_r = np.maximum(1.0, np.abs(zz[self.cols]))
+        self.yr = y0[self.rows].copy()
+
+    def full(self, y0: FloatArray, run: _Run) -> tuple[FloatArray, BoolArray]:
+        """The fitted inner cells of the whole problem, and which were fixed rather than fitted."""
+        y = y0.copy()
+        y[self.rows_zero] = 0.0
+        fixed = ~self.rows_free
+        y[fixed & ~self.rows_zero] = self.y_fixed[fixed & ~self.rows_zero]
+        y[self.rows] = self.yr
+        fixed[self.rows[run.lp_zero]] = True
+        return y, fixed
+
+
+def _sweep_plan(Xr: sp.csc_array, zr: FloatArray,
+                bl: IntArray) -> list[tuple[IntArray, IntArray, FloatArray | None, FloatArray]]:
+    """Per block of disjoint columns: the entries (row, local column, value; None when all are
+    1) of its columns and their targets."""
     Xr_coo = sp.coo_array(Xr)
     e_row = Xr_coo.row.astype(np.int64)
     e_col = Xr_coo.col.astype(np.int64)
@@ -295,83 +263,97 @@ def ipf(
     order = np.argsort(bl[e_col], kind="stable")
     e_blk = bl[e_col][order]
     splits = np.flatnonzero(np.diff(e_blk)) + 1
-    local = np.zeros(cols.size, dtype=np.int64)
+    local = np.zeros(zr.size, dtype=np.int64)
     plan: list[tuple[IntArray, IntArray, FloatArray | None, FloatArray]] = []
     for part in np.split(order, splits) if order.size else []:
         bcols = np.unique(e_col[part])
         local[bcols] = np.arange(bcols.size)
-        plan.append(
-            (
-                e_row[part],
-                local[e_col[part]],
-                None if unit else e_val[part],
-                zr[bcols],
-            )
-        )
+        plan.append((e_row[part], local[e_col[part]], None if unit else e_val[part], zr[bcols]))
+    return plan
 
-    history: list[float] = []
-    status = "converged"
-    it = 0
-    lp_zero = np.zeros(rows.size, dtype=bool)
-    lp_done = False
-    if exact_support is None:
-        exact_support = rows.size <= _LP_MAX_INNER
+
+def _sweep(plan: list[tuple[IntArray, IntArray, FloatArray | None, FloatArray]], yr: FloatArray) -> None:
+    """One IPF sweep, in place: per block, ``y_r *= z_c / (Xᵀy)_c``."""
+    for r_b, c_b, v_b, z_b in plan:
+        yb = yr[r_b]
+        s = np.bincount(c_b, weights=yb if v_b is None else yb * v_b, minlength=z_b.size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = z_b / s
+        f[~np.isfinite(f)] = 1.0  # 0/0 (or z/0, which cannot be met): skip
+        yr[r_b] = yb * f[c_b]
+
+
+@dataclass
+class _Run:
+    """The record of the sweeps: status, sweeps run, deviation after each, cells the LP fixed."""
+
+    lp_zero: BoolArray
+    status: str = "converged"
+    it: int = 0
+    history: list[float] = field(default_factory=list)
+
+
+def _sweeps(red: _Reduced, user_blocks: IntArray | None, tol: float, max_iter: int, stall_tol: float,
+            exact_support: bool, lp_after: int) -> _Run:
+    """Sweep the reduced problem (its ``yr`` in place) until every target is met; the support LP
+    once, after ``lp_after`` sweeps or a stall, when ``exact_support``."""
+    run = _Run(lp_zero=np.zeros(red.rows.size, dtype=bool))
+    if not red.cols.size:
+        return run
+    Xrt, zr, yr = sp.csr_array(red.Xr.T), red.zr, red.yr
+    bl = user_blocks[red.cols] if user_blocks is not None else column_blocks(red.Xr)
+    plan = _sweep_plan(red.Xr, zr, bl)
+    if float(np.max(np.abs(np.asarray(Xrt @ yr) - zr) / red.scale_r)) <= tol:
+        return run
+    run.status = "max_iter"
+    lp_done = not exact_support
     prev_rel = np.inf
-    if cols.size:
-        dev = np.asarray(Xrt @ yr) - zr
-        rel = float(np.max(np.abs(dev) / scale_r))
-        if rel > tol:
-            status = "max_iter"
-            with bar("IPF", total=max_iter, unit="sweep") as pb:
-                for it in range(1, max_iter + 1):
-                    for r_b, c_b, v_b, z_b in plan:
-                        yb = yr[r_b]
-                        s = np.bincount(c_b, weights=yb if v_b is None else yb * v_b,
-                                        minlength=z_b.size)
-                        with np.errstate(divide="ignore", invalid="ignore"):
-                            f = z_b / s
-                        f[~np.isfinite(f)] = 1.0  # 0/0 (or z/0, which cannot be met): skip
-                        yr[r_b] = yb * f[c_b]
-                    dev = np.asarray(Xrt @ yr) - zr
-                    history.append(float(np.max(np.abs(dev))))
-                    rel = float(np.max(np.abs(dev) / scale_r))
-                    pb.update(1)
-                    if rel <= tol:
-                        status = "converged"
-                        break
-                    stalled = abs(prev_rel - rel) <= stall_tol
-                    if exact_support and not lp_done and (it >= lp_after or stalled):
-                        lp_done = True
-                        support = _lp_support(Xr, zr)
-                        if support is None:
-                            status = "inconsistent"
-                            break
-                        lp_zero = ~support
-                        yr[lp_zero] = 0.0
-                        prev_rel = np.inf
-                        continue
-                    if stalled:
-                        status = "stalled"
-                        break
-                    prev_rel = rel
+    with bar("IPF", total=max_iter, unit="sweep") as pb:
+        for it in range(1, max_iter + 1):
+            run.it = it
+            _sweep(plan, yr)
+            dev = np.asarray(Xrt @ yr) - zr
+            run.history.append(float(np.max(np.abs(dev))))
+            rel = float(np.max(np.abs(dev) / red.scale_r))
+            pb.update(1)
+            if rel <= tol:
+                run.status = "converged"
+                break
+            stalled = abs(prev_rel - rel) <= stall_tol
+            if not lp_done and (it >= lp_after or stalled):
+                lp_done = True
+                support = _lp_support(red.Xr, zr)
+                if support is None:
+                    run.status = "inconsistent"
+                    break
+                run.lp_zero = ~support
+                yr[run.lp_zero] = 0.0
+                prev_rel = np.inf
+                continue
+            if stalled:
+                run.status = "stalled"
+                break
+            prev_rel = rel
+    return run
 
-    y = y0.copy()
-    y[rows_zero] = 0.0
-    fixed = ~rows_free
-    y[fixed & ~rows_zero] = y_fixed[fixed & ~rows_zero]
-    y[rows] = yr
-    fixed[rows[lp_zero]] = True
+
+def _result(Xt: sp.csr_array, zz: FloatArray, fitted: tuple[FloatArray, BoolArray], run: _Run, tol: float,
+            strict: bool) -> IPFResult:
+    """The result of :func:`ipf`: the deviation on the full problem; a warning (or with
+    ``strict`` a ConvergenceError) naming the worst cell when a target is missed."""
+    y, fixed = fitted
     full_dev = np.asarray(Xt @ y) - zz
     abs_dev = np.abs(full_dev)
     max_dev = float(abs_dev.max(initial=0.0))
     rel_full = abs_dev / np.maximum(1.0, np.abs(zz))
     converged = bool(rel_full.max(initial=0.0) <= tol)
+    status = run.status
     if not converged and status == "converged":
         status = "inconsistent"  # the IPF part met its targets: the exact reductions clash
     if not converged:
         worst = int(np.argmax(rel_full))
         msg = (
-            f"ipf did not converge ({status}, {it} sweeps): max |Xᵀy − z| = {max_dev:.6g} "
+            f"ipf did not converge ({status}, {run.it} sweeps): max |Xᵀy − z| = {max_dev:.6g} "
             f"(published cell {worst}: fitted {zz[worst] + full_dev[worst]:.6g}, "
             f"target {zz[worst]:.6g}); "
             f"{int((rel_full > tol).sum())} published cells miss tol={tol:g}. "
@@ -385,13 +367,6 @@ def ipf(
         )
         if strict:
             raise ConvergenceError(msg)
-        warnings.warn(ConvergenceWarning(msg), stacklevel=2)
-    return IPFResult(
-        y=y,
-        converged=converged,
-        iterations=it,
-        max_deviation=max_dev,
-        history=history,
-        status=status,
-        fixed=fixed,
-    )
+        warnings.warn(ConvergenceWarning(msg), stacklevel=3)
+    return IPFResult(y=y, converged=converged, iterations=run.it, max_deviation=max_dev, history=run.history,
+                     status=status, fixed=fixed)

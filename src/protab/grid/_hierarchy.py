@@ -10,7 +10,7 @@ import polars as pl
 from protab.errors import InputError
 from protab.grid._codes import as_code_series, check_form, format_codes, parse_codes, single_resolution, sorted_levels
 from protab.hierarchy import Hierarchy
-from protab.hierarchy._common import DEFAULT_ROOT
+from protab.hierarchy._input import DEFAULT_ROOT
 
 
 def grid_hierarchy(

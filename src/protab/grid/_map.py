@@ -57,6 +57,23 @@ def grid_map(
     s = as_code_series(df[code_column], code_column)
     parsed = parse_codes(s)
     r = single_resolution(parsed, code_column)
+    raster, blank, extent = _raster(parsed, values, r, code_column, max_pixels)
+    fig = _draw(raster, blank, extent=extent, title=title or f"{value_column} by {_LABEL[r]} square",
+                label=value_column, cmap=cmap, log=log, size=(width, height),
+                n_blank=int(values.is_null().sum()))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(buf.getvalue())
+    return target
+
+
+def _raster(
+    parsed: pl.DataFrame, values: pl.Series, r: int, code_column: str, max_pixels: int
+) -> tuple[np.ndarray, np.ndarray, tuple[float, float, float, float]]:
+    """The raster of the values (NaN where absent or null), the mask of the null (blanked)
+    squares, and the extent (km) of the bounding box of the squares."""
     col = (parsed["easting"].to_numpy() // r).astype(np.int64)
     row = (parsed["northing"].to_numpy() // r).astype(np.int64)
     c0, r0 = int(col.min()), int(row.min())
@@ -72,15 +89,8 @@ def grid_map(
     blank = np.zeros((nrows, ncols), dtype=bool)
     raster[row - r0, col - c0] = np.where(is_null, np.nan, v)
     blank[row - r0, col - c0] = is_null
-    fig = _draw(raster, blank, extent=(c0 * r / 1000, (c0 + ncols) * r / 1000, r0 * r / 1000, (r0 + nrows) * r / 1000),
-                title=title or f"{value_column} by {_LABEL[r]} square", label=value_column, cmap=cmap, log=log,
-                size=(width, height), n_blank=int(is_null.sum()))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-    target = Path(path)
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(buf.getvalue())
-    return target
+    extent = (c0 * r / 1000, (c0 + ncols) * r / 1000, r0 * r / 1000, (r0 + nrows) * r / 1000)
+    return raster, blank, extent
 
 
 def _draw(raster: np.ndarray, blank: np.ndarray, *, extent: tuple[float, float, float, float], title: str,

@@ -57,6 +57,25 @@ def redistribute(
     original value; 0 by construction when there are any).
     """
     df = as_polars(frame, "redistribute frame")
+    _check_arguments(df, code_column, count_column, threshold, max_distance)
+    s = as_code_series(df[code_column], code_column)
+    n = _counts(df[count_column], count_column)
+    r, big, ix, iy = _grid(s, code_column, coarse_level)
+    src, dst, dist, suppressed = _moves(n, ix, iy, r, threshold, max_distance)
+    published = n.copy()
+    published[src] = 0
+    np.add.at(published, dst, n[src])  # unbuffered: several sources may share a receiver
+    pub_valid = np.ones(n.size, dtype=bool)
+    pub_valid[suppressed] = False
+    out = _output(df.select(code_column, count_column), s, published, pub_valid, src, dst, dist)
+    measures = _measures(n, published, pub_valid, src, dist, suppressed, threshold, ix, iy, r, big)
+    return out, measures
+
+
+def _check_arguments(
+    df: pl.DataFrame, code_column: str, count_column: str, threshold: Any, max_distance: Any
+) -> None:
+    """InputError for missing columns, a bad threshold or max_distance, output names taken, no rows."""
     require_columns(df, [code_column, count_column], "redistribute frame")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, np.integer)) or threshold < 1:
         raise InputError(f"redistribute: threshold must be a whole number ≥ 1, got {threshold!r}")
@@ -71,8 +90,13 @@ def redistribute(
                          f"got {max_distance!r}")
     if df.height == 0:
         raise InputError(f"redistribute: the frame has no rows (columns {code_column!r}, {count_column!r})")
-    s = as_code_series(df[code_column], code_column)
-    n = _counts(df[count_column], count_column)
+
+
+def _grid(
+    s: pl.Series, code_column: str, coarse_level: str | None
+) -> tuple[int, int | None, np.ndarray, np.ndarray]:
+    """The resolution r of the (unique) codes, the side of the coarse squares of the measures,
+    and each square's column and row (easting and northing in units of r)."""
     parsed = parse_codes(s)
     check_unique(s)
     r = single_resolution(parsed, code_column)
@@ -82,7 +106,14 @@ def redistribute(
         raise InputError(f"redistribute: coarse_level {coarse_level!r} is finer than the {_LABEL[r]} codes")
     ix = parsed["easting"].to_numpy() // r
     iy = parsed["northing"].to_numpy() // r
+    return r, big, ix, iy
 
+
+def _moves(
+    n: np.ndarray, ix: np.ndarray, iy: np.ndarray, r: int, threshold: int, max_distance: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The moves (source rows, receiving rows, distances in metres) of the sensitive squares
+    with a safe square in reach, and the rows of the sensitive squares without (suppressed)."""
     sens = np.flatnonzero((n >= 1) & (n < threshold))
     safe = np.flatnonzero(n >= threshold)
     safe = safe[np.lexsort((ix[safe], iy[safe]))]  # rank = (northing, easting) order: the tie rule
@@ -90,32 +121,32 @@ def redistribute(
     moved = target >= 0
     src, dst = sens[moved], safe[target[moved]]
     dist = r * np.hypot((ix[src] - ix[dst]).astype(float), (iy[src] - iy[dst]).astype(float))
+    return src, dst, dist, sens[~moved]
 
-    published = n.copy()
-    published[src] = 0
-    np.add.at(published, dst, n[src])  # unbuffered: several sources may share a receiver
-    suppressed = sens[~moved]
-    pub_valid = np.ones(n.size, dtype=bool)
-    pub_valid[suppressed] = False
 
-    dst_full = np.full(n.size, -1, dtype=np.int64)
+def _output(
+    given: pl.DataFrame,
+    s: pl.Series,
+    published: np.ndarray,
+    pub_valid: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    dist: np.ndarray,
+) -> pl.DataFrame:
+    """The columns given, then ``published`` (null where suppressed), ``moved_to`` and ``distance``."""
+    dst_full = np.full(published.size, -1, dtype=np.int64)
     dst_full[src] = dst
-    distance = np.full(n.size, np.nan)
+    distance = np.full(published.size, np.nan)
     distance[src] = dist
     aux = pl.DataFrame({"p": published, "ok": pub_valid, "to": dst_full, "d": distance}).select(
         pl.when("ok").then("p").alias("published"),
         pl.when(pl.col("to") >= 0).then("to").alias("to"),
         pl.when(pl.col("to") >= 0).then("d").alias("distance"),
     )
-    out = pl.concat(
-        [
-            df.select(code_column, count_column),
-            aux.select("published", s.gather(aux["to"]).alias("moved_to"), "distance"),
-        ],
+    return pl.concat(
+        [given, aux.select("published", s.gather(aux["to"]).alias("moved_to"), "distance")],
         how="horizontal",
     )
-    measures = _measures(n, published, pub_valid, src, dist, suppressed, threshold, ix, iy, r, big)
-    return out, measures
 
 
 def _counts(values: pl.Series, name: str) -> np.ndarray:

@@ -32,17 +32,13 @@ powers of the signed adjacency matrix), never over codes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import polars as pl
 from scipy import sparse
 
 from protab.errors import HierarchyError, show_values
-from protab.hierarchy._common import _listing
-
-if TYPE_CHECKING:  # pragma: no cover
-    from protab.hierarchy.core import Hierarchy
+from protab.hierarchy._input import _listing
+from protab.hierarchy._tree import Parts, level_sorted
 
 
 def _children_lists(n: int, child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -154,21 +150,44 @@ def _plain_totals(coef: sparse.csc_matrix) -> np.ndarray:
     return (ones == coef.shape[0]) & (np.diff(coef.indptr) == coef.shape[0])
 
 
-def build_graph(
-    cls: type[Hierarchy],
-    df: pl.DataFrame,
-    *,
-    root: str | None,
-    source: str,
-    default_root: str,
-) -> Hierarchy:
-    """A hierarchy from unique links ``parent, child[, sign]`` that do not form a tree.
+def graph_parts(df: pl.DataFrame, *, root: str | None, source: str, default_root: str) -> Parts:
+    """The parts of a hierarchy from unique links ``parent, child[, sign]`` that do not form a tree.
 
     Null parents mark top codes. See the module docstring for the root and the levels.
     """
     if "sign" not in df.columns:
         df = df.with_columns(pl.lit(1, dtype=pl.Int8).alias("sign"))
     linked = df.filter(pl.col("parent").is_not_null())
+    codes, added = _graph_codes(df, linked, root=root, source=source)
+    c, p, s = _link_ids(linked, codes)
+    n = codes.len()
+    unplaced = np.flatnonzero(longest_levels(n, c, p) < 0)
+    if unplaced.size:
+        raise cycle_error(codes, c, p, unplaced)
+    is_leaf = np.ones(n, dtype=bool)
+    is_leaf[p] = False
+    has_parent = np.zeros(n, dtype=bool)
+    has_parent[c] = True
+    if added:
+        is_leaf[0] = False  # the added root, a total of all leaves
+    leaves = np.flatnonzero(is_leaf)
+    coef = coefficients(n, leaves, c, p, s).tocsc()
+    tops = np.flatnonzero(~has_parent)
+    if root is not None:
+        rid = 0 if added else _given_root(codes, linked, coef, leaves, has_parent, root=root, source=source)
+    else:
+        rid = _found_root(codes, coef, leaves, has_parent, tops, source=source, default_root=default_root)
+        if rid < 0:  # a total of all leaves added as the root, id 0
+            codes = pl.concat([pl.Series("code", [default_root], dtype=pl.String), codes])
+            c, p, tops, rid = c + 1, p + 1, tops + 1, 0
+    return _graph_levels(codes, c, p, s, tops, rid)
+
+
+def _graph_codes(
+    df: pl.DataFrame, linked: pl.DataFrame, *, root: str | None, source: str
+) -> tuple[pl.Series, bool]:
+    """All codes (those that are only parents, then the children, by first appearance; a
+    given ``root`` that is not among them first) and whether that root was added."""
     declared_tops = df.filter(pl.col("parent").is_null())["child"]
     both = declared_tops.filter(declared_tops.is_in(linked["child"].implode())).unique(maintain_order=True)
     if both.len():
@@ -176,17 +195,17 @@ def build_graph(
             f"{source}: codes given both as top codes (no parent) and with a parent: "
             f"{_listing(both.to_list())}. Drop the rows without a parent for these codes."
         )
-
     parents = linked["parent"].unique(maintain_order=True)
     children = df["child"].unique(maintain_order=True)
     only_parents = parents.filter(~parents.is_in(children.implode()))
     codes = pl.concat([only_parents, children]).alias("code")
     if root is not None and not codes.is_in([root]).any():
-        codes = pl.concat([pl.Series("code", [root], dtype=pl.String), codes])
-        added: str | None = root
-    else:
-        added = None
+        return pl.concat([pl.Series("code", [root], dtype=pl.String), codes]), True
+    return codes, False
 
+
+def _link_ids(linked: pl.DataFrame, codes: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The links as (child id, parent id, sign), ids being rows of ``codes``, in link order."""
     ids = pl.DataFrame({"code": codes}).with_row_index("id")
     j = linked.join(ids.rename({"code": "child", "id": "cid"}), on="child", maintain_order="left").join(
         ids.rename({"code": "parent", "id": "pid"}), on="parent", maintain_order="left"
@@ -194,74 +213,80 @@ def build_graph(
     c = j["cid"].to_numpy().astype(np.int64)
     p = j["pid"].to_numpy().astype(np.int64)
     s = j["sign"].to_numpy().astype(np.int64)
-    n = codes.len()
+    return c, p, s
 
-    level0 = longest_levels(n, c, p)
-    unplaced = np.flatnonzero(level0 < 0)
-    if unplaced.size:
-        raise cycle_error(codes, c, p, unplaced)
 
-    is_leaf = np.ones(n, dtype=bool)
-    is_leaf[p] = False
-    has_parent = np.zeros(n, dtype=bool)
-    has_parent[c] = True
-    if added is not None:
-        is_leaf[0] = False  # the added root, a total of all leaves
-    leaves = np.flatnonzero(is_leaf)
-    coef = coefficients(n, leaves, c, p, s).tocsc()
+def _code_id(codes: pl.Series, code: str) -> int:
+    return int(np.flatnonzero((codes == code).to_numpy())[0])
+
+
+def _given_root(
+    codes: pl.Series,
+    linked: pl.DataFrame,
+    coef: sparse.csc_matrix,
+    leaves: np.ndarray,
+    has_parent: np.ndarray,
+    *,
+    root: str,
+    source: str,
+) -> int:
+    """The id of the given ``root``, a code of the links: it must have no parent and be the
+    total of all leaves."""
+    rid = _code_id(codes, root)
+    if has_parent[rid]:
+        ps = linked.filter(pl.col("child") == root)["parent"].to_list()
+        raise HierarchyError(
+            f"{source}: the root {root!r} also appears as a child (of {show_values(ps)}). "
+            f"The root must have no parent: remove that link, or name another root."
+        )
+    if not _plain_totals(coef)[rid]:
+        raise HierarchyError(_not_total(source, root, codes, coef, rid, leaves))
+    return rid
+
+
+def _found_root(
+    codes: pl.Series,
+    coef: sparse.csc_matrix,
+    leaves: np.ndarray,
+    has_parent: np.ndarray,
+    tops: np.ndarray,
+    *,
+    source: str,
+    default_root: str,
+) -> int:
+    """The id of the one top code that is the total of all leaves (or of the one named
+    ``default_root`` when several are); -1 when a total named ``default_root`` is to be added."""
     plain = _plain_totals(coef)
-    tops = np.flatnonzero(~has_parent)
+    plain_tops = [int(t) for t in tops[plain[tops]]]
+    named = [t for t in plain_tops if codes[t] == default_root]
+    if len(plain_tops) == 1:
+        return plain_tops[0]
+    if named:
+        return named[0]
+    if codes.is_in([default_root]).any():
+        did = _code_id(codes, default_root)
+        raise HierarchyError(
+            f"{source}: no single top code is the total of all leaves, so protab would add a "
+            f"total {default_root!r}, but {default_root!r} is already a code. "
+            + (_not_total(source, default_root, codes, coef, did, leaves, lead=False) + " " if not has_parent[did] else "")
+            + "Pass root= with an unused name for the grand total."
+        )
+    return -1
 
-    if root is not None:
-        if added is None:
-            rid = int(ids.filter(pl.col("code") == root)["id"][0])
-            if has_parent[rid]:
-                ps = linked.filter(pl.col("child") == root)["parent"].to_list()
-                raise HierarchyError(
-                    f"{source}: the root {root!r} also appears as a child (of {show_values(ps)}). "
-                    f"The root must have no parent: remove that link, or name another root."
-                )
-            if not plain[rid]:
-                raise HierarchyError(_not_total(source, root, codes, coef, rid, leaves))
-        else:
-            rid = 0
-    else:
-        plain_tops = [int(t) for t in tops[plain[tops]]]
-        named = [t for t in plain_tops if codes[t] == default_root]
-        if len(plain_tops) == 1:
-            rid = plain_tops[0]
-        elif named:
-            rid = named[0]
-        elif codes.is_in([default_root]).any():
-            did = int(ids.filter(pl.col("code") == default_root)["id"][0])
-            raise HierarchyError(
-                f"{source}: no single top code is the total of all leaves, so protab would add a "
-                f"total {default_root!r}, but {default_root!r} is already a code. "
-                + (_not_total(source, default_root, codes, coef, did, leaves, lead=False) + " " if not has_parent[did] else "")
-                + "Pass root= with an unused name for the grand total."
-            )
-        else:
-            codes = pl.concat([pl.Series("code", [default_root], dtype=pl.String), codes])
-            c, p, n, rid = c + 1, p + 1, n + 1, 0
-            is_leaf = np.concatenate([[False], is_leaf])
-            has_parent = np.concatenate([[False], has_parent])
-            tops = tops + 1
 
-    # Levels: longest paths from the root, the other top codes hanging right below it.
+def _graph_levels(
+    codes: pl.Series, c: np.ndarray, p: np.ndarray, s: np.ndarray, tops: np.ndarray, rid: int
+) -> Parts:
+    """Levels as longest paths from the root ``rid``, the other top codes hanging right below
+    it; each code's first parent in input order; the parts sorted by level."""
+    n = codes.len()
     others = tops[tops != rid]
     vc = np.concatenate([c, others])
     vp = np.concatenate([p, np.full(others.size, rid, dtype=np.int64)])
     level = longest_levels(n, vc, vp)
     first = np.full(n, -1, dtype=np.int64)
     first[vc[::-1]] = vp[::-1]  # the first link of each code in input order
-
-    order = np.argsort(level, kind="stable")
-    new_id = np.empty(n, dtype=np.int64)
-    new_id[order] = np.arange(n, dtype=np.int64)
-    parent_arr = first[order]
-    parent_arr = np.where(parent_arr >= 0, new_id[np.maximum(parent_arr, 0)], -1)
-    links = (new_id[c], new_id[p], s.astype(np.int8))
-    return cls._new(codes.gather(order), parent_arr, level[order], links=links)
+    return level_sorted(codes, first, level, links=(c, p, s))
 
 
 def _not_total(
@@ -278,3 +303,53 @@ def _not_total(
         f"{_listing(codes.gather(leaves[off]).to_list())}, e.g. {'; '.join(ex)}."
         + (" Name another root, or leave out root= to add a total of all leaves." if lead else "")
     )
+
+
+# --------------------------------------------------------------------------------------
+# walks over a hierarchy that is not a tree (level-sorted ids, root at id 0)
+# --------------------------------------------------------------------------------------
+
+
+def leaf_coefficients(
+    is_leaf: np.ndarray, level: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(leaf id, code id, coefficient) of every non-zero pair, the root included (every leaf
+    once), by leaf, then from the deepest code up, then by code id."""
+    child, parent, sign = links
+    leaves = np.flatnonzero(is_leaf)
+    m = coefficients(is_leaf.size, leaves, child, parent, sign).tocoo()
+    keep = m.col != 0  # the root's column is set below: every leaf once
+    li = np.concatenate([leaves[m.row[keep]], leaves])
+    ci = np.concatenate([m.col[keep].astype(np.int64), np.zeros(leaves.size, dtype=np.int64)])
+    co = np.concatenate([m.data[keep].astype(np.int64), np.ones(leaves.size, dtype=np.int64)])
+    order = np.lexsort((ci, -level[ci].astype(np.int64), li))
+    return li[order], ci[order], co[order]
+
+
+def graph_children(
+    parent: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of children by parent: every code linked below a code whatever the sign, and the
+    top codes below the root; (children by parent then id, offsets of length n + 1)."""
+    n = parent.size
+    child, par, _ = links
+    tops = np.flatnonzero(parent == 0)
+    tops = tops[~np.isin(tops, child)]
+    ch = np.concatenate([child, tops])
+    pa_ = np.concatenate([par, np.zeros(tops.size, dtype=np.int64)])
+    key = np.unique(pa_ * n + ch)  # unique links, by parent then child id
+    pa_, ch = key // n, key % n
+    counts = np.bincount(pa_, minlength=n)
+    return ch, np.concatenate([[0], np.cumsum(counts)])
+
+
+def graph_height(level: np.ndarray, links: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Height of each code: 0 for a leaf, 1 + the largest height of the codes linked below it."""
+    # a child's level is above its parents' (longest paths): deepest children first
+    child, parent, _ = links
+    height = np.zeros(level.size, dtype=np.int64)
+    child_level = level[child]
+    for lev in np.unique(child_level)[::-1]:
+        sel = child_level == lev
+        np.maximum.at(height, parent[sel], height[child[sel]] + 1)
+    return height

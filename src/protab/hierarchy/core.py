@@ -12,16 +12,21 @@ import pyarrow as pa
 
 from protab._io import write_text
 from protab.errors import HierarchyError
-from protab.hierarchy import _formats, _graph
-from protab.hierarchy._build import _level_bounds, build
-from protab.hierarchy._common import (
-    DEFAULT_ROOT,
-    _as_codes,
-    _columns,
-    _key,
-    _listing,
-    _to_frame,
+from protab.hierarchy._build import build
+from protab.hierarchy._graph import graph_children, graph_height, leaf_coefficients
+from protab.hierarchy._input import DEFAULT_ROOT, _as_codes, _key, _listing
+from protab.hierarchy._readers import (
+    PAIRS,
+    POSITIONAL,
+    SSB_FRAME,
+    check_leadstring,
+    code_length_links,
+    hrc_links,
+    pair_links,
+    ssb_links,
 )
+from protab.hierarchy._tree import preorder, tree_children, tree_height, tree_relation
+from protab.hierarchy._writers import graph_frame, hrc_text, ssb_frame
 
 __all__ = ["Hierarchy"]
 
@@ -132,10 +137,11 @@ class Hierarchy:
         several_parents: bool = False,
     ) -> Hierarchy:
         """Validate parent-child links (a null parent marks a top code) and build the hierarchy."""
-        return build(
-            cls, parent, child, root=root, source=source, default_root=default_root,
+        parts = build(
+            parent, child, root=root, source=source, default_root=default_root,
             sign=sign, several_parents=several_parents,
         )
+        return cls._new(*parts)
 
     @classmethod
     def from_parent_child(
@@ -165,37 +171,8 @@ class Hierarchy:
         * ``several_parents``: let a code belong to more than one parent (overlapping
           groups). Off by default, so that a stray link in a tree is reported as an error.
         """
-        what = "parent-child pairs"
-        frame = _to_frame(pairs)
-        g = None
-        if frame is not None:
-            _columns(frame, (parent, child) + ((sign,) if sign is not None else ()), what)
-            p = _as_codes(frame[parent], f"{what}, column {parent!r}")
-            c = _as_codes(frame[child], f"{what}, column {child!r}")
-            if sign is not None:
-                g = _formats.parse_signs(frame[sign], p, c, f"{what}, column {sign!r}")
-        else:
-            if isinstance(pairs, (str, bytes)):
-                raise HierarchyError(f"{what}: expected (parent, child) tuples or a frame, got a string")
-            if sign is not None:
-                raise HierarchyError(
-                    f"{what}: sign= names a column of a frame; with tuples, give (parent, child, sign)"
-                )
-            rows = list(pairs)
-            bad = [i for i, r in enumerate(rows) if not isinstance(r, (tuple, list)) or len(r) not in (2, 3)]
-            if bad:
-                raise HierarchyError(
-                    f"{what}: rows that are not (parent, child) pairs (counted from 0): {_listing(bad)}, "
-                    f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child), or as a "
-                    f"3-tuple (parent, child, sign)."
-                )
-            signed = any(len(r) == 3 for r in rows)
-            cols = list(zip(*(tuple(r) + (1,) * (3 - len(r)) if signed else r for r in rows))) if rows else [(), ()]
-            p = _as_codes(list(cols[0]), f"{what}, parents")
-            c = _as_codes(list(cols[1]), f"{what}, children")
-            if signed:
-                g = _formats.parse_signs(pl.Series("sign", list(cols[2]), strict=False), p, c, f"{what}, signs")
-        return cls._build(p, c, root=root, source=what, sign=g, several_parents=several_parents)
+        p, c, g = pair_links(pairs, parent, child, sign)
+        return cls._build(p, c, root=root, source=PAIRS, sign=g, several_parents=several_parents)
 
     @classmethod
     def from_code_lengths(
@@ -209,7 +186,8 @@ class Hierarchy:
         are usually the finest codes; shorter codes are placed at their own level, and
         intermediate codes are created as needed. ``root`` names the total above level 1.
         """
-        return _formats.from_code_lengths(cls, codes, lengths, root=root)
+        p, c = code_length_links(codes, lengths, root)
+        return cls._build(p, c, root=root, source=POSITIONAL)
 
     @classmethod
     def from_frame(cls, frame: Any, *, root: str | None = None) -> Hierarchy:
@@ -233,7 +211,8 @@ class Hierarchy:
         publish every code, the leaves included (SSBtools' ``inputInOutput = TRUE``). For a
         tree, top codes are handled as in :meth:`from_parent_child`.
         """
-        return _formats.from_frame(cls, frame, root=root)
+        p, c, sign = ssb_links(frame)
+        return cls._build(p, c, root=root, source=SSB_FRAME, sign=sign, several_parents=True)
 
     @classmethod
     def read_hrc(
@@ -252,7 +231,8 @@ class Hierarchy:
         ``str`` containing a newline is taken as the text; any other ``str`` or path is read.
         Blank lines are skipped; surrounding whitespace is stripped.
         """
-        return _formats.read_hrc(cls, source, root=root, leadstring=leadstring, encoding=encoding)
+        parent, code, what = hrc_links(source, root=root, leadstring=leadstring, encoding=encoding)
+        return cls._build(parent, code, root=root, source=what)
 
     @classmethod
     def flat(cls, codes: Iterable[object] | Any, *, root: str = DEFAULT_ROOT) -> Hierarchy:
@@ -270,8 +250,8 @@ class Hierarchy:
                 "a tau-ARGUS .hrc file holds a tree; this hierarchy has signs or codes with "
                 "several parents: write it with to_ssb_frame() instead"
             )
-        return _formats.to_hrc(self, leadstring=leadstring)
-
+        check_leadstring(leadstring)
+        return hrc_text(self._code, self._level, self.depth, self._preorder()[1:], leadstring)
 
     def write_hrc(self, path: str | os.PathLike[str], *, leadstring: str = "@") -> None:
         """Write the tau-ARGUS ``.hrc`` file atomically (a temporary file, then renamed)."""
@@ -293,21 +273,7 @@ class Hierarchy:
         """
         if self._links is not None:
             return self._signed_relation()
-        leaf = np.flatnonzero(self._is_leaf)
-        anc = leaf
-        leaf_parts, anc_parts, step_parts = [], [], []
-        step = 0
-        while anc.size:
-            leaf_parts.append(leaf)
-            anc_parts.append(anc)
-            step_parts.append(np.full(anc.size, step, dtype=np.int32))
-            p = self._parent[anc]
-            keep = p >= 0
-            leaf, anc, step = leaf[keep], p[keep], step + 1
-        leaf_ids = np.concatenate(leaf_parts)
-        anc_ids = np.concatenate(anc_parts)
-        order = np.lexsort((np.concatenate(step_parts), leaf_ids))
-        leaf_ids, anc_ids = leaf_ids[order], anc_ids[order]
+        leaf_ids, anc_ids = tree_relation(self._parent, self._is_leaf)
         codes = self._pa_codes()
         return pa.table(
             {
@@ -322,15 +288,7 @@ class Hierarchy:
         c = self._cache.get("coef")
         if c is None:
             assert self._links is not None
-            child, parent, sign = self._links
-            leaves = np.flatnonzero(self._is_leaf)
-            m = _graph.coefficients(len(self), leaves, child, parent, sign).tocoo()
-            keep = m.col != 0  # the root's column is set below: every leaf once
-            li = np.concatenate([leaves[m.row[keep]], leaves])
-            ci = np.concatenate([m.col[keep].astype(np.int64), np.zeros(leaves.size, dtype=np.int64)])
-            co = np.concatenate([m.data[keep].astype(np.int64), np.ones(leaves.size, dtype=np.int64)])
-            order = np.lexsort((ci, -self._level[ci].astype(np.int64), li))
-            c = self._cache["coef"] = (li[order], ci[order], co[order])
+            c = self._cache["coef"] = leaf_coefficients(self._is_leaf, self._level, self._links)
         return c
 
     def _signed_relation(self) -> pa.Table:
@@ -386,7 +344,7 @@ class Hierarchy:
         ``root=`` when the root was added and is not named ``"Total"``).
         """
         if self._links is not None:
-            return _formats.to_frame_graph(self)
+            return graph_frame(self._code, self._parent, self._level, self._links)
         out = pl.from_arrow(self.code_levels().select(["code", "parent", "level"]))
         assert isinstance(out, pl.DataFrame)
         return out
@@ -397,8 +355,7 @@ class Hierarchy:
         ``level`` follows SSBtools' AutoLevel: the order of computation, i.e. the height of
         ``mapsTo`` (1 for a parent of leaves only). :meth:`from_frame` reads it back.
         """
-        return _formats.to_ssb_frame(self)
-
+        return ssb_frame(self._code, self._parent, self._height(), self._links)
 
     # ---- validation of data against the hierarchy ---------------------------------------
 
@@ -570,62 +527,22 @@ class Hierarchy:
         return i
 
     def _children_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """Children by parent: (children by parent then id, offsets of length n + 1)."""
         c = self._cache.get("csr")
-        if c is None and self._links is not None:
-            child, parent, _ = self._links
-            tops = np.flatnonzero(self._parent == 0)
-            tops = tops[~np.isin(tops, child)]
-            ch = np.concatenate([child, tops])
-            pa_ = np.concatenate([parent, np.zeros(tops.size, dtype=np.int64)])
-            key = np.unique(pa_ * len(self) + ch)  # unique links, by parent then child id
-            pa_, ch = key // len(self), key % len(self)
-            counts = np.bincount(pa_, minlength=len(self))
-            c = self._cache["csr"] = (ch, np.concatenate([[0], np.cumsum(counts)]))
         if c is None:
-            nonroot = np.flatnonzero(self._parent >= 0)
-            order = nonroot[np.argsort(self._parent[nonroot], kind="stable")]
-            counts = np.bincount(self._parent[nonroot], minlength=len(self))
-            offsets = np.concatenate([[0], np.cumsum(counts)])
-            c = self._cache["csr"] = (order, offsets)
+            if self._links is not None:
+                c = graph_children(self._parent, self._links)
+            else:
+                c = tree_children(self._parent)
+            self._cache["csr"] = c
         return c
 
     def _height(self) -> np.ndarray:
         """Height of each code: 0 for a leaf, 1 + the largest height of its children."""
         if self._links is not None:
-            # a child's level is above its parents' (longest paths): deepest children first
-            child, parent, _ = self._links
-            height = np.zeros(len(self), dtype=np.int64)
-            child_level = self._level[child]
-            for lev in np.unique(child_level)[::-1]:
-                sel = child_level == lev
-                np.maximum.at(height, parent[sel], height[child[sel]] + 1)
-            return height
-        bounds = _level_bounds(self._level, self.depth)
-        height = np.zeros(len(self), dtype=np.int64)
-        for lev in range(self.depth, 0, -1):
-            ids = np.arange(bounds[lev], bounds[lev + 1])
-            np.maximum.at(height, self._parent[ids], height[ids] + 1)
-        return height
+            return graph_height(self._level, self._links)
+        return tree_height(self._parent, self._level, self.depth)
 
     def _preorder(self) -> np.ndarray:
         """Code ids depth-first (each code before its children, siblings in code order)."""
-        n = len(self)
-        bounds = _level_bounds(self._level, self.depth)
-        size = np.ones(n, dtype=np.int64)
-        for lev in range(self.depth, 0, -1):
-            ids = np.arange(bounds[lev], bounds[lev + 1])
-            size += np.bincount(self._parent[ids], weights=size[ids], minlength=n).astype(np.int64)
-        order, offsets = self._children_csr()
-        # Offset of each child inside its parent's block: sizes of its earlier siblings.
-        s = size[order]
-        cs = np.cumsum(s) - s
-        group_start = np.repeat(offsets[:-1], np.diff(offsets))
-        before = np.empty(n, dtype=np.int64)
-        before[order] = cs - cs[group_start] if order.size else cs
-        pos = np.zeros(n, dtype=np.int64)
-        for lev in range(1, self.depth + 1):
-            ids = np.arange(bounds[lev], bounds[lev + 1])
-            pos[ids] = pos[self._parent[ids]] + 1 + before[ids]
-        out = np.empty(n, dtype=np.int64)
-        out[pos] = np.arange(n)
-        return out
+        return preorder(self._parent, self._level, self.depth, self._children_csr())

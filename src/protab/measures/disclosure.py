@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from protab.errors import InputError, show_values
-from protab.measures._common import _columns
+from protab.measures._measure_inputs import _columns
 
 __all__ = ["EXACT_TOL", "disclosive_cells", "disclosure_probabilities", "f_beta_risk"]
 
@@ -100,6 +100,24 @@ def disclosure_probabilities(
     in sort order). A probability within 1e-9 of 1 is an exact disclosure.
     """
     quasi = list(quasi)
+    _check_quasi(frame, quasi, sensitive, count)
+    agg = frame.group_by(*quasi, sensitive, maintain_order=True).agg(
+        pl.col(count).cast(pl.Float64).fill_null(0.0).clip(lower_bound=0.0).sum().alias("_f")
+    )
+    # one integer id per combination: window functions over one integer key are cheap
+    combos = agg.select(quasi).unique().with_row_index("_gid")
+    agg = agg.join(combos, on=quasi, how="left", nulls_equal=True)
+    agg = agg.with_columns(pl.col("_f").sum().over("_gid").alias("n_total"))
+    agg, den = _with_denominator(agg, know_yourself)
+    agg = agg.with_columns(
+        pl.when(den > 0).then(pl.col("_f") / den).otherwise(0.0).alias("probability")
+    )
+    return _best_guess(agg, quasi, sensitive)
+
+
+def _check_quasi(frame: pl.DataFrame, quasi: list[str], sensitive: str, count: str) -> None:
+    """The columns of :func:`disclosure_probabilities`: quasi-identifiers, not the sensitive one
+    and not named as its output columns."""
     if not quasi:
         raise InputError("disclosure_probabilities needs at least one quasi-identifier column")
     if sensitive in quasi:
@@ -108,34 +126,32 @@ def disclosure_probabilities(
     clash = [c for c in quasi if c in ("n_total", "probability", "guessed")]
     if clash:
         raise InputError(f"rename the quasi-identifier column(s) {show_values(clash)} first")
-    agg = frame.group_by(*quasi, sensitive, maintain_order=True).agg(
-        pl.col(count).cast(pl.Float64).fill_null(0.0).clip(lower_bound=0.0).sum().alias("_f")
-    )
-    # one integer id per combination: window functions over one integer key are cheap
-    combos = agg.select(quasi).unique().with_row_index("_gid")
-    agg = agg.join(combos, on=quasi, how="left", nulls_equal=True)
-    agg = agg.with_columns(pl.col("_f").sum().over("_gid").alias("n_total"))
-    if know_yourself:
-        c = pl.min_horizontal(pl.lit(1.0), pl.col("_f"))
-        agg = agg.with_columns(c.alias("_c"))
-        agg = agg.with_columns(
-            pl.col("_c").max().over("_gid").alias("_cmax"),
-        ).with_columns(
-            (pl.col("_c") == pl.col("_cmax")).sum().over("_gid").alias("_nmax"),
-            pl.when(pl.col("_c") < pl.col("_cmax")).then(pl.col("_c")).otherwise(None)
-            .max().over("_gid").fill_null(0.0).alias("_c2"),
-        )
-        other = (
-            pl.when((pl.col("_c") < pl.col("_cmax")) | (pl.col("_nmax") > 1))
-            .then(pl.col("_cmax")).otherwise(pl.col("_c2"))
-        )
-        den = pl.col("n_total") - other
-    else:
-        den = pl.col("n_total")
+
+
+def _with_denominator(agg: pl.DataFrame, know_yourself: bool) -> tuple[pl.DataFrame, pl.Expr]:
+    """The denominator of the probabilities: n, or with ``know_yourself`` n − m_s (m_s the
+    largest min(1, f_t) over the other categories t ≠ s; Langsrud & Lupp 2022)."""
+    if not know_yourself:
+        return agg, pl.col("n_total")
+    c = pl.min_horizontal(pl.lit(1.0), pl.col("_f"))
+    agg = agg.with_columns(c.alias("_c"))
     agg = agg.with_columns(
-        pl.when(den > 0).then(pl.col("_f") / den).otherwise(0.0).alias("probability")
+        pl.col("_c").max().over("_gid").alias("_cmax"),
+    ).with_columns(
+        (pl.col("_c") == pl.col("_cmax")).sum().over("_gid").alias("_nmax"),
+        pl.when(pl.col("_c") < pl.col("_cmax")).then(pl.col("_c")).otherwise(None)
+        .max().over("_gid").fill_null(0.0).alias("_c2"),
     )
-    # the best category per combination: the largest probability, ties to the smallest code
+    other = (
+        pl.when((pl.col("_c") < pl.col("_cmax")) | (pl.col("_nmax") > 1))
+        .then(pl.col("_cmax")).otherwise(pl.col("_c2"))
+    )
+    return agg, pl.col("n_total") - other
+
+
+def _best_guess(agg: pl.DataFrame, quasi: list[str], sensitive: str) -> pl.DataFrame:
+    """The best category per combination: the largest probability, ties to the smallest code;
+    null where the combination is empty."""
     best = (
         agg.filter(pl.col("probability") == pl.col("probability").max().over("_gid"))
         .group_by("_gid")
@@ -176,24 +192,7 @@ def f_beta_risk(
     if isinstance(original_probs, pl.DataFrame) != isinstance(protected_probs, pl.DataFrame):
         raise InputError("f_beta_risk: give two frames or two arrays, not one of each")
     if isinstance(original_probs, pl.DataFrame):
-        _columns(original_probs, ["probability", "n_total"], "f_beta_risk (original)")
-        _columns(protected_probs, ["probability"], "f_beta_risk (protected)")
-        keys = [c for c in original_probs.columns if c not in ("n_total", "probability", "guessed")]
-        _columns(protected_probs, keys, "f_beta_risk (protected)")
-        left = original_probs.select(*keys, pl.col("probability").alias("_po"),
-                                     *( [pl.col("guessed").cast(pl.String).alias("_go")]
-                                        if "guessed" in original_probs.columns else []))
-        right = protected_probs.select(*keys, pl.col("probability").alias("_pp"),
-                                       *( [pl.col("guessed").cast(pl.String).alias("_gp")]
-                                          if "guessed" in protected_probs.columns else []))
-        j = left.join(right, on=keys, how="left", nulls_equal=True)
-        po = j["_po"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
-        pp = j["_pp"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
-        same = np.ones(po.size, dtype=bool)
-        if match_category:
-            if "_go" not in j.columns or "_gp" not in j.columns:
-                raise InputError("match_category needs a 'guessed' column on both sides")
-            same = (j["_go"] == j["_gp"]).fill_null(False).to_numpy()
+        po, pp, same = _joined_probabilities(original_probs, protected_probs, match_category)
     else:
         if match_category:
             raise InputError("match_category needs frames with a 'guessed' column")
@@ -218,3 +217,27 @@ def f_beta_risk(
         "precision": c / b if b else float("nan"),
         "f_beta": (1 + b2) * c / den if den else 0.0,
     }
+
+
+def _joined_probabilities(original: pl.DataFrame, protected: pl.DataFrame,
+                          match_category: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Frames of :func:`disclosure_probabilities` joined on their quasi-identifiers: original and
+    protected probabilities (NaN where missing) and whether the guessed categories agree (all
+    True unless ``match_category``)."""
+    _columns(original, ["probability", "n_total"], "f_beta_risk (original)")
+    _columns(protected, ["probability"], "f_beta_risk (protected)")
+    keys = [c for c in original.columns if c not in ("n_total", "probability", "guessed")]
+    _columns(protected, keys, "f_beta_risk (protected)")
+    left = original.select(*keys, pl.col("probability").alias("_po"),
+                           *([pl.col("guessed").cast(pl.String).alias("_go")] if "guessed" in original.columns else []))
+    right = protected.select(*keys, pl.col("probability").alias("_pp"),
+                             *([pl.col("guessed").cast(pl.String).alias("_gp")] if "guessed" in protected.columns else []))
+    j = left.join(right, on=keys, how="left", nulls_equal=True)
+    po = j["_po"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    pp = j["_pp"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    same = np.ones(po.size, dtype=bool)
+    if match_category:
+        if "_go" not in j.columns or "_gp" not in j.columns:
+            raise InputError("match_category needs a 'guessed' column on both sides")
+        same = (j["_go"] == j["_gp"]).fill_null(False).to_numpy()
+    return po, pp, same

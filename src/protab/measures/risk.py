@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from protab.errors import InputError
-from protab.measures._common import _entropy, _pair, _vec
+from protab.measures._measure_inputs import _entropy, _pair, _vec
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable import PTable

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 from protab.errors import InputError, show_values
-from protab.measures._common import _columns, _groups, _pair, _signed_sqrt, _vec
+from protab.measures._measure_inputs import _columns, _groups, _pair, _signed_sqrt, _vec
 
 __all__ = [
     "Chi2Result",

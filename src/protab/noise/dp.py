@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from protab.errors import InputError, PTableError, PTableWarning
-from protab.noise._common import (
+from protab.noise._noise_ptables import (
     DIGITS,
     integer,
     lost_mass,
@@ -105,12 +105,20 @@ def discrete_laplace(
             "imax must be at least cap: rows below the cap are not symmetric, and the row "
             "imax serves every larger count"
         )
+    _warn_weak(epsilon, p, digits)
+    i, vv, pp = _laplace_rows(v, p, top, negative_to_zero)
+    return ptable_from_rows(i, vv, pp, imax=top, period=1, digits=digits)
+
+
+def _warn_weak(epsilon: float, p: np.ndarray, digits: int) -> None:
+    """PTableWarning for an epsilon that protects next to nothing, or noise probabilities below
+    the resolution of the interval bounds."""
     if float(epsilon) > _LARGE_EPSILON:
         warnings.warn(
             "discrete_laplace: a very large epsilon gives almost no protection (most cells are "
             "published unchanged); check the privacy budget",
             PTableWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     if lost_mass(p, digits):
         warnings.warn(
@@ -118,8 +126,15 @@ def discrete_laplace(
             "interval bounds and round to zero, so the effective cap is smaller than asked; "
             "pass a larger digits= or a smaller cap",
             PTableWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
+
+
+def _laplace_rows(v: np.ndarray, p: np.ndarray, top: int,
+                  negative_to_zero: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i, v, p) rows i = 0…top of the capped discrete Laplace (noise ``v`` = −cap…cap with
+    probabilities ``p``): rows below the cap move v < −i to 0 or renormalise over v ≥ −i."""
+    c = int(v[-1])
     w = p / p[c]  # exp(−ε|v|/Δ), as p[c] = P(v = 0): the unnormalised weights
     rows_i, rows_v, rows_p = [], [], []
     for i in range(top + 1):  # loop over p-table rows (cap + 1 of them)
@@ -135,14 +150,7 @@ def discrete_laplace(
         rows_i.append(np.full(vi.size, i))
         rows_v.append(vi)
         rows_p.append(pi)
-    return ptable_from_rows(
-        np.concatenate(rows_i),
-        np.concatenate(rows_v),
-        np.concatenate(rows_p),
-        imax=top,
-        period=1,
-        digits=digits,
-    )
+    return np.concatenate(rows_i), np.concatenate(rows_v), np.concatenate(rows_p)
 
 
 #: The noise scale of :func:`sample_discrete_laplace` is rounded up to a multiple of 2^-20.

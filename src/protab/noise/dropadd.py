@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from protab.errors import PTableError
-from protab.noise._common import DIGITS, integer, positive_number, ptable_from_rows
+from protab.noise._noise_ptables import DIGITS, integer, positive_number, ptable_from_rows
 from protab.ptable import PTable
 
 __all__ = ["drop_add_q", "drop_add_width"]

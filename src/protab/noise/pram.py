@@ -27,10 +27,10 @@ import polars as pl
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from protab._frames import as_polars
 from protab.errors import InputError, PTableError, show_values
-from protab.noise._common import DIGITS, integer, ptable_from_rows
+from protab.noise._noise_ptables import DIGITS, integer, ptable_from_rows
 from protab.ptable import PTable
-from protab.ptable._common import _to_polars
 
 __all__ = ["make_invariant", "pram", "read_matrix"]
 
@@ -52,7 +52,7 @@ def read_matrix(source: Any, *, name: str = "matrix") -> np.ndarray:
     if isinstance(source, (pl.DataFrame, pl.LazyFrame)) or type(source).__module__.startswith(
         ("pandas", "pyarrow")
     ):
-        df = _to_polars(source)
+        df = as_polars(source, "p-table", PTableError)  # as the p-table readers do
         if df.width == df.height + 1:
             first = df[df.columns[0]]
             if first.dtype.is_numeric() and first.cast(pl.Float64).to_list() == list(
@@ -226,15 +226,31 @@ def pram(
         return ptable_from_rows(i, v, p, imax=imax, period=m, digits=digits)
     counts = _counts(invariant_to)
     if invariant == "residues":
-        t_small = np.bincount(counts[counts < K], minlength=K)[:K]
-        t_res = np.bincount(counts[counts >= K] % m, minlength=m)
-        if t_small.sum() > 0:
-            S = make_invariant(S, t_small, tol=tl)
-        if t_res.sum() > 0:
-            L = make_invariant(L, t_res, tol=tl)
-        i, v, p = _rows_plain(S, L, 0, imax)
-        return ptable_from_rows(i, v, p, imax=imax, period=m, digits=digits)
-    top = max(int(counts.max()), imax)
+        return _invariant_residues(S, L, counts, tl, digits)
+    return _invariant_counts(S, L, counts, tl, digits)
+
+
+def _invariant_residues(S: np.ndarray, L: np.ndarray, counts: np.ndarray, tl: float, digits: int) -> PTable:
+    """PRAM made invariant per part: ``S`` for the counts below K, ``L`` for the residues of the
+    counts from K on (:func:`make_invariant`); compact and periodic."""
+    K, m = S.shape[0], L.shape[0]
+    imax = K + m - 1
+    t_small = np.bincount(counts[counts < K], minlength=K)[:K]
+    t_res = np.bincount(counts[counts >= K] % m, minlength=m)
+    if t_small.sum() > 0:
+        S = make_invariant(S, t_small, tol=tl)
+    if t_res.sum() > 0:
+        L = make_invariant(L, t_res, tol=tl)
+    i, v, p = _rows_plain(S, L, 0, imax)
+    return ptable_from_rows(i, v, p, imax=imax, period=m, digits=digits)
+
+
+def _invariant_counts(S: np.ndarray, L: np.ndarray, counts: np.ndarray, tl: float, digits: int) -> PTable:
+    """PRAM made invariant for the distribution of the counts (the two-stage method on the
+    transition matrix of the counts 0…max): one explicit row per count, then the plain periodic
+    rows."""
+    K, m = S.shape[0], L.shape[0]
+    top = max(int(counts.max()), K + m - 1)
     P = _count_matrix(S, L, top)
     t = np.bincount(counts, minlength=P.shape[0])
     R = sp.coo_array(make_invariant(P, t, tol=tl))

@@ -182,18 +182,20 @@ def restore_additivity(
     The alternative is to publish the perturbed margins as they are (``Session.cell_key``):
     consistent across tables but not additive.
     """
-    from protab import fit
+    from protab.fit.integerising import integerise
+    from protab.fit.lsq import lsfit_nonneg
+    from protab.fit.proportional import ipf
 
     if integer and seed is None:
         raise InputError(
             "restore_additivity: integer rounding is random and needs an explicit seed "
             "(seed=...), or pass integer=False for the real-valued fit"
         )
-    ls = fit.lsfit_nonneg(X, z_perturbed)
-    res = fit.ipf(X, ls.z, tol=tol, max_iter=max_iter)
+    ls = lsfit_nonneg(X, z_perturbed)
+    res = ipf(X, ls.z, tol=tol, max_iter=max_iter)
     Xc = X.tocsc() if hasattr(X, "tocsc") else np.asarray(X, dtype=np.float64)
     if integer:
-        y: NDArray[Any] = fit.integerise(res.y, rounding, seed=seed)
+        y: NDArray[Any] = integerise(res.y, rounding, seed=seed)
     else:
         y = res.y
     z = np.asarray(Xc.T @ y, dtype=np.float64).ravel()

@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from protab.errors import InputError, ProtabError
-from protab.ptable._common import noise_at
+from protab.ptable._keyspace import noise_at
+from protab.ptable.core import PTable
 
 if TYPE_CHECKING:
     import duckdb
-
-    from protab.ptable.core import PTable
 
 #: fewest and most buckets for larger moduli (DuckDB copies the lists into every chunk of
 #: 2048 cells: they must stay short)
@@ -47,7 +46,7 @@ MAX_ENTRIES = 2**26
 _TABLES = ("protab_ptable", "protab_ptable_meta", "protab_ptable_lookup")
 
 
-def lookup_layout(ptable: "PTable", modulus: int) -> dict[str, Any]:
+def lookup_layout(ptable: PTable, modulus: int) -> dict[str, Any]:
     """The one row of ``protab_ptable_lookup`` for ``ptable`` and key modulus ``modulus``
     (see the module docstring), as Python values; numbers computed with NumPy, no loop over keys."""
     ks = ptable.keyspace(modulus).sort(["i", "klo"])
@@ -90,13 +89,11 @@ def lookup_layout(ptable: "PTable", modulus: int) -> dict[str, Any]:
     }
 
 
-def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: "PTable", modulus: int) -> None:
+def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: PTable, modulus: int) -> None:
     """Install ``ptable`` as the p-table of ``ckm()``/``ckm_weighted()`` in the database of
     ``con`` for record keys below ``modulus`` (2^bits, or 10^d for decimal keys), replacing
     any installed before, in one transaction. The tables are created when missing (a
     database that never ran sql/protab.sql, or one written before the lookup existed)."""
-    from protab.ptable.core import PTable
-
     if not isinstance(ptable, PTable):
         raise InputError(f"install_ptable: a count p-table (protab.PTable) is needed, not {type(ptable).__name__}")
     if isinstance(modulus, bool) or not isinstance(modulus, numbers.Integral):
@@ -155,8 +152,6 @@ def upgrade_installed(con: "duckdb.DuckDBPyConnection") -> bool:
     lookup does not (a database whose p-table an older protab installed, or rows inserted by
     hand); True when it did. The intervals over den = M give the same keyspace exactly."""
     import polars as pl
-
-    from protab.ptable.core import PTable
 
     tables = {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND table_name IN (?, ?, ?)",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -11,15 +12,7 @@ from scipy.linalg import cho_solve_banded, cholesky_banded
 from scipy.optimize import linprog, minimize
 
 from protab.errors import PTableError
-from protab.ptable._common import (
-    _R_DIGITS,
-    _R_EPS,
-    _VAR_TOL,
-    _is_integral,
-    _is_number,
-    _name_i,
-    _row_params,
-)
+from protab.ptable._values import _R_DIGITS, _R_EPS, _VAR_TOL, _is_integral, _is_number, _name_i, _row_params
 
 
 def _constraints(
@@ -124,6 +117,30 @@ def _newton_step(
     return dx, dnu
 
 
+class _Row(NamedTuple):
+    """The convex programme of one row: equalities A p = b and inequalities G p <= h (G sparse,
+    GT its transpose; ``n_var``, ``n_mono`` as :func:`_constraints` counts them)."""
+
+    A: np.ndarray
+    b: np.ndarray
+    G: sp.csr_matrix
+    GT: sp.csr_matrix
+    h: np.ndarray
+    n_var: int
+    n_mono: int
+
+    def residuals(self, x: np.ndarray, lam: np.ndarray, nu: np.ndarray, t: float) -> np.ndarray:
+        """The primal-dual residuals (dual, centrality, primal) at barrier parameter t."""
+        fi = self.G @ x - self.h
+        return np.concatenate(
+            [np.log(x) + 1.0 + self.GT @ lam + self.A.T @ nu, -lam * fi - 1.0 / t, self.A @ x - self.b]
+        )
+
+
+#: The factor μ by which each step aims to shrink the duality gap (Boyd & Vandenberghe, §11.7).
+_MU = 10.0
+
+
 # a step that reaches the boundary gives inf/NaN, caught by the residual and feasibility checks
 @np.errstate(divide="ignore", invalid="ignore")
 def _maxent_row(
@@ -142,11 +159,28 @@ def _maxent_row(
     if n == 0:
         return None
     A, b, G, h, n_var, n_mono = _constraints(v, V, lower, mono, optim)
-    m, q = G.shape[0], A.shape[0]
     if n == 1:  # a single outcome: feasible only if it is v = 0 (never for a valid row)
         return np.ones(1) if v[0] == 0 and np.all(G @ np.ones(1) <= h) else None
+    start = _phase_one(A, b, G, h)
+    if start is None:
+        return None
+    x = start[:n].copy()
+    if start[-1] <= 1e-12:  # feasible, but with no interior: polish the LP point by SLSQP
+        return _slsqp_row(x, A, b, G.toarray(), h)
+    if dense is None:  # the O(n) solve first; where it fails (a thin interior), the dense one
+        p = _maxent_row(v, V, lower, mono, optim, dense=n <= _DENSE_MAX_N)
+        return p if p is not None or n <= _DENSE_MAX_N else _maxent_row(v, V, lower, mono, optim, True)
+    x, done = _interior_point(_Row(A, b, G, G.T.tocsr(), h, n_var, n_mono), x, dense)
+    if not done and not dense:
+        return None  # the O(n) solve gave up before the optimum: the caller retries densely
+    return x if _feasible(x, A, b, G, h) else None
 
-    # phase I: maximise the smallest slack s of the inequalities (s <= 1)
+
+def _phase_one(A: np.ndarray, b: np.ndarray, G: sp.csr_matrix, h: np.ndarray) -> np.ndarray | None:
+    """Phase I: the point (p, s) that maximises the smallest slack s <= 1 of the inequalities
+    (HiGHS); None when the constraints cannot all hold."""
+    m, q = G.shape[0], A.shape[0]
+    n = G.shape[1]
     lp = linprog(
         np.r_[np.zeros(n), -1.0],
         A_ub=sp.hstack([G, sp.csr_matrix(np.ones((m, 1)))], format="csr"),
@@ -158,74 +192,93 @@ def _maxent_row(
     )
     if lp.status != 0 or lp.x[-1] < -1e-12:
         return None
-    x = lp.x[:n].copy()
-    if lp.x[-1] <= 1e-12:  # feasible, but with no interior: polish the LP point by SLSQP
-        return _slsqp_row(x, A, b, G.toarray(), h)
-    GT = G.T.tocsr()
-    if dense is None:  # the O(n) solve first; where it fails (a thin interior), the dense one
-        p = _maxent_row(v, V, lower, mono, optim, dense=n <= _DENSE_MAX_N)
-        return p if p is not None or n <= _DENSE_MAX_N else _maxent_row(v, V, lower, mono, optim, True)
+    return lp.x
+
+
+def _interior_point(row: _Row, x: np.ndarray, dense: bool) -> tuple[np.ndarray, bool]:
+    """The primal-dual interior-point iterations from a strictly feasible ``x``: the last point
+    and whether it stopped at the optimum (or within what the 8 decimals of the bounds show)."""
+    G, h = row.G, row.h
+    n, m = x.size, G.shape[0]
     Gd = G.toarray() if dense else None
-    fi = G @ x - h
-    lam = 1.0 / -fi
-    nu = np.zeros(q)
-    mu = 10.0
-
-    def residuals(x: np.ndarray, lam: np.ndarray, nu: np.ndarray, t: float) -> np.ndarray:
-        fi = G @ x - h
-        return np.concatenate(
-            [np.log(x) + 1.0 + GT @ lam + A.T @ nu, -lam * fi - 1.0 / t, A @ x - b]
-        )
-
+    lam = 1.0 / -(G @ x - h)
+    nu = np.zeros(row.A.shape[0])
     best, stalled = np.inf, 0
-    done = False
     for _ in range(300):
         fi = G @ x - h
         eta = float(-fi @ lam)
-        t = mu * m / eta
-        r = residuals(x, lam, nu, t)
+        t = _MU * m / eta
+        r = row.residuals(x, lam, nu, t)
         rd, rc, rp = r[:n], r[n : n + m], r[n + m :]
         grad_scale = 1.0 + float(np.abs(np.log(x)).max())
         if np.abs(rp).max() <= 1e-13 and np.abs(rd).max() <= 1e-11 * grad_scale and eta <= 1e-13:
-            done = True
-            break
+            return x, True
         rn = float(np.linalg.norm(r))
         stalled = stalled + 1 if rn > 0.9 * best else 0
         best = min(best, rn)
         if stalled >= 5 and eta <= 1e-11 and np.abs(rp).max() <= 1e-12 and np.abs(rd).max() <= 1e-6 * grad_scale:
-            done = True
-            break
-        # reduced Newton system: eliminate the inequality multipliers
-        w = lam / -fi
-        try:
-            if Gd is not None:
-                dx, dnu = _dense_newton_step(x, w, A, Gd, -rd - GT @ (rc / fi), -rp)
-            else:
-                dx, dnu = _newton_step(x, w, A, G, n_var, n_mono, -rd - GT @ (rc / fi), -rp)
-        except (np.linalg.LinAlgError, RuntimeError):  # a singular Newton system
-            break
-        dlam = (rc - lam * (G @ dx)) / fi
-        neg = dlam < 0
-        step = 0.99 * min(1.0, float(np.min(-lam[neg] / dlam[neg]))) if neg.any() else 0.99
-        while step > 1e-16 and (np.any(G @ (x + step * dx) - h >= 0) or np.any(x + step * dx <= 0)):
-            step *= 0.5
-        r0 = float(np.linalg.norm(r))
-        while step > 1e-16:
-            if np.linalg.norm(residuals(x + step * dx, lam + step * dlam, nu + step * dnu, t)) <= (
-                1.0 - 0.01 * step
-            ) * r0:
-                break
-            step *= 0.5
-        if step < 1e-6 and r0 <= _STALL_RESIDUAL:
-            done = True  # progress only below what the 8 decimals of the bounds show
-            break
+            return x, True
+        direction = _direction(row, Gd, x, lam, fi, rd, rc, rp)
+        if direction is None:  # a singular Newton system
+            return x, False
+        dx, dlam, dnu = direction
+        step = _step_length(row, x, lam, nu, dx, dlam, dnu, t, rn)
+        if step < 1e-6 and rn <= _STALL_RESIDUAL:
+            return x, True  # progress only below what the 8 decimals of the bounds show
         if step <= 1e-16:
-            break  # no more progress
+            return x, False  # no more progress
         x, lam, nu = x + step * dx, lam + step * dlam, nu + step * dnu
+    return x, False
 
-    if not done and Gd is None:
-        return None  # the O(n) solve gave up before the optimum: the caller retries densely
-    return x if _feasible(x, A, b, G, h) else None
+
+def _direction(
+    row: _Row,
+    Gd: np.ndarray | None,
+    x: np.ndarray,
+    lam: np.ndarray,
+    fi: np.ndarray,
+    rd: np.ndarray,
+    rc: np.ndarray,
+    rp: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The Newton direction (dx, dλ, dν) of the reduced system (the inequality multipliers
+    eliminated), densely when ``Gd`` (G as a dense array) is given; None when it is singular."""
+    w = lam / -fi
+    try:
+        if Gd is not None:
+            dx, dnu = _dense_newton_step(x, w, row.A, Gd, -rd - row.GT @ (rc / fi), -rp)
+        else:
+            dx, dnu = _newton_step(x, w, row.A, row.G, row.n_var, row.n_mono, -rd - row.GT @ (rc / fi), -rp)
+    except (np.linalg.LinAlgError, RuntimeError):
+        return None
+    dlam = (rc - lam * (row.G @ dx)) / fi
+    return dx, dlam, dnu
+
+
+def _step_length(
+    row: _Row,
+    x: np.ndarray,
+    lam: np.ndarray,
+    nu: np.ndarray,
+    dx: np.ndarray,
+    dlam: np.ndarray,
+    dnu: np.ndarray,
+    t: float,
+    r0: float,
+) -> float:
+    """The step along the direction: 0.99 of the largest that keeps λ > 0, halved until the
+    point is strictly feasible and the residual norm ``r0`` shrinks enough (backtracking)."""
+    neg = dlam < 0
+    step = 0.99 * min(1.0, float(np.min(-lam[neg] / dlam[neg]))) if neg.any() else 0.99
+    while step > 1e-16 and (np.any(row.G @ (x + step * dx) - row.h >= 0) or np.any(x + step * dx <= 0)):
+        step *= 0.5
+    while step > 1e-16:
+        if np.linalg.norm(row.residuals(x + step * dx, lam + step * dlam, nu + step * dnu, t)) <= (
+            1.0 - 0.01 * step
+        ) * r0:
+            break
+        step *= 0.5
+    return step
 
 
 def _maxent_best_effort(
@@ -350,22 +403,7 @@ def maximum_entropy_rows(
 ) -> tuple[pl.DataFrame, int, dict[int, bool]]:
     """The rows (i, v, lb_n, ub_n) over den of :meth:`PTable.maximum_entropy`, den, and for
     each row i >= 1 whether its variance target was reached."""
-    if not _is_integral(D) or int(D) < 1:
-        raise PTableError("D (the largest noise) must be a positive integer")
-    if int(D) > MAX_D:
-        raise PTableError(
-            f"D is above the limit of {MAX_D} for maximum-entropy p-tables: each of the D + js + 1 "
-            "rows is a convex programme over up to 2D + 1 noise values, so the time grows with "
-            "D squared (about a minute at the limit), and every noise value keeps a probability of at "
-            "least 1e-8, which alone adds a variance of about (2/3)·D³·1e-8 (53 at D = 2000), "
-            "more than any usual V. Use a smaller D (noise beyond a few standard deviations "
-            "has almost no probability)"
-        )
-    if not _is_number(V) or float(V) <= 0:
-        raise PTableError("V (the noise variance) must be a positive number")
-    if not _is_integral(js) or int(js) < 0:
-        raise PTableError("js (the blocked values 1..js) must be an integer >= 0")
-    D, js, Vf = int(D), int(js), float(V)
+    D, js, Vf = _checked_parameters(D, V, js)
     ncat = D if js == 0 else D + js + 1
 
     pstays, monos, optims = _row_params(pstay, mono, optim, ncat, "row")
@@ -404,3 +442,23 @@ def maximum_entropy_rows(
         )
     core = pl.concat(parts).cast(pl.Int64)
     return core, scale, reached
+
+
+def _checked_parameters(D: int, V: float, js: int) -> tuple[int, int, float]:
+    """D, js and V of a count maximum-entropy table, checked (PTableError) and converted."""
+    if not _is_integral(D) or int(D) < 1:
+        raise PTableError("D (the largest noise) must be a positive integer")
+    if int(D) > MAX_D:
+        raise PTableError(
+            f"D is above the limit of {MAX_D} for maximum-entropy p-tables: each of the D + js + 1 "
+            "rows is a convex programme over up to 2D + 1 noise values, so the time grows with "
+            "D squared (about a minute at the limit), and every noise value keeps a probability of at "
+            "least 1e-8, which alone adds a variance of about (2/3)·D³·1e-8 (53 at D = 2000), "
+            "more than any usual V. Use a smaller D (noise beyond a few standard deviations "
+            "has almost no probability)"
+        )
+    if not _is_number(V) or float(V) <= 0:
+        raise PTableError("V (the noise variance) must be a positive number")
+    if not _is_integral(js) or int(js) < 0:
+        raise PTableError("js (the blocked values 1..js) must be an integer >= 0")
+    return int(D), int(js), float(V)

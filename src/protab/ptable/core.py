@@ -5,33 +5,29 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
-from protab.errors import InputError, PTableError, PTableWarning, show_values
-from protab.ptable import _formats
-from protab.ptable._common import (
-    _FRAME_SCHEMA,
-    _INTERVALS,
+from protab._io import write_text
+from protab.errors import InputError, PTableWarning, show_values
+from protab.ptable._count_files import count_file_frame, count_file_text, ons_table, read_errors
+from protab.ptable._count_frames import frame_rows, ons_rows
+from protab.ptable._count_rows import count_frame
+from protab.ptable._entries import _EntryTable, refuse_variance_above, row_moments
+from protab.ptable._keyspace import _check_keys, _check_modulus, keyspace_frame, noise_at, row_classes
+from protab.ptable._maxent import maximum_entropy_rows
+from protab.ptable._values import (
     _ONS_PERIOD,
     Interval,
     _as_int,
-    _check_keys,
-    _check_modulus,
     _constructor_input,
-    _EntryTable,
     _int_array,
-    _is_integral,
     _name_i,
     check_infeasible,
-    keyspace_frame,
-    noise_at,
-    refuse_variance_above,
-    row_moments,
 )
-from protab.ptable._maxent import maximum_entropy_rows
 
 __all__ = ["Interval", "PTable"]
 
@@ -79,118 +75,10 @@ class PTable(_EntryTable):
 
     # ---------------------------------------------------------------- validation and layout
 
-    def _set(
-        self, core: pl.DataFrame, den: int, imax: int | None, period: int, interval: str
-    ) -> None:
+    def _set(self, core: pl.DataFrame, den: int, imax: int | None, period: int, interval: str) -> None:
         """Validate (i, v, lb_n, ub_n) over den, merge adjacent equal noise, fill the frame."""
-        if interval not in _INTERVALS:
-            raise PTableError(f"interval must be one of {_INTERVALS}, not {interval!r}")
-        if not _is_integral(period) or int(period) < 1:
-            raise PTableError("period must be an integer >= 1")
-        period = int(period)
-        if core.height == 0:
-            raise PTableError("the p-table has no rows; it needs at least one row per i")
-
-        bad = core.filter(pl.col("i") + pl.col("v") < 0)
-        if bad.height:
-            raise PTableError(
-                "p-table has negative outcomes j = i + v < 0 for "
-                f"{_name_i(bad['i'].to_list())} ({bad.height} rows); "
-                "a count must not be perturbed below zero — remove or fix those rows"
-            )
-        bad = core.filter(pl.col("i") < 0)
-        if bad.height:
-            raise PTableError(
-                f"p-table has negative original values {_name_i(bad['i'].to_list())}; i >= 0"
-            )
-        bad = core.filter(pl.col("ub_n") < pl.col("lb_n"))
-        if bad.height:
-            raise PTableError(
-                "p-table has intervals with ub < lb (negative width) for "
-                f"{_name_i(bad['i'].to_list())}; each interval must run upward"
-            )
-        bad = core.filter((pl.col("lb_n") < 0) | (pl.col("ub_n") > den))
-        if bad.height:
-            raise PTableError(
-                "p-table has interval bounds outside [0, 1] for "
-                f"{_name_i(bad['i'].to_list())}; bounds must lie in [0, 1]"
-            )
-        core = core.filter(pl.col("ub_n") > pl.col("lb_n")).sort(
-            ["i", "lb_n", "ub_n"], maintain_order=True
-        )
-        chk = core.with_columns(
-            prev_ub=pl.col("ub_n").shift(1).over("i"),
-            last_ub=pl.col("ub_n").last().over("i"),
-        )
-        not_from_zero = chk.filter(pl.col("prev_ub").is_null() & (pl.col("lb_n") != 0))
-        not_to_one = chk.filter(pl.col("last_ub") != den)
-        gaps = chk.filter(pl.col("lb_n") > pl.col("prev_ub"))
-        overlaps = chk.filter(pl.col("lb_n") < pl.col("prev_ub"))
-        for rows, what in (
-            (not_from_zero, "intervals that do not start at 0"),
-            (not_to_one, "intervals that do not end at 1 (probabilities do not sum to 1)"),
-            (gaps, "gaps between intervals"),
-            (overlaps, "overlapping intervals"),
-        ):
-            if rows.height:
-                raise PTableError(
-                    f"p-table intervals are not a partition of [0, 1): {what} for "
-                    f"{_name_i(rows['i'].to_list())}; the intervals of each i must tile "
-                    "[0, 1) without gap or overlap (sorted by lb, each ub = next lb)"
-                )
-
-        ivals = np.unique(core["i"].to_numpy())
-        imin, top = int(ivals[0]), int(ivals[-1])
-        if imax is None:
-            imax = top
-        elif not _is_integral(imax) or int(imax) != top:
-            raise PTableError(
-                "imax must equal the largest i of the p-table (rows past imax are not used); "
-                "leave imax=None to take it from the table"
-            )
-        imax = int(imax)
-        missing = sorted(set(range(imin, imax + 1)) - set(ivals.tolist()))
-        if missing:
-            raise PTableError(
-                f"p-table lacks rows for {_name_i(missing)}: every i from the smallest to "
-                "imax needs its rows"
-            )
-        base = imax - period + 1
-        if base < imin or (period > 1 and base < 1):
-            raise PTableError(
-                "period is too long for this p-table: the repeated rows imax - period + 1 .. "
-                "imax must all exist (and start at i >= 1 when period > 1)"
-            )
-
-        run = (
-            ((pl.col("v") != pl.col("v").shift(1)) | (pl.col("i") != pl.col("i").shift(1)))
-            .fill_null(True)
-            .cum_sum()
-        )
-        core = (
-            core.with_columns(_run=run)
-            .group_by("_run", maintain_order=True)
-            .agg(
-                pl.col("i").first(),
-                pl.col("v").first(),
-                pl.col("lb_n").min(),
-                pl.col("ub_n").max(),
-            )
-            .drop("_run")
-        )
-        self.frame = core.select(
-            pl.col("i"),
-            (pl.col("i") + pl.col("v")).alias("j"),
-            ((pl.col("ub_n") - pl.col("lb_n")) / den).alias("p"),
-            pl.col("v"),
-            (pl.col("lb_n") / den).alias("lb"),
-            (pl.col("ub_n") / den).alias("ub"),
-            pl.col("lb_n"),
-            pl.col("ub_n"),
-        ).cast(_FRAME_SCHEMA)  # type: ignore[arg-type]
+        self.frame, self.imax, self.period = count_frame(core, den, imax, period, interval)
         self.den = den
-        self.imax = imax
-        self.period = period
         self.interval = interval
 
     # ------------------------------------------------------------------------ constructors
@@ -274,9 +162,8 @@ class PTable(_EntryTable):
         more than 12 decimals raise PTableError unless ``digits`` says to round them (to 8, as
         R ptable does). Other columns (R's ``type``) are ignored.
         """
-        return _formats.from_frame(
-            cls, frame, imax=imax, period=period, interval=interval, den=den, digits=digits
-        )
+        core, scale = frame_rows(frame, den=den, digits=digits)
+        return cls(core, den=scale, imax=imax, period=period, interval=interval)
 
     @classmethod
     def from_ons(
@@ -297,9 +184,8 @@ class PTable(_EntryTable):
         0..max: ``fill_missing=True`` instead gives absent (pcv, ckey) — and absent pcv up to
         ``imax`` — noise 0, as the ONS package's left join does.
         """
-        return _formats.from_ons(
-            cls, frame, period=period, imax=imax, fill_missing=fill_missing
-        )
+        core, den = ons_rows(frame, imax=imax, fill_missing=fill_missing)
+        return cls(core, den=den, imax=imax, period=period, interval="[lb,ub)")
 
     # ------------------------------------------------------------------------ files
 
@@ -316,7 +202,12 @@ class PTable(_EntryTable):
         also the SAS variant with p_int_lb) or "ons" (pcv,ckey,pvalue CSV); "auto" detects
         it from the header and separator. Files do not store ``period`` (default 1, 250 for
         ONS) or ``interval``: pass them."""
-        return _formats.read(cls, path, format, period=period, interval=interval)
+        path = Path(path)
+        kind, df = count_file_frame(path, format)
+        with read_errors(path, kind):
+            if kind == "ons":
+                return cls.from_ons(df, period=_ONS_PERIOD if period is None else period)
+            return cls.from_frame(df, period=1 if period is None else period, interval=interval)
 
     def write(
         self,
@@ -330,7 +221,12 @@ class PTable(_EntryTable):
         ``pt_export(SDCtool = "TauArgus")`` (``i;j;p;v;p_int_ub``), "ons" the (pcv, ckey,
         pvalue) CSV of :meth:`to_ons` (``modulus`` as there). Decimals are exact (8 of them for
         den = 10**8)."""
-        _formats.write(self, path, format, modulus=modulus)
+        path = Path(path)
+        if format == "ons":
+            text = self.to_ons(modulus).write_csv()
+        else:
+            text = count_file_text(self.frame, self.den, format)
+        write_text(path, text)
 
     def to_ons(self, modulus: int | None = None) -> pl.DataFrame:
         """The ONS/ABS table (pcv, ckey, pvalue) for cell keys 0..modulus-1 (default den).
@@ -341,15 +237,13 @@ class PTable(_EntryTable):
         Raises PTableError when the table's (imax, period) rule differs from the ONS rule
         for some count (e.g. imax > 750).
         """
-        return _formats.to_ons(self, modulus)
+        return ons_table(self.frame, self.den, self.imax, self.period, self.interval, modulus)
 
     # ------------------------------------------------------------------------ lookup
 
     def row_class(self, n: Any) -> np.ndarray:
         """Row class of each count: n up to imax, then rows imax-period+1..imax repeating."""
-        a = _as_int(n, "n")
-        base = self.imax - self.period + 1
-        return np.where(a <= self.imax, a, base + np.mod(a - base, self.period))
+        return row_classes(_as_int(n, "n"), self.imax, self.period)
 
     def keyspace(self, modulus: int) -> pl.DataFrame:
         """For integer cell keys k in [0, modulus) (u = k/modulus), the inclusive range

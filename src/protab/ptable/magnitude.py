@@ -24,103 +24,27 @@ import numpy as np
 import polars as pl
 
 from protab._io import write_text
-from protab.errors import InputError, PTableError, PTableWarning, show_values
-from protab.ptable._common import (
-    _P_TOL,
-    _R_DIGITS,
-    _R_EPS,
-    _as_int,
-    _check_keys,
-    _check_modulus,
-    _constructor_input,
-    _cumulated_bounds,
-    _decimal_bounds,
-    _EntryTable,
-    _float_column,
-    _fmt_units,
-    _is_integral,
-    _is_number,
-    _row_params,
-    _to_polars,
-    check_infeasible,
-    entries,
-    keyspace_frame,
-    noise_at,
-    read_file_text,
-    refuse_fractional_i,
-    refuse_variance_above,
-    row_moments,
+from protab.errors import InputError, PTableError, PTableWarning
+from protab.ptable._entries import _EntryTable, refuse_variance_above, row_moments
+from protab.ptable._keyspace import _check_keys, _check_modulus, keyspace_frame, noise_at
+from protab.ptable._magnitude_checks import (
+    TYPES,
+    _as_int_col,
+    _check_type,
+    _clean,
+    _floats,
+    magnitude_frame,
+    maxent_parameters,
 )
+from protab.ptable._magnitude_files import read_frame, render
+from protab.ptable._magnitude_frames import frame_entries
 from protab.ptable._maxent import row_bounds
+from protab.ptable._values import _R_DIGITS, _R_EPS, _as_int, _constructor_input, _row_params, check_infeasible
 
-__all__ = ["MagnitudePTable"]
+__all__ = ["MagnitudePTable", "TYPES"]
 
-#: The types of magnitude p-tables (R ptable: all, even, odd; R cellKey adds small_cells).
-TYPES: tuple[str, ...] = ("all", "even", "odd", "small_cells")
 #: Order of the types in a file holding several: tau-ARGUS needs even before odd.
 _FILE_ORDER = ("even", "odd", "all", "small_cells")
-#: R ptable refuses D * step >= 50 (a row has up to 2·D·step + 1 noise values).
-_MAX_D_STEP = 50
-
-_SCHEMA = {
-    "i": pl.Float64,
-    "j": pl.Float64,
-    "p": pl.Float64,
-    "v": pl.Float64,
-    "lb": pl.Float64,
-    "ub": pl.Float64,
-    "lb_n": pl.Int64,
-    "ub_n": pl.Int64,
-    "type": pl.Utf8,
-}
-
-
-# --------------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _frame_rows(mask: np.ndarray) -> str:
-    """'frame rows 3, 4 (2 in all)': positions (0-based) of offending entries, never their i
-    (the largest i of an R table is D, a secret)."""
-    return "frame rows " + show_values(np.flatnonzero(mask).tolist())
-
-
-def _in_rows(mask: np.ndarray) -> str:
-    return "in " + _frame_rows(mask)
-
-
-def _floats(df: pl.DataFrame, col: str) -> np.ndarray:
-    """Column ``col`` as finite float64 (text is stripped and parsed), else PTableError."""
-    return _float_column(df, col, _in_rows)
-
-
-def _clean(x: np.ndarray) -> np.ndarray:
-    """Float noise off values that are decimals of at most 10 digits (i + v -> j); -0 -> 0."""
-    return np.round(x, 10) + 0.0
-
-
-def _fmt_dec(x: float) -> str:
-    """Shortest decimal of a float (no exponent): 0.3333, -0.5, 10."""
-    return np.format_float_positional(float(x) + 0.0, trim="-")
-
-
-def _fmt_sig8(x: float) -> str:
-    """A number with 8 significant digits and no exponent (R pt_export's digits = 8)."""
-    return np.format_float_positional(
-        float(x) + 0.0, precision=8, unique=False, fractional=False, trim="-"
-    )
-
-
-def _check_type(type: Any) -> str:
-    if not isinstance(type, str) or type not in TYPES:
-        raise PTableError(f"type must be one of {', '.join(TYPES)}")
-    return type
-
-
-# --------------------------------------------------------------------------------------------
-# the class
-# --------------------------------------------------------------------------------------------
 
 
 class MagnitudePTable(_EntryTable):
@@ -165,58 +89,8 @@ class MagnitudePTable(_EntryTable):
         den: int,
         type: str,
     ) -> None:
-        if i.size == 0:
-            raise PTableError("the p-table has no rows; it needs at least one entry per i")
-        for bad, what in (
-            (i < 0, "negative original values i (i >= 0)"),
-            (j < -1e-9, "negative outcomes j = i + v (a magnitude must not change sign)"),
-            (np.abs(i + v - j) > 1e-6, "j different from i + v"),
-            (ub_n < lb_n, "intervals with ub < lb (negative width)"),
-            ((lb_n < 0) | (ub_n > den), "interval bounds outside [0, 1]"),
-        ):
-            if bad.any():
-                raise PTableError(f"p-table has {what} in {_frame_rows(bad)}; fix them")
-        core = pl.DataFrame(
-            {"i": i, "j": j, "v": v, "lb_n": lb_n, "ub_n": ub_n},
-            schema={"i": pl.Float64, "j": pl.Float64, "v": pl.Float64, "lb_n": pl.Int64, "ub_n": pl.Int64},
-        ).with_row_index("_pos")
-        core = core.sort(["i", "lb_n", "ub_n"], maintain_order=True)
-        chk = core.with_columns(
-            prev_ub=pl.col("ub_n").shift(1).over("i"),
-            last_ub=pl.col("ub_n").last().over("i"),
-        )
-        for cond, what in (
-            (pl.col("prev_ub").is_null() & (pl.col("lb_n") != 0), "do not start at 0"),
-            (pl.col("last_ub") != den, "do not end at 1 (probabilities do not sum to 1)"),
-            (pl.col("lb_n") > pl.col("prev_ub"), "have gaps"),
-            (pl.col("lb_n") < pl.col("prev_ub"), "overlap"),
-        ):
-            bad = chk.filter(cond)
-            if bad.height:
-                mask = np.zeros(i.size, dtype=bool)
-                mask[bad["_pos"].to_numpy()] = True
-                raise PTableError(
-                    f"p-table intervals are not a partition of [0, 1): the intervals of one i "
-                    f"{what} ({_frame_rows(mask)}); the intervals of each i must tile [0, 1) "
-                    "without gap or overlap (sorted by lb, each ub = next lb)"
-                )
-        rows = np.unique(core["i"].to_numpy())
-        if rows[0] != 0:
-            raise PTableError(
-                "a magnitude p-table needs the row i = 0 (noise 0), toward which the lookup "
-                "interpolates ratios below the first class"
-            )
-        self.frame = core.select(
-            "i",
-            "j",
-            ((pl.col("ub_n") - pl.col("lb_n")) / den).alias("p"),
-            "v",
-            (pl.col("lb_n") / den).alias("lb"),
-            (pl.col("ub_n") / den).alias("ub"),
-            "lb_n",
-            "ub_n",
-            pl.lit(type).alias("type"),
-        ).cast(_SCHEMA)  # type: ignore[arg-type]
+        """Check the entries (see :func:`magnitude_frame`) and fill the frame."""
+        self.frame, rows = magnitude_frame(i, j, v, lb_n, ub_n, den, type)
         self.den = den
         self.type = type
         self.rows = tuple(float(r) for r in rows)
@@ -259,95 +133,24 @@ class MagnitudePTable(_EntryTable):
         ``infeasible="warn"`` is taken at its smallest variance and warned.
         """
         infeasible = check_infeasible(infeasible)
-        if not _is_integral(D) or int(D) < 1:
-            raise PTableError("D (the largest noise) must be a positive integer")
-        if not _is_number(V) or float(V) <= 0:
-            raise PTableError("V (the noise variance) must be a positive number")
-        if not _is_integral(step) or int(step) < 1:
-            raise PTableError("step must be a positive integer (the noise grid is 1/step)")
-        D, step, Vf = int(D), int(step), float(V)
-        if D * step >= _MAX_D_STEP:
-            raise PTableError(
-                f"D * step must be below {_MAX_D_STEP} (R ptable's limit): reduce D, step or both"
-            )
-        type = _check_type(type)
-        if icat is None:
-            raise PTableError(
-                "icat (the ratio classes) is required for magnitude p-tables; it must include "
-                "1 and D"
-            )
-        if isinstance(icat, (str, bytes)) or not isinstance(icat, (Sequence, np.ndarray)):
-            icat = [icat]
-        cats = list(icat)
-        if not cats or not all(_is_integral(c) for c in cats):
-            raise PTableError("icat must hold integers (the ratio classes), including 1 and D")
-        classes = sorted({int(c) for c in cats})
-        if classes[0] < 1:
-            raise PTableError("icat values must be integers from 1 to D")
-        if 1 not in classes or D not in classes:
-            raise PTableError("icat must include 1 and D, e.g. icat = [1, D]")
-        if classes[-1] > D:
-            raise PTableError("the largest entry of icat can be D")
-        ncat = len(classes)
-        pstays, monos, optims = _row_params(pstay, mono, optim, ncat, "class of icat")
+        D, step, Vf, type, classes = maxent_parameters(D, V, step, type, icat)
+        pstays, monos, optims = _row_params(pstay, mono, optim, len(classes), "class of icat")
         if any(ps is not None for ps in pstays):
             warnings.warn(
                 "pstay is ignored for magnitude p-tables (as in R ptable create_num_ptable)",
                 PTableWarning,
                 stacklevel=2,
             )
-
-        scale = 10**_R_DIGITS
-        parts = {"i": [np.zeros(1)], "j": [np.zeros(1)], "v": [np.zeros(1)]}
-        lbs, ubs = [np.zeros(1, dtype=np.int64)], [np.full(1, scale, dtype=np.int64)]
-        reached: dict[float, bool] = {}
-        unsolved = 0
-        width = 1.0 / step
-        for r, i in enumerate(classes):
-            lo = max(i - D, 0)
-            n = int(math.floor((i + D - lo) * step + 1e-10)) + 1
-            j = lo + np.arange(n) * width  # R: seq(max(i - D, 0), i + D, by = 1/step)
-            if step != 1:
-                j = np.round(j, 4)
-            v = j - i
-            if step != 1:
-                v = np.round(v, 4)
-            j, v = j + 0.0, v + 0.0
-            lower = np.full(n, _R_EPS)
-            row = row_bounds(v, Vf, lower, bool(monos[r]), int(optims[r]), scale)
-            if row is None:
-                unsolved += 1
-                continue
-            lb_n, ub_n, reached[float(i)] = row
-            parts["i"].append(np.full(n, float(i)))
-            parts["j"].append(j)
-            parts["v"].append(v)
-            ubs.append(ub_n)
-            lbs.append(lb_n)
-        if unsolved:
-            raise PTableError(
-                "the maximum-entropy p-table cannot be computed without violating its "
-                f"constraints for {unsolved} of the {ncat} classes; change the parameters "
-                "(a different variance is usually enough) or set mono=False or optim for those "
-                "classes"
-            )
+        entries, reached = _maxent_entries(D, Vf, step, classes, monos, optims)
         out = cls.__new__(cls)
         out._var_reached = reached
-        out._set(
-            np.concatenate(parts["i"]),
-            np.concatenate(parts["j"]),
-            np.concatenate(parts["v"]),
-            np.concatenate(lbs),
-            np.concatenate(ubs),
-            scale,
-            type,
-        )
-        refuse_variance_above(out.frame, scale, reached, Vf, infeasible, "magnitude p-table", "Raise V")
+        out._set(*entries, 10**_R_DIGITS, type)
+        refuse_variance_above(out.frame, out.den, reached, Vf, infeasible, "magnitude p-table", "Raise V")
         missed = sum(not ok for ok in reached.values())
         if missed:
             warnings.warn(
                 f"magnitude p-table: the variance target was not met for {missed} of the "
-                f"{ncat} classes (the other constraints do not allow it; R ptable marks them "
+                f"{len(classes)} classes (the other constraints do not allow it; R ptable marks them "
                 "with iter = 20); see MagnitudePTable.diagnostics",
                 PTableWarning,
                 stacklevel=2,
@@ -374,77 +177,7 @@ class MagnitudePTable(_EntryTable):
         Bounds are held over den = 10**8, or 10**d for d = 9..12 decimals; more need
         ``digits`` (the decimals to round to).
         """
-        df = _to_polars(frame)
-        if "i" not in df.columns:
-            raise PTableError("p-table frame lacks column 'i' (the original ratio class)")
-        if "v" not in df.columns and "j" not in df.columns:
-            raise PTableError("p-table frame needs column 'v' (noise) or 'j' (perturbed value)")
-        if digits is not None and (not _is_integral(digits) or not 0 <= int(digits) <= 15):
-            raise PTableError("digits must be an integer between 0 and 15")
-        if "type" in df.columns:
-            t = df["type"].cast(pl.String).str.strip_chars()
-            kinds = t.unique(maintain_order=True).to_list()
-            unknown = [k for k in kinds if k not in TYPES]
-            if unknown:
-                raise PTableError(
-                    f"p-table column 'type' holds {show_values(unknown)}; the types are "
-                    f"{', '.join(TYPES)}"
-                )
-            if type is None:
-                if len(kinds) > 1:
-                    raise PTableError(
-                        f"the p-table holds the types {', '.join(kinds)}; pass type= to pick "
-                        "one, or use MagnitudePTable.read_set for all of them"
-                    )
-                type = kinds[0] if kinds else "all"
-            elif len(kinds) > 1 or (kinds and kinds[0] != type):
-                df = df.filter(t == _check_type(type))
-                if df.height == 0:
-                    raise PTableError(f"the p-table holds no entries of type {type!r}")
-        type = _check_type("all" if type is None else type)
-        if df.height == 0:
-            raise PTableError("the p-table has no rows; it needs at least one entry per i")
-
-        i = _floats(df, "i")
-        if "v" in df.columns:
-            v = _floats(df, "v")
-            j = _floats(df, "j") if "j" in df.columns else _clean(i + v)
-        else:
-            j = _floats(df, "j")
-            v = _clean(j - i)
-        if np.any(np.abs(i + v - j) > 1e-6):
-            raise PTableError(
-                "p-table columns j and v disagree (j != i + v) in "
-                f"{_frame_rows(np.abs(i + v - j) > 1e-6)}; give consistent values or only one"
-            )
-        lb_col = next((c for c in ("lb", "p_int_lb") if c in df.columns), None)
-        ub_col = next((c for c in ("ub", "p_int_ub", "p_ij_ub") if c in df.columns), None)
-        p = _floats(df, "p") if "p" in df.columns else None
-        if ub_col is not None:
-            ub = _floats(df, ub_col)
-            lb = _floats(df, lb_col) if lb_col is not None else None
-            lb_n, ub_n, scale = _decimal_bounds(i, lb, ub, p, digits, _in_rows)
-        elif p is not None:
-            bad = (p < -_P_TOL) | (p > 1 + _P_TOL)
-            if bad.any():
-                raise PTableError(f"p-table probabilities outside [0, 1] in {_frame_rows(bad)}")
-            scale = 10 ** int(_R_DIGITS if digits is None else digits)
-            order = pl.DataFrame({"i": i, "j": j, "p": p}).with_row_index("_pos")
-            order = order.sort(["i", "j"], maintain_order=True)
-            sums = order.select(pl.col("p").sum().over("i")).to_series().to_numpy()
-            if np.any(np.abs(sums - 1.0) > _P_TOL):
-                raise PTableError(
-                    "p-table probabilities do not sum to 1 for some i; each i needs a complete "
-                    "distribution of its outcomes"
-                )
-            pos, lb_sorted, ub_sorted = _cumulated_bounds(i, j, p, scale)
-            lb_n, ub_n = np.empty_like(ub_sorted), np.empty_like(ub_sorted)
-            lb_n[pos], ub_n[pos] = lb_sorted, ub_sorted
-        else:
-            raise PTableError(
-                "p-table frame needs interval bounds (lb/ub or p_int_lb/p_int_ub, or the upper "
-                "bounds alone) or probabilities p"
-            )
+        i, j, v, lb_n, ub_n, scale, type = frame_entries(frame, type=type, digits=digits)
         out = cls.__new__(cls)
         out._var_reached = None
         out._set(i, j, v, lb_n, ub_n, scale, type)
@@ -473,7 +206,7 @@ class MagnitudePTable(_EntryTable):
         p_int_lb); "auto" goes by the separator. A file of several types needs ``type=`` (or
         :meth:`read_set`). A count p-table file (integer noise, no type column) raises
         PTableError pointing to :meth:`PTable.read`."""
-        df = _read_frame(path, format)
+        df = read_frame(path, format)
         return cls.from_frame(df, type=type)
 
     @classmethod
@@ -484,7 +217,7 @@ class MagnitudePTable(_EntryTable):
     ) -> dict[str, "MagnitudePTable"]:
         """Every table of a file, by type (e.g. {"even": …, "odd": …}, or {"all": …,
         "small_cells": …}); a file without a type column holds one table, "all"."""
-        df = _read_frame(path, format)
+        df = read_frame(path, format)
         if "type" not in df.columns:
             return {"all": cls.from_frame(df)}
         kinds = df["type"].cast(pl.String).str.strip_chars().unique(maintain_order=True).to_list()
@@ -499,7 +232,7 @@ class MagnitudePTable(_EntryTable):
         with exact decimals), "argus" tau-ARGUS' ';' file of ``pt_export`` (``i;j;p;v;
         p_int_ub;type``, 8 significant digits). tau-ARGUS reads one table of type "all" or an
         even/odd pair (:meth:`write_set`)."""
-        write_text(Path(path), _render([self], format))
+        write_text(Path(path), render([(self.frame, self.den, self.type)], format))
 
     @staticmethod
     def write_set(
@@ -524,7 +257,7 @@ class MagnitudePTable(_EntryTable):
         if not keys & {"all", "even", "odd"}:
             raise PTableError("a set needs 'all' or the pair 'even' and 'odd'")
         ordered = [tables[k].as_type(k) for k in _FILE_ORDER if k in tables]
-        write_text(Path(path), _render(ordered, format))
+        write_text(Path(path), render([(t.frame, t.den, t.type) for t in ordered], format))
 
     # ------------------------------------------------------------------------ lookup
 
@@ -621,83 +354,45 @@ class MagnitudePTable(_EntryTable):
         return self.type == other.type and self._same_entries(other)
 
 
-# --------------------------------------------------------------------------------------------
-# files
-# --------------------------------------------------------------------------------------------
-
-
-def _as_int_col(df: pl.DataFrame, col: str) -> np.ndarray:
-    a = _floats(df, col)
-    bad = a != np.round(a)
-    if bad.any():
-        raise PTableError(f"p-table column '{col}' must hold integers ({_frame_rows(bad)})")
-    return a.astype(np.int64)
-
-
-def _read_frame(path: str | os.PathLike[str], format: str) -> pl.DataFrame:
-    """The file as a frame with R's column names (i, j, p, v, [p_int_lb,] p_int_ub[, type]);
-    PTableError for a count p-table file."""
-    path = Path(path)
-    header = next((line for line in read_file_text(path).splitlines() if line.strip()), "")
-    if format == "auto":
-        format = "argus" if ";" in header else "r"
-    if format not in ("r", "argus"):
-        raise PTableError(f"unknown p-table format {format!r}; use 'r' or 'argus'")
-    try:
-        if format == "r":
-            df = pl.read_csv(path, infer_schema_length=0)
-            df = df.rename({c: c.strip().strip("\"'").lower() for c in df.columns})
-        else:
-            raw = pl.read_csv(path, separator=";", infer_schema_length=0)
-            cols = raw.columns
-            names = [c.strip().strip("\"'").lower() for c in cols]
-            if len(cols) < 5:
-                raise PTableError(
-                    f"tau-ARGUS p-table file {path.name!r} needs the columns i;j;p;v;p_int_ub;type"
-                )
-            has_type = "type" in names or (
-                len(cols) in (6, 7)
-                and raw[cols[-1]].str.strip_chars().cast(pl.Float64, strict=False).null_count() > 0
-            )
-            sas = len(cols) - has_type >= 6
-            use = ["i", "j", "p", "v"] + (["p_int_lb", "p_int_ub"] if sas else ["p_int_ub"])
-            use += ["type"] if has_type else []
-            df = raw.select(cols[: len(use)]).rename(dict(zip(cols[: len(use)], use)))
-    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-        raise PTableError(f"cannot read p-table file {path.name!r} as {format}: {exc}") from exc
-    df = df.with_columns(pl.col(c).str.strip_chars() for c in df.columns if df[c].dtype == pl.String)
-    refuse_fractional_i(df, path.name, "the ratio classes, as R ptable's icat; a table of other "
-                        "classes is built with MagnitudePTable.from_frame")
-    if "type" not in df.columns and {"i", "v"} <= set(df.columns):
-        v = df["v"].cast(pl.Float64, strict=False).drop_nulls().to_numpy()
-        if v.size and np.all(v == np.round(v)):
-            raise PTableError(
-                f"p-table file {path.name!r} is a count p-table (integer noise, no type "
-                "column); read it with protab.PTable.read"
-            )
-    return df
-
-
-def _render(tables: Sequence[MagnitudePTable], format: str) -> str:
-    if format == "r":  # exact decimals
-        header = "i,j,p,v,p_int_lb,p_int_ub,type"
-
-        def line(i: float, j: float, v: float, lo: int, u: int, den: int, type: str) -> str:
-            return (
-                f"{_fmt_dec(i)},{_fmt_dec(j)},{_fmt_units(u - lo, den)},{_fmt_dec(v)},"
-                f"{_fmt_units(lo, den)},{_fmt_units(u, den)},{type}"
-            )
-    elif format == "argus":  # 8 significant digits, no lower bound
-        header = "i;j;p;v;p_int_ub;type"
-
-        def line(i: float, j: float, v: float, lo: int, u: int, den: int, type: str) -> str:
-            return (
-                f"{_fmt_sig8(i)};{_fmt_sig8(j)};{_fmt_sig8((u - lo) / den)};{_fmt_sig8(v)};"
-                f"{_fmt_sig8(u / den)};{type}"
-            )
-    else:
-        raise PTableError(f"unknown p-table format {format!r}; use 'r' or 'argus'")
-    lines = [header]
-    for t in tables:
-        lines += [line(*e, t.den, t.type) for e in entries(t.frame)]
-    return "\n".join(lines) + "\n"
+def _maxent_entries(
+    D: int, V: float, step: int, classes: list[int], monos: list[Any], optims: list[Any]
+) -> tuple[tuple[np.ndarray, ...], dict[float, bool]]:
+    """The entries (i, j, v, lb_n, ub_n over 10**8) of a maximum-entropy magnitude table, row 0
+    (j = v = 0) first, and per class whether its variance reached V: each class i solved over
+    j = seq(max(i − D, 0), i + D, by = 1/step) as R ptable ``create_num_ptable`` (4 decimals)."""
+    scale = 10**_R_DIGITS
+    parts = {"i": [np.zeros(1)], "j": [np.zeros(1)], "v": [np.zeros(1)]}
+    lbs, ubs = [np.zeros(1, dtype=np.int64)], [np.full(1, scale, dtype=np.int64)]
+    reached: dict[float, bool] = {}
+    unsolved = 0
+    width = 1.0 / step
+    for r, i in enumerate(classes):
+        lo = max(i - D, 0)
+        n = int(math.floor((i + D - lo) * step + 1e-10)) + 1
+        j = lo + np.arange(n) * width  # R: seq(max(i - D, 0), i + D, by = 1/step)
+        if step != 1:
+            j = np.round(j, 4)
+        v = j - i
+        if step != 1:
+            v = np.round(v, 4)
+        j, v = j + 0.0, v + 0.0
+        lower = np.full(n, _R_EPS)
+        row = row_bounds(v, V, lower, bool(monos[r]), int(optims[r]), scale)
+        if row is None:
+            unsolved += 1
+            continue
+        lb_n, ub_n, reached[float(i)] = row
+        parts["i"].append(np.full(n, float(i)))
+        parts["j"].append(j)
+        parts["v"].append(v)
+        ubs.append(ub_n)
+        lbs.append(lb_n)
+    if unsolved:
+        raise PTableError(
+            "the maximum-entropy p-table cannot be computed without violating its "
+            f"constraints for {unsolved} of the {len(classes)} classes; change the parameters "
+            "(a different variance is usually enough) or set mono=False or optim for those "
+            "classes"
+        )
+    entries = (*(np.concatenate(parts[k]) for k in ("i", "j", "v")), np.concatenate(lbs), np.concatenate(ubs))
+    return entries, reached

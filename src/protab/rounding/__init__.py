@@ -15,7 +15,7 @@ Numeric only: frames, arrays and scipy.sparse in; nothing here holds a DuckDB co
 (the model matrix comes from ``protab.model_matrix``).
 """
 
-from protab.rounding._common import RoundingError
+from protab.errors import RoundingError
 from protab.rounding.controlled import ControlledResult, controlled, existence_intervals
 from protab.rounding.simple import (
     SemiControlledResult,

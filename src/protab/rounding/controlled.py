@@ -50,8 +50,8 @@ from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 from protab._progress import track
-from protab.errors import InputError, SpecError
-from protab.rounding._common import RoundingError, check_base, prepare, xty
+from protab.errors import InputError, RoundingError, SpecError
+from protab.rounding._rounding_inputs import check_base, prepare, xty
 
 __all__ = ["ControlledResult", "controlled", "existence_intervals"]
 
@@ -132,7 +132,7 @@ def _solve(
 ) -> _Solved:
     """One controlled rounding problem: inner counts y, constraint cells z = Xᵀy (with
     objective weights), optional equalities E·a = e (e multiples of b)."""
-    n_in, n_c = X.shape
+    n_c = X.shape[1]
     w = np.ones(n_c) if weight is None else weight
     q, r = np.divmod(y, b)
     m_lo = np.maximum(q - K, 0)
@@ -140,38 +140,57 @@ def _solve(
     zq, zr = np.divmod(z, b)
     lo = b * np.maximum(zq - K, 0)
     hi = b * (zq + K + (zr > 0))
-    XT = sparse.csr_matrix(X.T)
-    cons = []
     if K == 0:
-        # |A − z| is linear on {lo, hi}: cost = (z − lo) + (A − lo)·s, s = (hi + lo − 2z)/b
-        coef = np.asarray(X @ (w * (hi + lo - 2 * z)), dtype=np.float64)
-        s = np.where(hi > lo, (hi + lo - 2 * z) / b, 0.0)
-        const = float(np.sum(w * ((z - lo) - lo * s)))
-        # the constant as a fixed variable, so HiGHS' gap is on the true objective
-        c = np.r_[coef, const]
-        lb = np.r_[m_lo, 1.0]
-        ub = np.r_[m_hi, 1.0]
-        integrality = np.r_[np.ones(n_in), 0]
-        A = sparse.hstack([XT, sparse.csr_matrix((n_c, 1))]).tocsr()
-        cons.append(LinearConstraint(A, lo / b, hi / b))
-        n_extra = 1
+        c, lb, ub, integrality, cons, n_extra = _zero_restricted(X, z, b, w, lo, hi, m_lo, m_hi)
     else:
-        c = np.r_[np.zeros(n_in), w, w]
-        lb = np.r_[m_lo, np.zeros(2 * n_c)]
-        ub = np.r_[m_hi, hi - z, z - lo]
-        integrality = np.r_[np.ones(n_in), np.zeros(2 * n_c)]
-        eye = sparse.identity(n_c, format="csr")
-        A = sparse.hstack([b * XT, -eye, eye]).tocsr()
-        cons.append(LinearConstraint(A, z, z))
-        n_extra = 2 * n_c
+        c, lb, ub, integrality, cons, n_extra = _k_steps(X, z, b, w, lo, hi, m_lo, m_hi)
+    constraints = [cons]
     if eq is not None:
         E, e = eq
         E = sparse.csr_matrix(E)
         Ez = sparse.hstack([E, sparse.csr_matrix((E.shape[0], n_extra))]).tocsr()
-        cons.append(LinearConstraint(Ez, e / b, e / b))
+        constraints.append(LinearConstraint(Ez, e / b, e / b))
     options: dict[str, Any] = {"time_limit": float(time_limit), "disp": False}
     options["mip_rel_gap"] = 1.0 if stop == "first_feasible" else float(mip_rel_gap)
-    res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
+    res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=constraints, options=options)
+    return _solved(res, X.shape[0], K, time_limit, what)
+
+
+def _zero_restricted(X: sparse.csc_matrix, z: np.ndarray, b: int, w: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     m_lo: np.ndarray, m_hi: np.ndarray) -> tuple[Any, ...]:
+    """The MILP of zero-restricted rounding: |A − z| is linear on {lo, hi}, so the cost is
+    (z − lo) + (A − lo)·s with s = (hi + lo − 2z)/b; the constant is a variable fixed at 1, so
+    that HiGHS' gap is on the true objective. (c, lb, ub, integrality, constraint, extra
+    variables.)"""
+    n_in, n_c = X.shape
+    coef = np.asarray(X @ (w * (hi + lo - 2 * z)), dtype=np.float64)
+    s = np.where(hi > lo, (hi + lo - 2 * z) / b, 0.0)
+    const = float(np.sum(w * ((z - lo) - lo * s)))
+    c = np.r_[coef, const]
+    lb = np.r_[m_lo, 1.0]
+    ub = np.r_[m_hi, 1.0]
+    integrality = np.r_[np.ones(n_in), 0]
+    A = sparse.hstack([sparse.csr_matrix(X.T), sparse.csr_matrix((n_c, 1))]).tocsr()
+    return c, lb, ub, integrality, LinearConstraint(A, lo / b, hi / b), 1
+
+
+def _k_steps(X: sparse.csc_matrix, z: np.ndarray, b: int, w: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             m_lo: np.ndarray, m_hi: np.ndarray) -> tuple[Any, ...]:
+    """The MILP of rounding with K steps: A − z = p − n, 0 ≤ p ≤ hi − z, 0 ≤ n ≤ z − lo, cost
+    p + n. (c, lb, ub, integrality, constraint, extra variables.)"""
+    n_in, n_c = X.shape
+    c = np.r_[np.zeros(n_in), w, w]
+    lb = np.r_[m_lo, np.zeros(2 * n_c)]
+    ub = np.r_[m_hi, hi - z, z - lo]
+    integrality = np.r_[np.ones(n_in), np.zeros(2 * n_c)]
+    eye = sparse.identity(n_c, format="csr")
+    A = sparse.hstack([b * sparse.csr_matrix(X.T), -eye, eye]).tocsr()
+    return c, lb, ub, integrality, LinearConstraint(A, z, z), 2 * n_c
+
+
+def _solved(res: Any, n_in: int, K: int, time_limit: float, what: str) -> _Solved:
+    """The rounded inner values of a HiGHS result, whether proven optimal, gap and bound;
+    RoundingError when there is none (no solution with K steps, or none in time)."""
     if res.x is None:
         if res.status == 2:
             hint = (
@@ -322,12 +341,7 @@ def controlled(
     """
     b = check_base(base)
     K = _check_steps(steps)
-    if stop not in ("optimal", "first_feasible"):
-        raise InputError(f"stop must be 'optimal' or 'first_feasible', not {stop!r}")
-    if isinstance(mip_rel_gap, bool) or not (isinstance(mip_rel_gap, (int, float)) and 0 <= mip_rel_gap <= 1):
-        raise InputError(f"mip_rel_gap must be a number in [0, 1], got {mip_rel_gap!r}")
-    if not (isinstance(time_limit, (int, float)) and time_limit > 0):
-        raise InputError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    _check_solver(stop, mip_rel_gap, time_limit)
     prep = prepare(inner, spec, freq, "controlled")
     if partition is not None and partition not in prep.spec.columns:
         raise SpecError(
@@ -352,17 +366,16 @@ def controlled(
         pl.Series("lower", lower, dtype=pl.Int64),
         pl.Series("upper", upper, dtype=pl.Int64),
     )
-    return ControlledResult(
-        inner=inner_f,
-        published=pub_f,
-        status=status,
-        mip_gap=gap,
-        objective=int(np.abs(A - prep.z).sum()),
-        bound=bound,
-        base=b,
-        steps=K,
-        partition=partition,
-        blocks=nblocks,
-        seconds=seconds,
-        X=prep.X,
-    )
+    return ControlledResult(inner=inner_f, published=pub_f, status=status, mip_gap=gap,
+                            objective=int(np.abs(A - prep.z).sum()), bound=bound, base=b, steps=K,
+                            partition=partition, blocks=nblocks, seconds=seconds, X=prep.X)
+
+
+def _check_solver(stop: Any, mip_rel_gap: Any, time_limit: Any) -> None:
+    """The stop rule, relative gap and time limit of :func:`controlled`."""
+    if stop not in ("optimal", "first_feasible"):
+        raise InputError(f"stop must be 'optimal' or 'first_feasible', not {stop!r}")
+    if isinstance(mip_rel_gap, bool) or not (isinstance(mip_rel_gap, (int, float)) and 0 <= mip_rel_gap <= 1):
+        raise InputError(f"mip_rel_gap must be a number in [0, 1], got {mip_rel_gap!r}")
+    if not (isinstance(time_limit, (int, float)) and time_limit > 0):
+        raise InputError(f"time_limit must be a positive number of seconds, got {time_limit!r}")

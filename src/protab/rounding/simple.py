@@ -30,7 +30,7 @@ from scipy import sparse
 
 from protab.errors import InputError, PTableError
 from protab.ptable import PTable
-from protab.rounding._common import (
+from protab.rounding._rounding_inputs import (
     as_frame,
     check_base,
     check_seed,

@@ -1,4 +1,6 @@
-"""Hierarchy formats: positional codes, SSBtools to-from frames and tau-ARGUS ``.hrc`` text."""
+"""Links from the inputs of the hierarchy formats: parent-child pairs, positional codes
+(sdcHierarchies), SSBtools to-from frames and tau-ARGUS ``.hrc`` text, as (parent, child)
+code series for :func:`protab.hierarchy._build.build`."""
 
 from __future__ import annotations
 
@@ -6,39 +8,74 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from protab.errors import HierarchyError, InputError
-from protab.hierarchy._common import _as_codes, _columns, _listing, _to_frame
+from protab.hierarchy._input import _as_codes, _columns, _listing, _to_frame
 
-if TYPE_CHECKING:  # pragma: no cover
-    from protab.hierarchy.core import Hierarchy
+#: The ``source`` each reader names in its messages.
+PAIRS = "parent-child pairs"
+POSITIONAL = "positional codes"
+SSB_FRAME = "hierarchy frame (mapsFrom, mapsTo)"
+
+Links = tuple[pl.Series, pl.Series, pl.Series | None]
 
 
-def from_code_lengths(
-    cls: type[Hierarchy], codes: Iterable[object] | Any, lengths: Iterable[int], *, root: str
-) -> Hierarchy:
-    """What :meth:`Hierarchy.from_code_lengths` does (see its docstring)."""
+def pair_links(pairs: Any, parent: str, child: str, sign: str | None) -> Links:
+    """(parents, children, signs or None) of :meth:`Hierarchy.from_parent_child`'s input:
+    a frame with the columns ``parent``, ``child`` (and ``sign``), or 2- and 3-tuples."""
+    frame = _to_frame(pairs)
+    if frame is not None:
+        _columns(frame, (parent, child) + ((sign,) if sign is not None else ()), PAIRS)
+        p = _as_codes(frame[parent], f"{PAIRS}, column {parent!r}")
+        c = _as_codes(frame[child], f"{PAIRS}, column {child!r}")
+        g = parse_signs(frame[sign], p, c, f"{PAIRS}, column {sign!r}") if sign is not None else None
+        return p, c, g
+    if isinstance(pairs, (str, bytes)):
+        raise HierarchyError(f"{PAIRS}: expected (parent, child) tuples or a frame, got a string")
+    if sign is not None:
+        raise HierarchyError(f"{PAIRS}: sign= names a column of a frame; with tuples, give (parent, child, sign)")
+    return _tuple_links(list(pairs))
+
+
+def _tuple_links(rows: list[Any]) -> Links:
+    """(parents, children, signs or None) of (parent, child) and (parent, child, sign) tuples."""
+    bad = [i for i, r in enumerate(rows) if not isinstance(r, (tuple, list)) or len(r) not in (2, 3)]
+    if bad:
+        raise HierarchyError(
+            f"{PAIRS}: rows that are not (parent, child) pairs (counted from 0): {_listing(bad)}, "
+            f"e.g. {rows[bad[0]]!r}. Give each link as a 2-tuple (parent, child), or as a "
+            f"3-tuple (parent, child, sign)."
+        )
+    signed = any(len(r) == 3 for r in rows)
+    cols = list(zip(*(tuple(r) + (1,) * (3 - len(r)) if signed else r for r in rows))) if rows else [(), ()]
+    p = _as_codes(list(cols[0]), f"{PAIRS}, parents")
+    c = _as_codes(list(cols[1]), f"{PAIRS}, children")
+    g = parse_signs(pl.Series("sign", list(cols[2]), strict=False), p, c, f"{PAIRS}, signs") if signed else None
+    return p, c, g
+
+
+def code_length_links(codes: Iterable[object] | Any, lengths: Iterable[int], root: str) -> tuple[pl.Series, pl.Series]:
+    """(parents, children) of :meth:`Hierarchy.from_code_lengths`: each code's prefixes."""
     lens = list(lengths)
     if not lens or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x > 0 for x in lens):
         raise HierarchyError(
             f"lengths must be a non-empty sequence of positive integers (characters per level), got {lens!r}"
         )
     ends = np.cumsum(np.asarray(lens, dtype=np.int64)).tolist()
-    what = "positional codes"
-    s = _as_codes(codes, what)
+    s = _as_codes(codes, POSITIONAL)
     if s.null_count() or (s.str.len_bytes() == 0).any():
         n_bad = int(s.null_count() + (s.str.len_bytes() == 0).sum())
-        raise HierarchyError(f"{what}: {n_bad} null or empty code(s); every code must be a non-empty string")
+        raise HierarchyError(f"{POSITIONAL}: {n_bad} null or empty code(s); every code must be a non-empty string")
     s = s.unique(maintain_order=True)
     n_chars = s.str.len_chars()
     wrong = s.filter(~n_chars.is_in(ends)).to_list()
     if wrong:
         raise HierarchyError(
-            f"{what}: codes whose length is not one of the level lengths {ends} (cumulative "
+            f"{POSITIONAL}: codes whose length is not one of the level lengths {ends} (cumulative "
             f"sums of lengths={tuple(lens)}): {_listing(wrong)}. Fix these codes, or change "
             f"lengths so that every code ends at a level."
         )
@@ -52,7 +89,7 @@ def from_code_lengths(
             p = sel.str.slice(0, ends[k - 1])
         frames.append(pl.DataFrame({"parent": p, "child": c}))
     df = pl.concat(frames)
-    return cls._build(df["parent"], df["child"], root=root, source=what)
+    return df["parent"], df["child"]
 
 
 def parse_signs(sign: pl.Series, parent: pl.Series, child: pl.Series, what: str) -> pl.Series:
@@ -81,35 +118,52 @@ def parse_signs(sign: pl.Series, parent: pl.Series, child: pl.Series, what: str)
     return num.cast(pl.Int8).alias("sign")
 
 
-def from_frame(cls: type[Hierarchy], frame: Any, *, root: str | None) -> Hierarchy:
-    """What :meth:`Hierarchy.from_frame` does (see its docstring)."""
-    what = "hierarchy frame (mapsFrom, mapsTo)"
+def ssb_links(frame: Any) -> Links:
+    """(parents, children, signs or None) of an SSBtools to-from frame (mapsTo, mapsFrom, sign)."""
     df = _to_frame(frame)
     if df is None:
-        raise HierarchyError(f"{what}: expected a polars, pandas or pyarrow frame, got {type(frame).__name__}")
-    _columns(df, ("mapsFrom", "mapsTo"), what)
-    p = _as_codes(df["mapsTo"], f"{what}, column 'mapsTo'")
-    c = _as_codes(df["mapsFrom"], f"{what}, column 'mapsFrom'")
-    sign = parse_signs(df["sign"], p, c, f"{what}, column 'sign'") if "sign" in df.columns else None
-    return cls._build(p, c, root=root, source=what, sign=sign, several_parents=True)
+        raise HierarchyError(f"{SSB_FRAME}: expected a polars, pandas or pyarrow frame, got {type(frame).__name__}")
+    _columns(df, ("mapsFrom", "mapsTo"), SSB_FRAME)
+    p = _as_codes(df["mapsTo"], f"{SSB_FRAME}, column 'mapsTo'")
+    c = _as_codes(df["mapsFrom"], f"{SSB_FRAME}, column 'mapsFrom'")
+    sign = parse_signs(df["sign"], p, c, f"{SSB_FRAME}, column 'sign'") if "sign" in df.columns else None
+    return p, c, sign
 
 
-def read_hrc(
-    cls: type[Hierarchy],
-    source: str | os.PathLike[str],
-    *,
-    root: str,
-    leadstring: str,
-    encoding: str,
-) -> Hierarchy:
-    """What :meth:`Hierarchy.read_hrc` does (see its docstring)."""
+def check_leadstring(leadstring: str) -> None:
+    """HierarchyError for an empty ``leadstring`` (the level prefix of ``.hrc`` lines)."""
     if not leadstring:
         raise HierarchyError("leadstring must be a non-empty string (tau-ARGUS uses '@')")
+
+
+def hrc_links(
+    source: str | os.PathLike[str], *, root: str, leadstring: str, encoding: str
+) -> tuple[pl.Series, pl.Series, str]:
+    """(parents, codes, what the source is called) of a tau-ARGUS ``.hrc`` file or text
+    (see :meth:`Hierarchy.read_hrc`)."""
+    check_leadstring(leadstring)
     if isinstance(source, str) and ("\n" in source or "\r" in source):
         text, what = source, "hrc text"
     else:
         what = f"hrc file {os.fspath(source)!r}"
         text = _read_text(Path(source), what, encoding)
+    code, level = _hrc_levels(text, leadstring, what)
+    parent_pos = np.full(level.size, -1, dtype=np.int64)
+    pos = np.arange(level.size)
+    for lev in range(2, int(level.max()) + 1):
+        up = pos[level == lev - 1]
+        here = pos[level == lev]
+        parent_pos[here] = up[np.searchsorted(up, here) - 1]
+    has_p = parent_pos >= 0
+    parent = pl.select(
+        pl.when(pl.lit(pl.Series(has_p))).then(code.gather(np.maximum(parent_pos, 0))).otherwise(pl.lit(str(root)))
+    ).to_series()
+    return parent, code, what
+
+
+def _hrc_levels(text: str, leadstring: str, what: str) -> tuple[pl.Series, np.ndarray]:
+    """The codes of the non-blank lines of ``.hrc`` text and their levels (1 without prefix),
+    checked: a code on every line, no line more than one level below the line before."""
     lines = pl.Series("line", text.splitlines(), dtype=pl.String).str.strip_chars()
     line_no = np.flatnonzero((lines.str.len_bytes() > 0).to_numpy()) + 1
     lines = lines.gather(line_no - 1)
@@ -135,17 +189,7 @@ def read_hrc(
             f"{lines[i]!r} is at level {level[i]} after a line at level {prev[i]}. Each line "
             f"may have at most one {leadstring!r} more than the line above it (the first line none)."
         )
-    parent_pos = np.full(level.size, -1, dtype=np.int64)
-    pos = np.arange(level.size)
-    for lev in range(2, int(level.max()) + 1):
-        up = pos[level == lev - 1]
-        here = pos[level == lev]
-        parent_pos[here] = up[np.searchsorted(up, here) - 1]
-    has_p = parent_pos >= 0
-    parent = pl.select(
-        pl.when(pl.lit(pl.Series(has_p))).then(code.gather(np.maximum(parent_pos, 0))).otherwise(pl.lit(str(root)))
-    ).to_series()
-    return cls._build(parent, code, root=root, source=what)
+    return code, level
 
 
 def _read_text(path: Path, what: str, encoding: str) -> str:
@@ -168,73 +212,3 @@ def _read_text(path: Path, what: str, encoding: str) -> str:
         raise InputError(f"{what}: unknown encoding {encoding!r}") from None
     except OSError as exc:
         raise InputError(f"{what} cannot be read ({exc.strerror or exc})") from None
-
-
-def to_hrc(h: Hierarchy, *, leadstring: str) -> str:
-    """What :meth:`Hierarchy.to_hrc` does (see its docstring)."""
-    if not leadstring:
-        raise HierarchyError("leadstring must be a non-empty string (tau-ARGUS uses '@')")
-    order = h._preorder()[1:]  # the root is not written
-    if order.size == 0:
-        return ""
-    lev = h._level[order]
-    prefixes = pl.Series([leadstring * k for k in range(h.depth)], dtype=pl.String)
-    lines = pl.select(
-        pl.concat_str([pl.lit(prefixes.gather(lev - 1)), pl.lit(h._code.gather(order))])
-    ).to_series()
-    return "\n".join(lines.to_list()) + "\n"
-
-
-def _graph_links(h: Hierarchy) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The links of a non-tree ordered by child id, then parent id."""
-    assert h._links is not None
-    child, parent, sign = h._links
-    order = np.lexsort((parent, child))
-    return child[order], parent[order], sign[order]
-
-
-def to_frame_graph(h: Hierarchy) -> pl.DataFrame:
-    """What :meth:`Hierarchy.to_frame` does for a hierarchy that is not a tree."""
-    child, parent, sign = _graph_links(h)
-    tops = np.flatnonzero(h._parent == 0)
-    tops = tops[~np.isin(tops, child)]
-    if (parent == 0).any():  # the root is a code of the input: a top code itself
-        tops = np.concatenate([[0], tops])
-    ids = np.concatenate([tops, child])
-    has_p = np.concatenate([np.zeros(tops.size, dtype=bool), np.ones(child.size, dtype=bool)])
-    pids = np.concatenate([np.zeros(tops.size, dtype=np.int64), parent])
-    return pl.DataFrame(
-        {
-            "code": h._code.gather(ids),
-            "parent": pl.select(
-                pl.when(pl.lit(pl.Series(has_p))).then(pl.lit(h._code.gather(pids)))
-            ).to_series(),
-            "sign": pl.Series(np.concatenate([np.ones(tops.size, dtype=np.int8), sign])),
-            "level": pl.Series(h._level[ids].astype(np.int32)),
-        }
-    )
-
-
-def to_ssb_frame(h: Hierarchy) -> pl.DataFrame:
-    """What :meth:`Hierarchy.to_ssb_frame` does (see its docstring)."""
-    height = h._height()
-    if h._links is not None:
-        child, parent, sign = _graph_links(h)
-        return pl.DataFrame(
-            {
-                "mapsFrom": h._code.gather(child),
-                "mapsTo": h._code.gather(parent),
-                "sign": pl.Series(sign.astype(np.int32)),
-                "level": pl.Series(height[parent].astype(np.int32)),
-            }
-        )
-    ids = np.flatnonzero(h._parent >= 0)
-    par = h._parent[ids]
-    return pl.DataFrame(
-        {
-            "mapsFrom": h._code.gather(ids),
-            "mapsTo": h._code.gather(par),
-            "sign": pl.Series(np.ones(ids.size, dtype=np.int32)),
-            "level": pl.Series(height[par].astype(np.int32)),
-        }
-    )

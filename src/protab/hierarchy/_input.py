@@ -1,4 +1,5 @@
-"""Constants and input conversion shared by the hierarchy package (codes, frames, columns, messages)."""
+"""Input of the hierarchy package: codes as strings, frames, column checks, lookup keys, and the
+listing of values in messages (with the default root's name)."""
 
 from __future__ import annotations
 

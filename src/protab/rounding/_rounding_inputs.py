@@ -1,4 +1,5 @@
-"""Shared input checks and helpers of the rounding methods (numeric: no DuckDB here)."""
+"""Input checks of the rounding methods and the table of inner cells with its model matrix
+(numeric: no DuckDB here; the model matrix comes from the session's roll-up)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ import polars as pl
 from scipy import sparse
 
 from protab._frames import as_polars
-from protab.errors import InputError, RoundingError, SpecError, show_values
+from protab.errors import InputError, SpecError, show_values
 from protab.table import TableSpec
-
-__all__ = ["RoundingError"]
 
 
 def check_base(base: Any, name: str = "base") -> int:

@@ -1,4 +1,4 @@
-"""Input checks and small helpers shared by the measures (aligned vectors, groups, columns)."""
+"""Input checks and small helpers shared by the measures (aligned vectors, groups, columns, entropy)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared array types, input checks and the exact zero reduction of the fit package."""
+"""Array types and input checks of the fit package (model matrix, vectors per cell)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,6 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 IntArray = NDArray[np.int64]
 Solver = Literal["auto", "dense", "lsqr", "lsmr"]
-
-
-# --------------------------------------------------------------------------------------------
-# Validation
 
 
 def _as_csc(X: object, *, nonneg: bool = False, what: str = "X") -> sp.csc_array:
@@ -81,32 +77,3 @@ def _nonneg(a: FloatArray, name: str, kind: str) -> None:
             f"{name} has {bad.size} negative values at {kind} cells {show_values(bad.tolist())} "
             f"(e.g. {a[bad[0]]:g}); it must be ≥ 0"
         )
-
-
-# --------------------------------------------------------------------------------------------
-# Exact reductions (SSBtools Reduce0exact)
-
-
-def _pattern(X: sp.csc_array) -> sp.csc_array:
-    P = X.copy()
-    P.data = np.ones_like(P.data)
-    return P
-
-
-def _reduce_zeros(
-    X: sp.sparray, zero_cols: BoolArray, zero_rows: BoolArray | None = None
-) -> tuple[BoolArray, BoolArray]:
-    """The zero step of Reduce0exact: published cells known to be 0 force their inner cells to 0.
-
-    ``X`` is non-negative (inner × published); ``zero_cols`` marks published cells whose value is
-    exactly 0, ``zero_rows`` inner cells already known to be 0. Returns ``(rows_zero,
-    cols_removed)``: the inner cells forced to 0, and the published cells to drop from the
-    reduced problem (the zero ones, plus those left with no free inner cell).
-    """
-    zc = np.asarray(zero_cols, dtype=bool)
-    rows_zero = np.asarray(X @ zc.astype(np.float64)) > 0
-    if zero_rows is not None:
-        rows_zero |= np.asarray(zero_rows, dtype=bool)
-    free_count = np.asarray(X.T @ (~rows_zero).astype(np.float64))
-    cols_removed = zc | (free_count <= 0)
-    return rows_zero, cols_removed

@@ -1,0 +1,251 @@
+"""Swap sweeps of small count rounding (protab's own algorithm, described in
+:mod:`protab.rounding.small_count`): a rounding-up moves to a partner sharing a published cell
+where that improves the criterion; many non-overlapping swaps per sweep (Luby-style selection)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy import sparse
+
+from protab.rounding._rounding_inputs import xty
+
+_BIG = np.iinfo(np.int64).max
+
+Measure = Callable[[np.ndarray], np.ndarray]  # per published cell, a function of the published values
+
+
+class _Incidence:
+    """Items × keys incidence (e.g. candidates × published cells) for Luby-style selection:
+    an item wins when its rank is the smallest among the active items on each of its keys."""
+
+    def __init__(self, items: np.ndarray, keys: np.ndarray, n_items: int) -> None:
+        order = np.argsort(keys, kind="stable")
+        self.items = items[order]
+        k = keys[order]
+        self.starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
+        self.lengths = np.diff(np.r_[self.starts, k.size])
+        self.n_items = n_items
+
+    def winners(self, rank: np.ndarray, active: np.ndarray) -> np.ndarray:
+        if self.items.size == 0:
+            return active.copy()
+        act = active[self.items]
+        rk = np.where(act, rank[self.items], _BIG)
+        kmin = np.repeat(np.minimum.reduceat(rk, self.starts), self.lengths)
+        lose = act & (rk != kmin)
+        bad = np.bincount(self.items[lose], minlength=self.n_items)
+        return active & (bad == 0)
+
+
+def _rank(score: np.ndarray, tie: np.ndarray) -> np.ndarray:
+    """Rank (0 = best) by ascending score, ties by the random order ``tie``."""
+    order = np.lexsort((tie, score))
+    rank = np.empty(score.size, dtype=np.int64)
+    rank[order] = np.arange(score.size)
+    return rank
+
+
+def _col_counts(XR: sparse.csr_matrix, rows: np.ndarray, m: int) -> np.ndarray:
+    if rows.size == 0:
+        return np.zeros(m, dtype=np.int64)
+    return np.bincount(XR[rows].indices, minlength=m).astype(np.int64)
+
+
+def _batch(
+    XR: sparse.csr_matrix, g: np.ndarray, b: int, down: np.ndarray, upj: np.ndarray, measures: list, totals: list
+) -> tuple[np.ndarray, list[float], bool]:
+    """Published values after a batch of swaps, the measures' totals, and whether the first
+    fell and none of the others exceeds its cap (``totals[1:]``)."""
+    m = XR.shape[1]
+    g_new = g - b * _col_counts(XR, down, m) + b * _col_counts(XR, upj, m)
+    new = [float(mf(g_new).sum()) for mf in measures]
+    ok = new[0] < totals[0] - 1e-12 and all(v <= t + 1e-12 for v, t in zip(new[1:], totals[1:]))
+    return g_new, new, ok
+
+
+def _swaps(
+    XR: sparse.csr_matrix,
+    up: np.ndarray,
+    g: np.ndarray,
+    b: int,
+    measures: list,
+    conflict: np.ndarray,
+    tie: np.ndarray,
+    polish: int,
+    rows_nz: np.ndarray,
+    cols_nz: np.ndarray,
+    by_col: _Incidence,
+    caps: list[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Swap sweeps: move raises to partners sharing a published cell while the first of
+    ``measures`` (per-published-cell functions of g) falls and none of the others rises —
+    or, with ``caps``, while the others' totals stay within the caps (a swap may then
+    spend what earlier swaps saved)."""
+    sweeps = _SwapSweeps(XR, b, measures, conflict, tie, rows_nz, cols_nz, by_col, caps)
+    up, g = up.copy(), g.copy()
+    totals = [float(mf(g).sum()) for mf in measures]
+    if caps is not None:
+        totals[1:] = caps
+    dirty = np.ones(XR.shape[1], dtype=bool)  # cells whose value changed in the last sweep
+    for _ in range(polish):
+        done = sweeps.sweep(up, g, dirty, totals)
+        if done is None:
+            break
+        g_new, new_totals = done
+        dirty = g_new != g
+        g = g_new
+        totals = new_totals if caps is None else [new_totals[0], *caps]
+    return up, g
+
+
+class _SwapSweeps:
+    """The swap sweeps of :func:`_swaps` over candidates (rows of ``XR``) and published cells
+    (its columns); ``by_col`` groups the entries by published cell."""
+
+    def __init__(self, XR: sparse.csr_matrix, b: int, measures: list[Measure], conflict: np.ndarray,
+                 tie: np.ndarray, rows_nz: np.ndarray, cols_nz: np.ndarray, by_col: _Incidence,
+                 caps: list[float] | None) -> None:
+        self.XR, self.b, self.measures, self.conflict, self.tie = XR, b, measures, conflict, tie
+        self.rows_nz, self.cols_nz, self.by_col, self.caps = rows_nz, cols_nz, by_col, caps
+        self.col_sorted = np.sort(cols_nz, kind="stable")
+
+    def sweep(self, up: np.ndarray, g: np.ndarray, dirty: np.ndarray,
+              totals: list[float]) -> tuple[np.ndarray, list[float]] | None:
+        """One sweep, ``up`` in place: the published values after it and the measures' totals
+        (None: no improving batch of swaps, the sweeps are over)."""
+        pairs = self._improving_pairs(up, g, dirty)
+        if pairs is None:
+            return None
+        pi, pj, delta = pairs
+        win, g_new, new_totals = self._batch(g, pi, pj, delta, totals)
+        if win is None:
+            return None
+        up[pi[win]] = False
+        up[pj[win]] = True
+        return g_new, new_totals
+
+    def _improving_pairs(self, up: np.ndarray, g: np.ndarray,
+                         dirty: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Pairs (raised i, best partner j in one of i's published cells) whose swap lowers the
+        first measure (and, without caps, raises none of the others), with that change."""
+        XR, b = self.XR, self.b
+        # a pair can only have become improving if one of its cells changed; changes of
+        # large cells (more than conflict_max candidates) are too small to count here
+        active = (XR @ (dirty & self.conflict).astype(np.float64)) > 0
+        dns, ups_ = [], []
+        for mf in self.measures:
+            base_c = mf(g)
+            dns.append(mf(g - b) - base_c)
+            ups_.append(mf(g + b) - base_c)
+        sup = XR @ ups_[0]
+        partner = self._partners(up, sup)
+        sel = up[self.rows_nz]
+        pi, pj = self.rows_nz[sel], partner[self.cols_nz[sel]]
+        keep = pj >= 0
+        keep[keep] = active[pi[keep]] | active[pj[keep]]
+        if not keep.any():
+            return None
+        pi, pj = pi[keep], pj[keep]  # a pair may repeat; the selection below keeps one
+        shared = XR[pi].multiply(XR[pj]).tocsr()
+        delta = (XR @ dns[0])[pi] + sup[pj] - shared @ (dns[0] + ups_[0])
+        good = delta < -1e-12
+        if self.caps is None:
+            for dn_k, up_k in zip(dns[1:], ups_[1:]):
+                d_k = XR[pi] @ dn_k + XR[pj] @ up_k - shared @ (dn_k + up_k)
+                good &= d_k <= 1e-12
+        if not good.any():
+            return None
+        return pi[good], pj[good], delta[good]
+
+    def _partners(self, up: np.ndarray, sup: np.ndarray) -> np.ndarray:
+        """The best raisable partner in each published cell (smallest ``sup``; ties: last in
+        order); −1 where none."""
+        by_col = self.by_col
+        sv = np.where(up[by_col.items], np.inf, sup[by_col.items])
+        cmin = np.repeat(np.minimum.reduceat(sv, by_col.starts), by_col.lengths)
+        hit = np.isfinite(sv) & (sv == cmin)
+        partner = np.full(self.XR.shape[1], -1, dtype=np.int64)
+        partner[self.col_sorted[hit]] = by_col.items[hit]
+        return partner
+
+    def _batch(self, g: np.ndarray, pi: np.ndarray, pj: np.ndarray, delta: np.ndarray,
+               totals: list[float]) -> tuple[np.ndarray | None, np.ndarray, list[float]]:
+        """The swaps done at once: the best among pairs sharing a guarded published cell or a
+        candidate, halved while interactions through large cells spoil the batch (None: none)."""
+        XR, m = self.XR, self.XR.shape[1]
+        P = pi.size
+        Xi, Xj = XR[pi].tocoo(), XR[pj].tocoo()
+        ci, cj = self.conflict[Xi.col], self.conflict[Xj.col]
+        items = np.concatenate([Xi.row[ci], Xj.row[cj], np.arange(P), np.arange(P)])
+        keys = np.concatenate([Xi.col[ci], Xj.col[cj], m + pi, m + pj])
+        prank = _rank(delta, self.tie[pi])
+        win = np.flatnonzero(_Incidence(items, keys, P).winners(prank, np.ones(P, dtype=bool)))
+        g_new, new_totals, ok = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+        while not ok and win.size > 1:
+            # interactions through large cells spoilt the batch: keep its better half
+            win = win[np.argsort(prank[win])[: win.size // 2]]
+            g_new, new_totals, ok = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+        return (win if ok else None), g_new, new_totals
+
+
+def _final_swaps(
+    Xr: sparse.csr_matrix,
+    y: np.ndarray,
+    yr: np.ndarray,
+    z: np.ndarray,
+    b: int,
+    iM: int,
+    movable: np.ndarray,
+    tie: np.ndarray,
+    conflict_max: int | None,
+    polish: int,
+) -> np.ndarray:
+    """A last round of swaps over every rounded inner cell: a rounding-up moves to another
+    rounded cell (from its multiple below to the one above) where that lowers the mean
+    absolute difference of the published cells without raising their Hellinger distance —
+    the two measures the result is judged by — and without making any published cell small.
+    The grand total does not change. Returns the new rounded inner counts."""
+    R = np.flatnonzero(movable)
+    if R.size < 2:
+        return yr
+    low = y[R] - y[R] % b
+    up = yr[R] > low
+    XR = Xr[R]
+    cnt = np.bincount(XR.indices, minlength=Xr.shape[1])
+    cols = np.flatnonzero((cnt > 0) & (cnt < R.size))
+    if cols.size == 0:
+        return yr
+    XRl = XR[:, cols].tocsr()
+    n, m = XRl.shape
+    zr = xty(Xr, yr)
+    g = zr[cols].copy()
+    f = z[cols].astype(np.float64)
+    sf = np.sqrt(f)
+    big = 1e9 * (1.0 + f.sum())
+
+    def small(gg: np.ndarray) -> np.ndarray:
+        return big * ((gg > 0) & (gg < iM) & (gg % b != 0))
+
+    def l1(gg: np.ndarray) -> np.ndarray:
+        return np.abs(f - gg) + small(gg)
+
+    def hd(gg: np.ndarray) -> np.ndarray:
+        return (sf - np.sqrt(np.maximum(gg, 0))) ** 2 + small(gg)
+
+    rows_nz = np.repeat(np.arange(n), np.diff(XRl.indptr))
+    cols_nz = XRl.indices.astype(np.int64)
+    cmax = max(64, int(np.sqrt(n))) if conflict_max is None else conflict_max
+    conflict = np.bincount(cols_nz, minlength=m) <= cmax
+    by_col = _Incidence(rows_nz, cols_nz, n)
+    hd0 = float(hd(g).sum())
+    # first swaps that lower one measure and raise neither, then swaps that lower the
+    # mean absolute difference as long as the Hellinger distance stays within its start
+    # (at most polish/8 sweeps each: nearly all the gain comes in the first sweeps)
+    sweeps = max(1, polish // 8)
+    up2, g2 = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col)
+    up2, _ = _swaps(XRl, up2, g2, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, caps=[hd0])
+    out = yr.copy()
+    out[R] = low + b * up2
+    return out
