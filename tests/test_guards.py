@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab.errors import InputError, SpecError
 from protab.engines.duckdb_resources import SpillFolder as _SpillFolder
 from protab.engines.duckdb_resources import _remove_folder
+from protab.errors import InputError, SpecError
 from protab.session.frames import _FRAMES, model_matrix
 
 PTABLE = pt.PTable.maximum_entropy(D=1, V=0.5)
