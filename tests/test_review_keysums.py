@@ -143,13 +143,13 @@ def test_key_sums_follow_new_record_keys():
 def engine(tmp_path_factory):
     import serve_fixtures as F
 
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     tmp = tmp_path_factory.mktemp("review")
     db = F.build_database(tmp / "micro.duckdb", persons=3000)
     config, _ = F.write_setup(tmp, db)
-    e = Engine(load_config(config))
+    e = Broker(load_config(config))
     yield e
     e.close()
 
@@ -237,7 +237,7 @@ def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch
 def test_service_starts_with_a_dimension_named_protab_records(tmp_path):
     import serve_fixtures as F
 
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     db = F.build_database(tmp_path / "micro.duckdb", persons=300)
@@ -247,5 +247,5 @@ def test_service_starts_with_a_dimension_named_protab_records(tmp_path):
     config.write_text(config.read_text()
                       .replace('dims = ["region", "size"]', 'dims = ["region", "size", "protab_records"]')
                       .replace('size = [1, 2, 3, 4, 5] }', 'size = [1, 2, 3, 4, 5], protab_records = ["x"] }'))
-    engine = Engine(load_config(config))
+    engine = Broker(load_config(config))
     engine.close()

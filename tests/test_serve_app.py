@@ -543,7 +543,7 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
     """6,000 persons in 480 combinations of the dims: count requests read the key sums (the
     same answers, compared with Session.cell_key on the records); 40 persons in about as many
     combinations: the records, no key-sum table kept."""
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     db = F.build_database(tmp_path / "small.duckdb", persons=persons)
@@ -551,7 +551,7 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
                         where=[("agegroup", "in", ["a5-9"])])
     want = _cell_key(db, spec)  # on the records, before the engine opens the database its own way
     config, _ = F.write_setup(tmp_path, db)
-    engine = Engine(load_config(config))
+    engine = Broker(load_config(config))
     try:
         ds = engine.datasets["persons"]
         assert (ds.counts_table is not None) is used

@@ -92,11 +92,11 @@ token_sha256 = "{hashlib.sha256(TOKEN.encode()).hexdigest()}"
 
 
 def engine_of(path: Path):
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     cfg = load_config(path)
-    return Engine(cfg), cfg.users["ana"]
+    return Broker(cfg), cfg.users["ana"]
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from protab.serve import DatasetRights, QueryRefused, validator
+from protab.serve import DatasetRights, QueryRefused, select_checker, validator
 
 COLUMNS = [f"c{k:02d}" for k in range(12)]
 CATALOG = {"t": DatasetRights(dims=frozenset(COLUMNS), measures=frozenset())}
@@ -22,7 +22,7 @@ def no_expansion(monkeypatch):
     def expand(self, node):
         raise AssertionError(f"grouping sets of {type(node).__name__} expanded")
 
-    monkeypatch.setattr(validator._Checker, "group_item", expand)
+    monkeypatch.setattr(select_checker.SelectChecker, "group_item", expand)
 
 
 @pytest.mark.parametrize(("group", "count"), [

@@ -26,13 +26,13 @@ def front(tmp_path):
     from protab.serve import pgwire
     from protab.serve.audit_log import AuditLog
     from protab.serve.auth import TokenStore
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     db = F.build_database(tmp_path / "micro.duckdb", persons=500)
     config, tokens = F.write_setup(tmp_path, db, min_population=1)
     cfg = load_config(config)
-    engine, audit = Engine(cfg), AuditLog(tmp_path / "pg.jsonl")
+    engine, audit = Broker(cfg), AuditLog(tmp_path / "pg.jsonl")
     server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0)
     port = server.start()
     try:

@@ -31,14 +31,14 @@ def front(tmp_path_factory):
     from protab.serve import pgwire
     from protab.serve.audit_log import AuditLog
     from protab.serve.auth import TokenStore
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     folder = tmp_path_factory.mktemp("pg_shapes")
     db = F.build_database(folder / "micro.duckdb", persons=500)
     config, tokens = F.write_setup(folder, db, min_population=1)
     cfg = load_config(config)
-    engine, audit = Engine(cfg), AuditLog(folder / "pg.jsonl")
+    engine, audit = Broker(cfg), AuditLog(folder / "pg.jsonl")
     server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0)
     port = server.start()
     try:

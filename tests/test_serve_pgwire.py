@@ -117,7 +117,7 @@ def test_a_bound_value_is_a_code_not_sql(served):
 def test_bind_rewrites_the_tree_not_the_text():
     from sqlglot import exp, parse_one
 
-    from protab.serve.pgwire import _bind
+    from protab.serve.pgproto import _bind
 
     value = "it's $2 -- x"
     sql = _bind("SELECT sex, count(*) FROM persons WHERE region = $1 GROUP BY sex LIMIT $2", [0, 20], [0, 0],
@@ -403,7 +403,7 @@ def limited(tmp_path, monkeypatch):
     from protab.serve import pgwire
     from protab.serve.audit_log import AuditLog
     from protab.serve.auth import TokenStore
-    from protab.serve.broker import Engine
+    from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
     monkeypatch.setattr(pgwire, "MAX_STATEMENTS", 8)
@@ -411,7 +411,7 @@ def limited(tmp_path, monkeypatch):
     db = F.build_database(tmp_path / "micro.duckdb", persons=500)
     config, tokens = F.write_setup(tmp_path, db, min_population=1)
     cfg = load_config(config)
-    engine, audit = Engine(cfg), AuditLog(tmp_path / "limited.jsonl")
+    engine, audit = Broker(cfg), AuditLog(tmp_path / "limited.jsonl")
     server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0, max_connections=2, login_seconds=1,
                                  idle_seconds=1, max_waiting=4, max_waiting_per_peer=2)
     port = server.start()

@@ -84,7 +84,7 @@ def test_a_failing_write_keeps_no_swapped_records(folder, capsys, monkeypatch):
     def fail(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("protab.cli.commands._write_all", fail)
+    monkeypatch.setattr("protab.cli.protect_request.write_all", fail)
     assert cli.main(["protect", str(folder / "r.toml")]) == 1
     assert "No space left" in capsys.readouterr().err
     assert _tables(folder) == ["persons"]

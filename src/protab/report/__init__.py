@@ -115,7 +115,7 @@ the inner cells (every dimension at its finest level: the largest ``<dim>_level`
 other than ``total`` without level columns) enter the entropy measures and the group measures.
 """
 
-from protab.report._common import MEASURES
+from protab.report._columns import MEASURES
 from protab.report.comparison import compare
 from protab.report.plots import plot_noise, plot_ru_map
 from protab.report.run import run_request

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from protab import measures as m
+import protab.measures as m
 from protab.errors import InputError, show_values
 from protab.ptable import PTable
 from protab.report._align import (
@@ -24,7 +24,7 @@ from protab.report._align import (
     _total_mask,
     _value_column,
 )
-from protab.report._common import _SCHEMA, MEASURES, WHY_EMPTY, _Options
+from protab.report._columns import MEASURES, SCHEMA, WHY_EMPTY, Options
 from protab.report.render import _write_report
 
 __all__ = ["compare"]
@@ -42,12 +42,30 @@ def _nan(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def _measure_row(a: pl.DataFrame, o: _Options, *, is_original: bool) -> dict[str, Any]:
-    f = a["_f"].to_numpy()
-    g = a["_g"].to_numpy()
+def _measure_row(a: pl.DataFrame, o: Options, *, is_original: bool) -> dict[str, Any]:
+    """The measures of one aligned pair (``_f`` original, ``_g`` protected), null where a
+    measure does not apply."""
     row: dict[str, Any] = {"cells": a.height}
     if a.height == 0:
         return row
+    row.update(_cell_measures(a, o))
+    row.update(_inner_measures(a, o, is_original))
+    finest = _finest_published(a, o.dims, o.total)
+    if finest.height:
+        # the inner cells, or for a formula table without them its finest published crossings
+        row["rm"] = m.conditional_entropy_risk(finest["_f"].to_numpy(), finest["_g"].to_numpy())
+    if o.two_way:
+        row.update(_two_way_measures(a, o, o.two_way))
+    if o.sensitive:
+        row.update(_sensitive_measures(a, o, o.sensitive))
+    return row
+
+
+def _cell_measures(a: pl.DataFrame, o: Options) -> dict[str, Any]:
+    """The measures of every cell compared, margins included (ESSnet Handbook; Shlomo & Young 2006)."""
+    f = a["_f"].to_numpy()
+    g = a["_g"].to_numpy()
+    row: dict[str, Any] = {}
     if f.sum() > 0:
         row["hellinger_utility"] = m.hellinger_utility(f, g)
     row["hellinger_distance"] = m.hellinger_distance(f, g)
@@ -62,60 +80,67 @@ def _measure_row(a: pl.DataFrame, o: _Options, *, is_original: bool) -> dict[str
         row["total_rel_diff_pct"] = m.relative_difference_of_totals(margins["_f"], margins["_g"])
     else:
         row["total_rel_diff_pct"] = m.relative_difference_of_totals([f.sum()], [g.sum()])
+    return row
 
+
+def _inner_measures(a: pl.DataFrame, o: Options, is_original: bool) -> dict[str, Any]:
+    """The group and entropy measures of the inner cells (Shlomo & Young 2006; Antal, Shlomo &
+    Elliot 2014); none without inner cells."""
     inner = _inner_rows(a, o.dims, o.total)
-    if inner.height:
-        fi, gi = inner["_f"].to_numpy(), inner["_g"].to_numpy()
-        grp = inner[o.groups] if o.groups else None
-        row["aad"] = m.average_absolute_difference(fi, gi, grp)
-        vb = m.variance_of_cell_averages(fi, grp)
-        va = m.variance_of_cell_averages(gi, grp)
-        row["var_cell_avg_change_pct"] = 100.0 * (va - vb) / vb if vb > 0 else float("nan")
-        if o.groups:
-            row["anova_r2_before"] = m.anova_r2(fi, grp)
-            row["anova_r2_after"] = m.anova_r2(gi, grp)
-        if fi.sum() > 0 and (fi >= 0).all():
-            row["entropy_risk"] = (m.entropy_risk(fi) if is_original
-                                   else m.entropy_risk_perturbed(fi, gi))
+    if not inner.height:
+        return {}
+    fi, gi = inner["_f"].to_numpy(), inner["_g"].to_numpy()
+    grp = inner[o.groups] if o.groups else None
+    row: dict[str, Any] = {"aad": m.average_absolute_difference(fi, gi, grp)}
+    vb = m.variance_of_cell_averages(fi, grp)
+    va = m.variance_of_cell_averages(gi, grp)
+    row["var_cell_avg_change_pct"] = 100.0 * (va - vb) / vb if vb > 0 else float("nan")
+    if o.groups:
+        row["anova_r2_before"] = m.anova_r2(fi, grp)
+        row["anova_r2_after"] = m.anova_r2(gi, grp)
+    if fi.sum() > 0 and (fi >= 0).all():
+        row["entropy_risk"] = (m.entropy_risk(fi) if is_original
+                               else m.entropy_risk_perturbed(fi, gi))
+    return row
 
-    finest = _finest_published(a, o.dims, o.total)
-    if finest.height:
-        # the inner cells, or for a formula table without them its finest published crossings
-        row["rm"] = m.conditional_entropy_risk(finest["_f"].to_numpy(), finest["_g"].to_numpy())
 
-    if o.two_way:
-        r, c = o.two_way
-        cross = _crossing(a, o.dims, o.total, [r, c])
+def _two_way_measures(a: pl.DataFrame, o: Options, two_way: tuple[str, str]) -> dict[str, Any]:
+    """χ² and Cramér's V of the ``two_way`` crossing before and after (ESSnet Handbook)."""
+    r, c = two_way
+    cross = _crossing(a, o.dims, o.total, [r, c])
+    if not cross.height:
+        return {}
+    tf, _, _ = m.two_way_table(cross, r, c, "_f")
+    tg, _, _ = m.two_way_table(cross, r, c, "_g")
+    res = m.independence_before_after(tf, tg)
+    return {k: res[k] for k in ("chi2_before", "chi2_after", "p_before", "p_after",
+                                "cramers_v_before", "cramers_v_after")}
+
+
+def _sensitive_measures(a: pl.DataFrame, o: Options, s: str) -> dict[str, Any]:
+    """The disclosive cells of the ``sensitive`` categories (Lupp & Langsrud 2021) and, with
+    quasi-identifiers, F_β of exact attribute disclosures (Langsrud & Lupp 2022)."""
+    row: dict[str, Any] = {}
+    tot_s = _is_total(a, s, o.total)
+    cells = a.filter(tot_s | _is_finest(a, s, o.total)).with_columns(
+        pl.when(tot_s).then(pl.lit("\x00total")).otherwise(pl.col(s)).alias(s)
+    )
+    others = [d for d in o.dims if d != s]
+    dc = m.disclosive_cells(cells.select(*others, s, "_g"), sensitive=s, count="_g",
+                            k=o.coalition, total="\x00total")
+    if dc.height:
+        row["disclosive_share"] = float(dc["disclosive"].mean())  # type: ignore[arg-type]
+    if o.quasi:
+        cross = _crossing(a, o.dims, o.total, [s], o.quasi)
         if cross.height:
-            tf, _, _ = m.two_way_table(cross, r, c, "_f")
-            tg, _, _ = m.two_way_table(cross, r, c, "_g")
-            res = m.independence_before_after(tf, tg)
-            for k in ("chi2_before", "chi2_after", "p_before", "p_after",
-                      "cramers_v_before", "cramers_v_after"):
-                row[k] = res[k]
-
-    if o.sensitive:
-        s = o.sensitive
-        tot_s = _is_total(a, s, o.total)
-        cells = a.filter(tot_s | _is_finest(a, s, o.total)).with_columns(
-            pl.when(tot_s).then(pl.lit("\x00total")).otherwise(pl.col(s)).alias(s)
-        )
-        others = [d for d in o.dims if d != s]
-        dc = m.disclosive_cells(cells.select(*others, s, "_g"), sensitive=s, count="_g",
-                                k=o.coalition, total="\x00total")
-        if dc.height:
-            row["disclosive_share"] = float(dc["disclosive"].mean())  # type: ignore[arg-type]
-        if o.quasi:
-            cross = _crossing(a, o.dims, o.total, [s], o.quasi)
-            if cross.height:
-                po = m.disclosure_probabilities(cross, sensitive=s, quasi=o.quasi, count="_f",
-                                                know_yourself=o.know_yourself)
-                pp = m.disclosure_probabilities(cross, sensitive=s, quasi=o.quasi, count="_g",
-                                                know_yourself=o.know_yourself)
-                fb = m.f_beta_risk(po, pp, o.beta)
-                row.update(f_beta=fb["f_beta"], precision=fb["precision"], recall=fb["recall"],
-                           disclosures_original=fb["a"], disclosures_protected=fb["b"],
-                           disclosures_both=fb["c"])
+            po = m.disclosure_probabilities(cross, sensitive=s, quasi=o.quasi, count="_f",
+                                            know_yourself=o.know_yourself)
+            pp = m.disclosure_probabilities(cross, sensitive=s, quasi=o.quasi, count="_g",
+                                            know_yourself=o.know_yourself)
+            fb = m.f_beta_risk(po, pp, o.beta)
+            row.update(f_beta=fb["f_beta"], precision=fb["precision"], recall=fb["recall"],
+                       disclosures_original=fb["a"], disclosures_protected=fb["b"],
+                       disclosures_both=fb["c"])
     return row
 
 
@@ -153,28 +178,13 @@ def _mapping(x: str | Mapping[str, str] | None, label: str) -> str | None:
 
 
 def compare(
-    original: pl.DataFrame,
-    protected: Mapping[str, pl.DataFrame],
-    *,
-    dims: Sequence[str],
-    value: str = "n",
-    protected_value: str | Mapping[str, str] | None = None,
-    expected: Mapping[str, pl.DataFrame] | None = None,
-    expected_value: str | Mapping[str, str] | None = None,
-    inner: pl.DataFrame | None = None,
-    ptables: Mapping[str, PTable] | None = None,
-    total: str = "Total",
-    small: int = 2,
-    sensitive: str | None = None,
-    quasi: Sequence[str] | None = None,
-    know_yourself: bool = True,
-    beta: float = 0.5,
-    coalition: int = 1,
-    two_way: Sequence[str] | None = None,
-    groups: str | None = None,
-    risk: str | None = None,
-    utility: str = "hellinger_utility",
-    out_dir: str | os.PathLike[str] | None = None,
+    original: pl.DataFrame, protected: Mapping[str, pl.DataFrame], *, dims: Sequence[str], value: str = "n",
+    protected_value: str | Mapping[str, str] | None = None, expected: Mapping[str, pl.DataFrame] | None = None,
+    expected_value: str | Mapping[str, str] | None = None, inner: pl.DataFrame | None = None,
+    ptables: Mapping[str, PTable] | None = None, total: str = "Total", small: int = 2,
+    sensitive: str | None = None, quasi: Sequence[str] | None = None, know_yourself: bool = True,
+    beta: float = 0.5, coalition: int = 1, two_way: Sequence[str] | None = None, groups: str | None = None,
+    risk: str | None = None, utility: str = "hellinger_utility", out_dir: str | os.PathLike[str] | None = None,
     title: str = "Risk-utility comparison",
 ) -> pl.DataFrame:
     """Measures of several protected versions of one table, side by side (docs/methods.md §5).
@@ -204,6 +214,43 @@ def compare(
         raise InputError("compare needs the dimension columns (dims=[…])")
     if not protected and not expected:
         raise InputError("compare needs at least one protected table (protected={label: frame})")
+    opts = _options(dims, total, small, sensitive, quasi, know_yourself, beta, coalition, two_way, groups)
+    _check_labels(protected, expected, ptables)
+    default_risk = risk is None
+    if risk is None:
+        risk = "f_beta" if sensitive and quasi else "small_unchanged"
+    for axis, name in (("risk", risk), ("utility", utility)):
+        if name not in MEASURES:
+            raise InputError(f"{axis}={name!r} is not a measure; use one of {show_values(list(MEASURES), 40)}")
+
+    orig = _original(original, dims, value)
+    rows, pairs = _published_rows(orig, protected, protected_value, value, opts)
+    if expected:
+        rows += _expected_rows(orig, inner, expected, expected_value, value, opts)
+    result = pl.DataFrame([{k: (_nan(row.get(k)) if SCHEMA[k] == pl.Float64 else row.get(k)) for k in SCHEMA}
+                           for row in rows], schema=SCHEMA)
+    note = None
+    if default_risk:
+        risk, note = _default_risk(result, risk, utility)
+    if out_dir is not None:
+        _write_report(Path(out_dir), result, pairs, ptables or {}, opts, risk, utility, title,
+                      orig.height, note)
+    return result
+
+
+def _original(original: pl.DataFrame, dims: list[str], value: str) -> pl.DataFrame:
+    """The original table as dims and ``_f``; every cell must have a value."""
+    orig = _select(original, dims, _value_column(original, value, (), dims, None, "original"),
+                   "_f", "original")
+    if orig["_f"].null_count():
+        raise InputError(f"original: {orig['_f'].null_count()} cells have no value in {value!r}")
+    return orig
+
+
+def _options(dims: list[str], total: str, small: int, sensitive: str | None, quasi: Sequence[str] | None,
+             know_yourself: bool, beta: float, coalition: int, two_way: Sequence[str] | None,
+             groups: str | None) -> Options:
+    """The options of one comparison, checked against each other and the dims."""
     if small < 1:
         raise InputError("small must be ≥ 1")
     tw: tuple[str, str] | None = None
@@ -219,24 +266,26 @@ def compare(
         raise InputError("quasi-identifiers need a sensitive dimension (sensitive=…)")
     if sensitive and quasi and sensitive in quasi:
         raise InputError(f"the sensitive dimension {sensitive!r} cannot also be a quasi-identifier")
+    return Options(dims, total, small, sensitive, list(quasi) if quasi else None, know_yourself,
+                   beta, coalition, tw, groups)
+
+
+def _check_labels(protected: Mapping[str, pl.DataFrame], expected: Mapping[str, pl.DataFrame] | None,
+                  ptables: Mapping[str, PTable] | None) -> None:
+    """'original' names the original table only; p-tables belong to protected tables given."""
     if "original" in protected or "original" in (expected or {}):
         raise InputError("the label 'original' is reserved for the original table; rename the method")
     bad_pt = [k for k in (ptables or {}) if k not in protected]
     if bad_pt:
         raise InputError(f"ptables given for unknown methods {show_values(bad_pt)}")
-    default_risk = risk is None
-    if risk is None:
-        risk = "f_beta" if sensitive and quasi else "small_unchanged"
-    for axis, name in (("risk", risk), ("utility", utility)):
-        if name not in MEASURES:
-            raise InputError(f"{axis}={name!r} is not a measure; use one of {show_values(list(MEASURES), 40)}")
-    opts = _Options(dims, total, small, sensitive, list(quasi) if quasi else None, know_yourself,
-                    beta, coalition, tw, groups)
 
-    orig = _select(original, dims, _value_column(original, value, (), dims, None, "original"),
-                   "_f", "original")
-    if orig["_f"].null_count():
-        raise InputError(f"original: {orig['_f'].null_count()} cells have no value in {value!r}")
+
+def _published_rows(orig: pl.DataFrame, protected: Mapping[str, pl.DataFrame],
+                    protected_value: str | Mapping[str, str] | None, value: str,
+                    opts: Options) -> tuple[list[dict[str, Any]], dict[str, pl.DataFrame]]:
+    """The rows of view ``published``: the original against itself, then each protected table;
+    and each protected table aligned with the original (label → pair)."""
+    dims, total = opts.dims, opts.total
     rows: list[dict[str, Any]] = []
     pairs: dict[str, pl.DataFrame] = {}
     self_pair = orig.with_columns(pl.col("_f").alias("_g"))
@@ -249,37 +298,30 @@ def compare(
         a = _align(orig, prot, dims, total, label)
         pairs[label] = a
         rows.append({"method": label, "view": "published", **_measure_row(a, opts, is_original=False)})
+    return rows, pairs
 
-    if expected:
-        if inner is not None:
-            icol = _value_column(inner, value, (), dims, None, "original inner table")
-            orig_inner = _select(inner, dims, icol, "_f", "original inner table")
-        else:
-            orig_inner = _inner_rows(orig, dims, total)
-        orig_inner = orig_inner.drop([c for c in orig_inner.columns if c.endswith("_level")])
-        if orig_inner.height == 0:
-            raise InputError("compare: the original has no inner cells; pass inner=the original inner table")
-        rows.append({"method": "original", "view": "expected",
-                     **_measure_row(orig_inner.with_columns(pl.col("_f").alias("_g")), opts,
-                                    is_original=True)})
-        for label, frame in expected.items():
-            col = _value_column(frame, _mapping(expected_value, label), _EXPECTED_NAMES, dims,
-                                value, f"expected frequencies {label!r}")
-            ex = _select(frame, dims, col, "_g", f"expected frequencies {label!r}")
-            ex = ex.drop([c for c in ex.columns if c.endswith("_level")])
-            a = _align(orig_inner, ex, dims, total, f"{label} (expected)")
-            rows.append({"method": label, "view": "expected",
-                         **_measure_row(a, opts, is_original=False)})
 
-    result = pl.DataFrame(
-        [{k: (_nan(row.get(k)) if _SCHEMA[k] == pl.Float64 else row.get(k)) for k in _SCHEMA}
-         for row in rows],
-        schema=_SCHEMA,
-    )
-    note = None
-    if default_risk:
-        risk, note = _default_risk(result, risk, utility)
-    if out_dir is not None:
-        _write_report(Path(out_dir), result, pairs, ptables or {}, opts, risk, utility, title,
-                      orig.height, note)
-    return result
+def _expected_rows(orig: pl.DataFrame, inner: pl.DataFrame | None, expected: Mapping[str, pl.DataFrame],
+                   expected_value: str | Mapping[str, str] | None, value: str,
+                   opts: Options) -> list[dict[str, Any]]:
+    """The rows of view ``expected``: the original inner cells against themselves, then each
+    method's expected inner frequencies against them (Langsrud & Lupp 2022)."""
+    dims, total = opts.dims, opts.total
+    if inner is not None:
+        icol = _value_column(inner, value, (), dims, None, "original inner table")
+        orig_inner = _select(inner, dims, icol, "_f", "original inner table")
+    else:
+        orig_inner = _inner_rows(orig, dims, total)
+    orig_inner = orig_inner.drop([c for c in orig_inner.columns if c.endswith("_level")])
+    if orig_inner.height == 0:
+        raise InputError("compare: the original has no inner cells; pass inner=the original inner table")
+    rows = [{"method": "original", "view": "expected",
+             **_measure_row(orig_inner.with_columns(pl.col("_f").alias("_g")), opts, is_original=True)}]
+    for label, frame in expected.items():
+        col = _value_column(frame, _mapping(expected_value, label), _EXPECTED_NAMES, dims,
+                            value, f"expected frequencies {label!r}")
+        ex = _select(frame, dims, col, "_g", f"expected frequencies {label!r}")
+        ex = ex.drop([c for c in ex.columns if c.endswith("_level")])
+        a = _align(orig_inner, ex, dims, total, f"{label} (expected)")
+        rows.append({"method": label, "view": "expected", **_measure_row(a, opts, is_original=False)})
+    return rows

@@ -15,7 +15,7 @@ import polars as pl
 from protab._io import atomic_path
 from protab.errors import InputError
 from protab.ptable import PTable
-from protab.report._common import WHY_EMPTY
+from protab.report._columns import WHY_EMPTY
 
 __all__ = ["plot_noise", "plot_ru_map"]
 

@@ -8,16 +8,17 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from protab import measures as m
+import protab.measures as m
 from protab._io import write_batch
 from protab.ptable import PTable
-from protab.report._common import MEASURES, _Options
+from protab.report._columns import MEASURES, Options
 from protab.report.plots import _noise_figure, _png, _ru_map_figure
 
 # --------------------------------------------------------------------------------------------
@@ -104,16 +105,21 @@ def _write_files(out: Path, files: Mapping[str, bytes]) -> None:
     write_batch(folder, {name: _writer(data) for name, data in files.items()})
 
 
+#: the warning at the top of every report
+_WARN = ("Internal document: it is computed from the original counts and shows the noise "
+         "distribution of the methods. Do not publish it.")
+
+
 def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame],
-                  ptables: Mapping[str, PTable], o: _Options, risk: str, utility: str,
+                  ptables: Mapping[str, PTable], o: Options, risk: str, utility: str,
                   title: str, n_cells: int, risk_note: str | None = None) -> None:
-    # every file is made in memory first, then the folder's files are written together
-    files: dict[str, bytes] = {}
+    """The report folder: measures.csv, the R-U map, a noise figure per p-table method,
+    report.html and report.md, every file made in memory first, then written together."""
     shown = [c for c in result.columns
              if c in ("method", "view", "cells") or result[c].null_count() < result.height]
     table = result.select(shown)
     methods = [x for x in result["method"].unique(maintain_order=True).to_list() if x != "original"]
-    files["measures.csv"] = result.write_csv().encode("utf-8")
+    files: dict[str, bytes] = {"measures.csv": result.write_csv().encode("utf-8")}
     files["ru_map.png"] = _png(_ru_map_figure(result, risk=risk, utility=utility,
                                               title=f"R-U map: {title}", note=risk_note))
     taken: set[str] = {"ru_map"}
@@ -124,7 +130,30 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
         files[name] = _png(_noise_figure(a["_f"], a["_g"], pt,
                                          title=f"Noise per original value: {label}"))
         noise.append((label, name, _noise_table(a, pt)))
+    page = _Page(title, _intro(o, methods, n_cells), table,
+                 [(c, *MEASURES[c]) for c in shown if c in MEASURES], risk, utility, risk_note, noise)
+    files["report.html"] = _html(page).encode("utf-8")
+    files["report.md"] = _markdown(page).encode("utf-8")
+    _write_files(out, files)
 
+
+@dataclass
+class _Page:
+    """What report.html and report.md say: title, introduction, measures table, glossary of its
+    columns (name, meaning, source), the R-U map's axes and note, and the noise tables."""
+
+    title: str
+    intro: str
+    table: pl.DataFrame
+    glossary: list[tuple[str, str, str]]
+    risk: str
+    utility: str
+    risk_note: str | None
+    noise: list[tuple[str, str, pl.DataFrame]]
+
+
+def _intro(o: Options, methods: list[str], n_cells: int) -> str:
+    """The report's first paragraph: what is compared, how to read the rows, the settings."""
     options = []
     if o.sensitive:
         options.append(f"sensitive dimension {o.sensitive!r}"
@@ -136,7 +165,7 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
     if o.groups:
         options.append(f"rows of {o.groups!r} for the group measures")
     options.append(f"small cells 1…{o.small}")
-    intro = (
+    return (
         f"This report compares {len(methods)} protected version(s) of a table of {n_cells:,} "
         f"cells (dimensions {', '.join(o.dims)}) with the original: {', '.join(methods)}. "
         "Utility measures say how close a protected table stays to the original; risk "
@@ -145,57 +174,61 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
         "expected inner frequencies, the fair comparison of Langsrud & Lupp 2022); the row "
         "*original* is the original table against itself. Settings: " + "; ".join(options) + "."
     )
-    intro_html = re.sub(r"\*(\w+)\*", r"<em>\1</em>", html.escape(intro))
-    warn = ("Internal document: it is computed from the original counts and shows the noise "
-            "distribution of the methods. Do not publish it.")
-    glossary = [(c, *MEASURES[c]) for c in shown if c in MEASURES]
 
+
+def _html(page: _Page) -> str:
+    """report.html."""
+    intro_html = re.sub(r"\*(\w+)\*", r"<em>\1</em>", html.escape(page.intro))
+    risk, utility = page.risk, page.utility
     parts = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>", f"<p>{intro_html}</p>", f'<p class="warn">{warn}</p>',
-        "<h2>Measures</h2>", '<div class="scroll">', _html_table(table, "measures"), "</div>",
+        f"<title>{html.escape(page.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(page.title)}</h1>", f"<p>{intro_html}</p>", f'<p class="warn">{_WARN}</p>',
+        "<h2>Measures</h2>", '<div class="scroll">', _html_table(page.table, "measures"), "</div>",
         "<p>The same table is in <a href=\"measures.csv\">measures.csv</a>.</p>",
         "<h2>Risk-utility map</h2>",
         (f"<p>Risk ({html.escape(risk)}) across, utility ({html.escape(utility)}) up: the best "
          "methods sit top left; the original sits at the top right.</p>"),
-        (f"<p>{html.escape(risk_note)}</p>" if risk_note else ""),
+        (f"<p>{html.escape(page.risk_note)}</p>" if page.risk_note else ""),
         '<img src="ru_map.png" alt="R-U confidentiality map" width="800" height="600">',
     ]
-    if noise:
+    if page.noise:
         parts.append("<h2>Noise per original value</h2>")
         parts.append("<p>For p-table methods: the observed noise v = protected − original per "
                      "original value (bars) against the p-table's probabilities (dots); below, "
                      "P(v = 0 | n) and 1/Var(v | n), risks that grow when the noise is "
                      "predictable. The dots and the p-table columns come from the p-table: "
                      "internal, like the rest of this report.</p>")
-        for label, name, tab in noise:
+        for label, name, tab in page.noise:
             parts += [f"<h3>{html.escape(label)}</h3>",
                       f'<img src="{name}" alt="noise of {html.escape(label)}" width="1000" height="600">',
                       _html_table(tab, "noise")]
     parts.append("<h2>What the measures mean</h2><dl>")
-    for c, meaning, source in glossary:
+    for c, meaning, source in page.glossary:
         src = f" <em>({html.escape(source)})</em>" if source else ""
         text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(meaning))
         parts.append(f"<dt>{html.escape(c)}</dt><dd>{text}{src}</dd>")
     parts += ["</dl>", "</body></html>", ""]
+    return "\n".join(parts)
 
-    md = [f"# {title}", "", intro, "",
-          f"> {warn}", "", "## Measures", "", _md_table(table), "",
+
+def _markdown(page: _Page) -> str:
+    """report.md."""
+    md = [f"# {page.title}", "", page.intro, "",
+          f"> {_WARN}", "", "## Measures", "", _md_table(page.table), "",
           "## Risk-utility map", "",
-          f"Risk ({risk}) across, utility ({utility}) up." + (f" {risk_note}" if risk_note else ""),
+          f"Risk ({page.risk}) across, utility ({page.utility}) up."
+          + (f" {page.risk_note}" if page.risk_note else ""),
           "", "![R-U map](ru_map.png)", ""]
-    if noise:
+    if page.noise:
         md += ["## Noise per original value", "",
                "Observed noise v = protected − original per original value against the "
                "p-table's probabilities (from the p-table: internal, like the rest of this "
                "report).", ""]
-        for label, name, tab in noise:
+        for label, name, tab in page.noise:
             md += [f"### {label}", "", f"![noise of {label}]({name})", "", _md_table(tab), ""]
     md += ["## What the measures mean", ""]
-    for c, meaning, source in glossary:
+    for c, meaning, source in page.glossary:
         md.append(f"- **{c}**: {meaning}" + (f" ({source})" if source else ""))
     md.append("")
-    files["report.html"] = "\n".join(parts).encode("utf-8")
-    files["report.md"] = "\n".join(md).encode("utf-8")
-    _write_files(out, files)
+    return "\n".join(md)

@@ -20,7 +20,7 @@ import polars as pl
 from protab._io import check_output_folder, database_files, protected_form, read_toml, refuse_replacing
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
-from protab.report._common import MEASURES
+from protab.report._columns import MEASURES
 from protab.report.comparison import compare
 from protab.request.schema import HIERARCHY, PROTECT_TABLE, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
 
@@ -206,10 +206,18 @@ def _read_request(path: Path) -> dict[str, Any]:
 
 
 def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
+    """The request's schema, then what the types cannot say: which keys go together."""
     try:
         check(cfg, REQUEST)
     except SpecError as exc:
         raise req.fail(exc) from None
+    _check_original(req, cfg)
+    _check_protected(req, cfg["protected"])
+    _check_measures(req, cfg.get("measures", {}), cfg["dims"])
+
+
+def _check_original(req: _Request, cfg: Mapping[str, Any]) -> None:
+    """[original] from a file takes none of the keys of a table tabulated from the database."""
     dims = cfg["dims"]
     oc = cfg["original"]
     if "file" in oc:
@@ -229,8 +237,12 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
         raise SpecError(f"{req.name}: [hierarchies] {show_values(unknown_h)} not among dims {show_values(dims)}")
     if "inner_value" in oc and "inner" not in oc:
         raise SpecError(f"{req.name}: original.inner_value needs original.inner = '…' (the file of the inner cells)")
+
+
+def _check_protected(req: _Request, entries: Sequence[Mapping[str, Any]]) -> None:
+    """Every [[protected]] entry has its own label and a file or expected frequencies."""
     labels: set[str] = set()
-    for k, e in enumerate(cfg["protected"]):
+    for k, e in enumerate(entries):
         where = f"protected[{k}] (label {e['label']!r})"
         if e["label"] == "original" or e["label"] in labels:
             raise SpecError(f"{req.name}: {where}: the label is used twice or is reserved ('original'); "
@@ -241,7 +253,10 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
         for key, needs in (("value", "file"), ("ptable", "file"), ("expected_value", "expected")):
             if key in e and needs not in e:
                 raise SpecError(f"{req.name}: {where}: {key} needs {needs} = '…'")
-    mc = cfg.get("measures", {})
+
+
+def _check_measures(req: _Request, mc: Mapping[str, Any], dims: list[str]) -> None:
+    """The dimensions [measures] names are dims of the request."""
     for key in ("sensitive", "groups"):
         if key in mc and mc[key] not in dims:
             raise SpecError(f"{req.name}: measures.{key} = {mc[key]!r} is not among dims {show_values(dims)}")
@@ -260,7 +275,7 @@ def _check_request(req: _Request, cfg: Mapping[str, Any]) -> None:
 def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
               database: str | os.PathLike[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The original table (and its inner cells if ``need_inner``), tabulated from the
-    microdata as ``protab protect`` describes a table (src/protab/_request.py)."""
+    microdata as ``protab protect`` describes a table (protab.request.loaders)."""
     from protab.request.loaders import hierarchy  # the hierarchies of a protect request
     from protab.session import DEFAULT_DATABASE, Session
     from protab.table import TableSpec
@@ -335,14 +350,36 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
     cfg = _read_request(path)
     req = _Request(path)
     _check_request(req, cfg)
-    dims: list[str] = cfg["dims"]
-    oc = cfg["original"]
-    entries = cfg["protected"]
-    mc = cfg.get("measures", {})
-
-    if database is not None and "table" not in oc:
+    if database is not None and "table" not in cfg["original"]:
         raise SpecError(f"{req.name}: --db applies only when [original] names table = '…' (counts "
                         "tabulated from the database); this request reads original.file")
+    out_dir = _report_folder(req, cfg, out, database)
+    _check_files(req, cfg)
+    original, inner = _original(req, cfg, database)
+    tables = _protected(req, cfg["protected"], cfg["dims"])
+    mc = cfg.get("measures", {})
+    try:
+        result = compare(
+            original, tables["protected"], dims=cfg["dims"], value=cfg["original"].get("value", "n"),
+            protected_value=tables["pvals"] or None, expected=tables["expected"] or None,
+            expected_value=tables["evals"] or None, inner=inner, ptables=tables["ptables"] or None,
+            total=cfg.get("total", "Total"), small=mc.get("small", 2),
+            sensitive=mc.get("sensitive"), quasi=mc.get("quasi"),
+            know_yourself=mc.get("know_yourself", True), beta=float(mc.get("beta", 0.5)),
+            coalition=mc.get("coalition", 1), two_way=mc.get("two_way"), groups=mc.get("groups"),
+            risk=mc.get("risk"), utility=mc.get("utility", "hellinger_utility"), out_dir=out_dir,
+            title=cfg.get("title", "Risk-utility comparison"),
+        )
+    except ProtabError as exc:
+        raise req.fail(exc) from None
+    print(f"protab report: {result.height} rows of measures; report written to {out_dir}/report.html")
+    return result
+
+
+def _report_folder(req: _Request, cfg: Mapping[str, Any], out: str | os.PathLike[str] | None,
+                   database: str | os.PathLike[str] | None) -> Path:
+    """The report folder: ``out``, else the request's ``output``, else ``report``; one that
+    would replace none of the request's inputs."""
     out_dir = Path(out) if out is not None else req.base / cfg.get("output", "report")
     out_dir = Path(os.path.normpath(out_dir))  # "a/b/.." is a, not a folder named ".."
     try:
@@ -351,20 +388,31 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
                          "give the report a folder of its own")
     except ProtabError as exc:
         raise req.fail(exc, "--out" if out is not None else "output") from None
+    return out_dir
 
-    # every file must exist before anything is read or tabulated
-    for k, e in enumerate(entries):
+
+def _check_files(req: _Request, cfg: Mapping[str, Any]) -> None:
+    """Every file the request names must exist before anything is read or tabulated."""
+    for k, e in enumerate(cfg["protected"]):
         for key in ("file", "ptable", "expected"):
             if isinstance(e.get(key), str):
                 req.file(f"protected[{k}].{key}", e[key])
         if isinstance(e.get("ptable"), dict) and "file" in e["ptable"]:
             req.file(f"protected[{k}].ptable.file", e["ptable"]["file"])
+    oc = cfg["original"]
     for key in ("file", "inner"):
         if key in oc:
             req.file(f"original.{key}", oc[key])
 
+
+def _original(req: _Request, cfg: Mapping[str, Any],
+              database: str | os.PathLike[str] | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The original table, tabulated or read, and its inner cells when a file gives them (or
+    when a method gives expected frequencies: then tabulated too)."""
+    dims: list[str] = cfg["dims"]
+    oc = cfg["original"]
     value = oc.get("value", "n")
-    need_inner = any("expected" in e for e in entries) and "inner" not in oc
+    need_inner = any("expected" in e for e in cfg["protected"]) and "inner" not in oc
     if "table" in oc:
         original, inner = _tabulate(req, cfg, need_inner, database)
     else:
@@ -381,38 +429,24 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
             raise InputError(f"{req.name}: original.inner = {oc['inner']!r} has no column {iv!r} "
                              "(original.inner_value)")
         inner = inner.select(*[d for d in dims if d in inner.columns], pl.col(iv).alias(value))
+    return original, inner
 
-    protected: dict[str, pl.DataFrame] = {}
-    pvals: dict[str, str] = {}
-    expected: dict[str, pl.DataFrame] = {}
-    evals: dict[str, str] = {}
-    ptables: dict[str, PTable] = {}
+
+def _protected(req: _Request, entries: Sequence[Mapping[str, Any]], dims: list[str]) -> dict[str, dict[str, Any]]:
+    """The tables of the [[protected]] entries by label: ``protected`` and ``expected`` frames,
+    their value columns (``pvals``, ``evals``) and ``ptables``."""
+    out: dict[str, dict[str, Any]] = {"protected": {}, "pvals": {}, "expected": {}, "evals": {}, "ptables": {}}
     for k, e in enumerate(entries):
         label = e["label"]
         if "file" in e:
-            protected[label] = req.load(f"protected[{k}].file", e["file"], lambda p: _read_table(p, dims))
+            out["protected"][label] = req.load(f"protected[{k}].file", e["file"], lambda p: _read_table(p, dims))
             if "value" in e:
-                pvals[label] = e["value"]
+                out["pvals"][label] = e["value"]
         if "expected" in e:
-            expected[label] = req.load(f"protected[{k}].expected", e["expected"],
-                                       lambda p: _read_table(p, dims))
+            out["expected"][label] = req.load(f"protected[{k}].expected", e["expected"],
+                                              lambda p: _read_table(p, dims))
             if "expected_value" in e:
-                evals[label] = e["expected_value"]
+                out["evals"][label] = e["expected_value"]
         if "ptable" in e:
-            ptables[label] = _ptable(req, f"protected[{k}].ptable", e["ptable"])
-
-    try:
-        result = compare(
-            original, protected, dims=dims, value=value, protected_value=pvals or None,
-            expected=expected or None, expected_value=evals or None, inner=inner,
-            ptables=ptables or None, total=cfg.get("total", "Total"), small=mc.get("small", 2),
-            sensitive=mc.get("sensitive"), quasi=mc.get("quasi"),
-            know_yourself=mc.get("know_yourself", True), beta=float(mc.get("beta", 0.5)),
-            coalition=mc.get("coalition", 1), two_way=mc.get("two_way"), groups=mc.get("groups"),
-            risk=mc.get("risk"), utility=mc.get("utility", "hellinger_utility"), out_dir=out_dir,
-            title=cfg.get("title", "Risk-utility comparison"),
-        )
-    except ProtabError as exc:
-        raise req.fail(exc) from None
-    print(f"protab report: {result.height} rows of measures; report written to {out_dir}/report.html")
-    return result
+            out["ptables"][label] = _ptable(req, f"protected[{k}].ptable", e["ptable"])
+    return out

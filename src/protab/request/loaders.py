@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protab._io import read_toml as read_toml  # a request file as a dict (serve reads its config with it)
 from protab.errors import InputError, ProtabError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover

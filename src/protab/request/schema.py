@@ -27,7 +27,8 @@ class Type:
         raise NotImplementedError
 
 
-def _fail(path: str, expected: str, value: Any) -> SpecError:
+def fail(path: str, expected: str, value: Any) -> SpecError:
+    """The error of a value of the wrong type at ``path`` (a key of a request), naming the type expected."""
     got = type(value).__name__
     got = {"str": "a string", "bool": "a boolean", "int": "an integer", "float": "a number",
            "list": "a list", "dict": "a table"}.get(got, got)
@@ -48,7 +49,7 @@ class Str(Type):
 
     def check(self, value: Any, path: str) -> None:
         if not isinstance(value, str):
-            raise _fail(path, self.name, value)
+            raise fail(path, self.name, value)
         if self.nonempty and not value.strip():
             raise SpecError(f"request: {path} must not be empty")
         if "\x00" in value:
@@ -65,7 +66,7 @@ class Bool(Type):
 
     def check(self, value: Any, path: str) -> None:
         if not isinstance(value, bool):
-            raise _fail(path, self.name, value)
+            raise fail(path, self.name, value)
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Num(Type):
 
     def check(self, value: Any, path: str) -> None:
         if isinstance(value, bool) or not isinstance(value, self.kinds):
-            raise _fail(path, self.name, value)
+            raise fail(path, self.name, value)
         try:
             finite = math.isfinite(value)
         except OverflowError:  # an integer beyond any float
@@ -130,7 +131,7 @@ class List(Type):
 
     def check(self, value: Any, path: str) -> None:
         if not isinstance(value, list):
-            raise _fail(path, self.name, value)
+            raise fail(path, self.name, value)
         if self.nonempty and not value:
             raise SpecError(f"request: {path} must not be an empty list")
         for k, v in enumerate(value):
@@ -165,7 +166,7 @@ class AnyOf(Type):
                 return
             except SpecError as exc:
                 errors.append(exc)
-        raise _fail(path, self.name, value)
+        raise fail(path, self.name, value)
 
 
 @dataclass
@@ -181,7 +182,7 @@ class Table(Type):
     def check(self, value: Any, path: str) -> None:
         where = path or "the request"
         if not isinstance(value, dict):
-            raise _fail(path, self.name + (f" ({self.doc})" if self.doc else ""), value)
+            raise fail(path, self.name + (f" ({self.doc})" if self.doc else ""), value)
         for key in value:
             if key not in self.keys:
                 close = difflib.get_close_matches(str(key), list(self.keys), n=1, cutoff=0.5)
@@ -215,7 +216,7 @@ class Dict(Type):
 
     def check(self, value: Any, path: str) -> None:
         if not isinstance(value, dict):
-            raise _fail(path, self.name, value)
+            raise fail(path, self.name, value)
         for key, v in value.items():
             self.value.check(v, f"{path}.{key}")
 

@@ -17,8 +17,9 @@ __all__ = [
     "validate",
 ]
 
-_LAZY = {"create_app": "protab.serve.app", "ServeConfig": "protab.serve.config", "load_config": "protab.serve.config"}
-_LAZY.update({name: "protab.serve.validator" for name in __all__ if name not in _LAZY})
+_LAZY = {"create_app": "protab.serve.app", "ServeConfig": "protab.serve.config", "load_config": "protab.serve.config",
+         "validate": "protab.serve.validator"}
+_LAZY.update({name: "protab.serve.query" for name in __all__ if name not in _LAZY})
 
 
 def __getattr__(name: str) -> object:

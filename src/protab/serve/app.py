@@ -1,7 +1,7 @@
 """The ASGI app of the query service (Starlette): routes, authentication, formats, errors, audit.
 
 Every ``/v1`` request is authenticated by its bearer token (401), checked against the user's
-rights (403) by the validator or the table-request check, answered by the engine with values
+rights (403) by the validator or the table-request check, answered by the broker with values
 protected by the cell key method, and recorded in the audit log *before* its answer is sent
 (a request whose line cannot be written gets a 500 and no answer). Errors are JSON
 ``{"error": message}`` with the status that fits: 400 (malformed JSON, a refused query, too
@@ -39,7 +39,7 @@ from protab.errors import InputError
 from protab.serve import formats
 from protab.serve.audit_log import AuditLog
 from protab.serve.auth import AuthError, TokenStore
-from protab.serve.broker import Answer, Engine
+from protab.serve.broker import Answer, Broker
 from protab.serve.config import ServeConfig, UserConfig, load_config
 from protab.serve.validator import QueryError
 
@@ -73,12 +73,28 @@ def _error(status: int, message: str, headers: Mapping[str, str] | None = None) 
     return JSONResponse({"error": message}, status_code=status, headers={**_NO_STORE, **(headers or {})})
 
 
-class _Service:
-    """The request handlers around one engine, token store and audit log."""
+def _refusal(exc: Exception) -> tuple[int, str, Response]:
+    """The status, audited reason and answer of a request that failed with ``exc``: 401, the
+    refusal's own status, 400 for an unknown ?format=, else 500 (its cause to the audit log only)."""
+    if isinstance(exc, AuthError):
+        return 401, str(exc), _error(401, str(exc), {"WWW-Authenticate": 'Bearer realm="protab"'})
+    if isinstance(exc, QueryError):
+        retry = getattr(exc, "retry_after", None)
+        return exc.status, str(exc), _error(exc.status, str(exc),
+                                            {"Retry-After": str(retry)} if retry is not None else None)
+    if isinstance(exc, _HTTPError):
+        return exc.status, str(exc), _error(exc.status, str(exc), {"Connection": "close"} if exc.close else None)
+    if isinstance(exc, InputError):  # an unknown ?format=
+        return 400, str(exc), _error(400, str(exc))
+    return 500, f"{type(exc).__name__}: {exc}", _error(500, _INTERNAL)
 
-    def __init__(self, config: ServeConfig, engine: Engine, tokens: TokenStore, audit: AuditLog,
+
+class _Service:
+    """The request handlers around one broker, token store and audit log."""
+
+    def __init__(self, config: ServeConfig, broker: Broker, tokens: TokenStore, audit: AuditLog,
                  body_timeout: float = BODY_SECONDS) -> None:
-        self.config, self.engine, self.tokens, self.audit = config, engine, tokens, audit
+        self.config, self.broker, self.tokens, self.audit = config, broker, tokens, audit
         self.body_timeout = body_timeout
 
     async def _read(self, request: Request, limit: int) -> bytes:
@@ -130,56 +146,16 @@ class _Service:
         """Authenticate, read the body, run ``work`` in a worker thread, render, audit, answer."""
         t0 = time.perf_counter()
         endpoint = f"{request.method} {request.url.path}"
-        user: UserConfig | None = None
-        summary: Any = None
-        fmt = "json"
-        cells = cached = None
-        headers: dict[str, str] = {}
+        seen: dict[str, Any] = {"user": None, "query": None, "format": "json", "cells": None, "cached": None}
         try:
-            try:
-                user = self.tokens.authenticate(request.headers.get("authorization"))
-            except AuthError:
-                raise
-            except Exception as exc:  # a broken tokens file: the office's problem, not the analyst's
-                raise RuntimeError(f"token store: {type(exc).__name__}: {exc}") from None
-            fmt = formats.choose(request.query_params.get("format"), request.headers.get("accept"))
-            payload = None
-            if body:
-                payload = await self._body(request)
-                summary = payload.get("sql", payload) if isinstance(payload, dict) else payload
-                if not isinstance(summary, str):
-                    summary = json.dumps(summary, ensure_ascii=False)[:4000]
-            result = await run_in_threadpool(work, user, payload)
-            if isinstance(result, Answer):
-                summary, cells, cached = result.summary, result.cells, result.cached
-                content = await run_in_threadpool(formats.render, result.frame, fmt)
-                if fmt != "json":
-                    headers["Content-Disposition"] = f'attachment; filename="protab-answer.{fmt}"'
-                response: Response = Response(content, media_type=formats.MEDIA_TYPES[fmt],
-                                              headers={**_NO_STORE, **headers})
-            else:
-                response = JSONResponse(result, headers=_NO_STORE)
+            response = await self._answer(request, work, body, seen)
             status, reason = 200, None
-        except AuthError as exc:
-            status, reason = 401, str(exc)
-            response = _error(401, reason, {"WWW-Authenticate": 'Bearer realm="protab"'})
-        except QueryError as exc:
-            status, reason = exc.status, str(exc)
-            retry = getattr(exc, "retry_after", None)
-            response = _error(status, reason, {"Retry-After": str(retry)} if retry is not None else None)
-        except _HTTPError as exc:
-            status, reason = exc.status, str(exc)
-            response = _error(status, reason, {"Connection": "close"} if exc.close else None)
-        except InputError as exc:  # an unknown ?format=
-            status, reason = 400, str(exc)
-            response = _error(400, reason)
-        except Exception as exc:  # the service's own failure: the cause to the audit log only
-            status, reason = 500, f"{type(exc).__name__}: {exc}"
-            response = _error(500, _INTERNAL)
+        except Exception as exc:  # a refusal, or the service's own failure (its cause to the audit log only)
+            status, reason, response = _refusal(exc)
         record = {
-            "user": user.name if user is not None else None, "endpoint": endpoint, "query": summary,
-            "status": status, "accepted": status == 200, "reason": reason, "cells": cells,
-            "cached": cached, "format": fmt if status == 200 else None,
+            "user": seen["user"], "endpoint": endpoint, "query": seen["query"],
+            "status": status, "accepted": status == 200, "reason": reason, "cells": seen["cells"],
+            "cached": seen["cached"], "format": seen["format"] if status == 200 else None,
             "ms": round(1000 * (time.perf_counter() - t0), 1),
         }
         try:
@@ -188,9 +164,36 @@ class _Service:
             return _error(500, "the service could not write its audit log; the request was not answered")
         return response
 
+    async def _answer(self, request: Request, work: Callable[[UserConfig, Any], Any], body: bool,
+                      seen: dict[str, Any]) -> Response:
+        """The answer of an authenticated request; ``seen`` gets what its audit line records (the
+        user, the query, the format, and the answer's cells and whether it came from the cache)."""
+        try:
+            user = self.tokens.authenticate(request.headers.get("authorization"))
+        except AuthError:
+            raise
+        except Exception as exc:  # a broken tokens file: the office's problem, not the analyst's
+            raise RuntimeError(f"token store: {type(exc).__name__}: {exc}") from None
+        seen["user"] = user.name
+        seen["format"] = fmt = formats.choose(request.query_params.get("format"), request.headers.get("accept"))
+        payload = None
+        if body:
+            payload = await self._body(request)
+            summary = payload.get("sql", payload) if isinstance(payload, dict) else payload
+            seen["query"] = summary if isinstance(summary, str) else json.dumps(summary, ensure_ascii=False)[:4000]
+        result = await run_in_threadpool(work, user, payload)
+        if not isinstance(result, Answer):
+            return JSONResponse(result, headers=_NO_STORE)
+        seen.update(query=result.summary, cells=result.cells, cached=result.cached)
+        content = await run_in_threadpool(formats.render, result.frame, fmt)
+        headers = dict(_NO_STORE)
+        if fmt != "json":
+            headers["Content-Disposition"] = f'attachment; filename="protab-answer.{fmt}"'
+        return Response(content, media_type=formats.MEDIA_TYPES[fmt], headers=headers)
+
     # -- endpoints ---------------------------------------------------------------------------
     async def catalog(self, request: Request) -> Response:
-        return await self._serve(request, lambda user, _: self.engine.catalog(user), body=False)
+        return await self._serve(request, lambda user, _: self.broker.catalog(user), body=False)
 
     async def query(self, request: Request) -> Response:
         def work(user: UserConfig, payload: Any) -> Answer:
@@ -199,12 +202,12 @@ class _Service:
             extra = [k for k in payload if k != "sql"]
             if extra:
                 raise _HTTPError(400, f'unknown key {str(extra[0])[:60]!r}: the body is {{"sql": "SELECT ..."}}')
-            return self.engine.query(payload["sql"], user)
+            return self.broker.query(payload["sql"], user)
 
         return await self._serve(request, work, body=True)
 
     async def table(self, request: Request) -> Response:
-        return await self._serve(request, lambda user, payload: self.engine.table(payload, user), body=True)
+        return await self._serve(request, lambda user, payload: self.broker.table(payload, user), body=True)
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         """404 and 405 of the router (and the static files), as JSON, audited."""
@@ -242,21 +245,22 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
     :class:`ServeConfig`; ``database`` overrides the config's database (``--db``);
     ``body_timeout``: seconds a client has to send a request's body (``--body-timeout``). Opens
     the microdata read-only and checks every dataset now, so that a bad config fails here, with
-    a :class:`~protab.errors.ProtabError` naming its key. ``app.state.engine`` is the engine."""
+    a :class:`~protab.errors.ProtabError` naming its key. ``app.state.broker`` is the
+    :class:`~protab.serve.broker.Broker` (also ``app.state.engine``, its name before)."""
     cfg = config if isinstance(config, ServeConfig) else load_config(config, database=database)
     tokens = TokenStore(cfg)
     audit = AuditLog(cfg.audit_log)
     try:
-        engine = Engine(cfg)
+        broker = Broker(cfg)
     except BaseException:
         audit.close()
         raise
-    service = _Service(cfg, engine, tokens, audit, body_timeout)
+    service = _Service(cfg, broker, tokens, audit, body_timeout)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        engine.close()
+        broker.close()
         audit.close()
 
     routes = [
@@ -268,6 +272,7 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
         Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: service.http_error})
-    app.state.engine = engine
+    app.state.broker = broker
+    app.state.engine = broker  # its name in docs/serve.md before the class Engine became Broker
     app.state.config = cfg
     return app

@@ -5,7 +5,7 @@ is never logged, echoed or stored in clear.
 Hashes come from serve.toml (``users.<name>.token_sha256``) and from the tokens file that
 ``protab serve-token`` manages (JSON; re-read when it changes, so that a revocation takes
 effect at once without a restart). A token is refused (401) when it is missing, unknown,
-expired or revoked, or its user is; what the user may query is then the engine's concern.
+expired or revoked, or its user is; what the user may query is then the broker's concern.
 
 The tokens file is changed read-modify-write under an exclusive lock (``fcntl.flock`` on
 ``<tokens file>.lock`` beside it), so that concurrent ``add`` and ``revoke`` commands lose

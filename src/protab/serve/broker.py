@@ -54,15 +54,9 @@ from protab._sql import FLOAT_TYPES, quote_ident
 from protab.errors import ProtabError, SpecError, show_values
 from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
-from protab.serve.validator import (
-    ALLOWED_FORM,
-    DatasetRights,
-    Query,
-    QueryForbidden,
-    QueryRefused,
-    QueryThrottled,
-    validate,
-)
+from protab.serve.query import ALLOWED_FORM, DatasetRights, Query, QueryRefused, QueryThrottled
+from protab.serve.table_request import check_table_request
+from protab.serve.validator import validate
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
@@ -88,9 +82,6 @@ KEY_SUMS_GAIN = 4
 KEEP_HIERARCHIES = 64
 _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
-_TABLE_KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels")
-MAX_FILTER_VALUES = 1000
-MAX_TABLE_DIMS = 12
 
 
 @dataclass
@@ -108,7 +99,7 @@ class Answer:
 
 @dataclass
 class _Dataset:
-    """A configured dataset as the engine uses it (built against the database at start-up)."""
+    """A configured dataset as the broker uses it (built against the database at start-up)."""
 
     conf: DatasetConfig
     codes: dict[str, list[str]]
@@ -173,7 +164,7 @@ class _RateLimit:
             self._buckets[user] = (tokens - 1.0, now)
 
 
-class Engine:
+class Broker:
     """Sessions on the microdata (read-only), the datasets, the p-table and the answer cache.
 
     ``config.sessions`` read-only sessions are opened on the database; a request borrows one
@@ -473,7 +464,7 @@ class Engine:
         from protab.table import TableSpec
 
         self.rate.admit(user.name)
-        req = self._table_request(body, user)
+        req = check_table_request(body, self.datasets, self.user_rights(user))
         ds = self.datasets[req["dataset"]]
         rights = self.user_rights(user)[ds.name]
         filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
@@ -523,81 +514,3 @@ class Engine:
         # the dimensions served with their hierarchy depend on the user's rights: part of the key
         served_with = tuple(d for d in dims if dims[d] is ds.hierarchies.get(d))
         return self._cached(("table", summary, served_with), compute, summary)
-
-    def _table_request(self, body: Any, user: UserConfig) -> dict[str, Any]:
-        """The table request checked against the catalogue and the user's rights, normalised
-        (sorted filter values, level numbers); QueryRefused (400) / QueryForbidden (403)."""
-        if not isinstance(body, dict):
-            raise QueryRefused("the request must be a JSON object with dataset and dims")
-        unknown = [k for k in body if k not in _TABLE_KEYS]
-        if unknown:
-            raise QueryRefused(f"unknown key {str(unknown[0])[:60]!r} in the table request (keys: {', '.join(_TABLE_KEYS)})")
-        name = body.get("dataset")
-        rights = self.user_rights(user)
-        if not isinstance(name, str) or name not in self.datasets:
-            shown = show_values(sorted(rights), 20) if rights else "none"
-            raise QueryRefused(f"unknown dataset {str(name)[:60]!r}; datasets you may query: {shown}")
-        if name not in rights:
-            raise QueryForbidden(f"you have no rights to dataset {name!r}")
-        ds, r = self.datasets[name], rights[name]
-        forbidden: list[str] = []
-
-        def column(value: Any, kind: str, where: str) -> str:
-            known = ds.conf.dims if kind == "dim" else ds.conf.measures
-            if not isinstance(value, str) or value not in known:
-                ok = sorted((r.dims if kind == "dim" else r.measures) & set(known))
-                raise QueryRefused(f"{where}: unknown {'dimension' if kind == 'dim' else 'measure'} "
-                                   f"{str(value)[:60]!r} of dataset {name!r}; you may use: "
-                                   f"{show_values(ok, 20) if ok else 'none'}")
-            if value not in (r.dims if kind == "dim" else r.measures):
-                forbidden.append(value)
-            return value
-
-        raw_dims = body.get("dims")
-        if not isinstance(raw_dims, list) or not raw_dims:
-            raise QueryRefused("dims must be a non-empty list of dimension names")
-        if len(raw_dims) > MAX_TABLE_DIMS:
-            raise QueryRefused(f"at most {MAX_TABLE_DIMS} dimensions per table")
-        dims = [column(d, "dim", "dims") for d in raw_dims]
-        if len(set(dims)) < len(dims):
-            raise QueryRefused("dims names a dimension twice")
-        formula = body.get("formula")
-        if formula is not None and (not isinstance(formula, str) or len(formula) > 2000):
-            raise QueryRefused("formula must be a string such as 'region*sex + agegroup'")
-        raw_filters = body.get("filters") or {}
-        if not isinstance(raw_filters, dict):
-            raise QueryRefused("filters must be an object: {dimension: code or [codes]}")
-        filters = {}
-        for d, v in sorted(raw_filters.items()):
-            column(d, "dim", "filters")
-            values = v if isinstance(v, list) else [v]
-            if not values or len(values) > MAX_FILTER_VALUES or any(
-                isinstance(x, bool) or not isinstance(x, (str, int)) for x in values
-            ):
-                raise QueryRefused(f"filters.{d[:60]}: give a code or a list of 1 to {MAX_FILTER_VALUES} codes "
-                                   "(strings or whole numbers)")
-            filters[d] = sorted({str(x) for x in values})
-        measure = body.get("measure")
-        if measure is not None:
-            column(measure, "measure", "measure")
-        raw_levels = body.get("levels") or {}
-        if not isinstance(raw_levels, dict):
-            raise QueryRefused("levels must be an object: {dimension: level name or number}")
-        levels = {}
-        for d, lv in sorted(raw_levels.items()):
-            if d not in dims:
-                raise QueryRefused(f"levels: {str(d)[:60]!r} is not one of the table's dims")
-            names = list(ds.conf.hierarchies.get(d, ()))
-            if isinstance(lv, str) and lv in names:
-                levels[d] = names.index(lv) + 1
-            elif isinstance(lv, int) and not isinstance(lv, bool) and 1 <= lv <= len(names):
-                levels[d] = lv
-            else:
-                raise QueryRefused(f"levels.{d}: not a level of {d!r} (levels: {', '.join(names) or 'none'})")
-        if forbidden:
-            raise QueryForbidden(f"you may not use {show_values(list(dict.fromkeys(forbidden)))} of dataset {name!r}")
-        if measure is not None and ds.magnitude is None:
-            raise QueryRefused(f"measures of dataset {name!r} are not available: the service protects its counts "
-                               "only (no magnitude parameters are configured for it)")
-        return {"dataset": name, "dims": dims, "formula": formula, "filters": filters, "measure": measure,
-                "levels": levels}

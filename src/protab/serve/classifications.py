@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from protab.errors import ProtabError, SpecError, show_values
-from protab.request import schema as _schema
+from protab.request import schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
@@ -36,7 +36,7 @@ HOW = ("declare it in the dataset's codes = {{ {dim} = [...] }} or codes_file = 
        "(code lists come from declared classifications, never from the records)")
 
 
-class _Codes(_schema.Type):
+class _Codes(schema.Type):
     """``codes.<dim>``: a list of codes (strings or whole numbers), or of rows of codes."""
 
     name = ("a list of codes (strings or whole numbers), or for a dimension with a hierarchy a list of rows "
@@ -46,15 +46,15 @@ class _Codes(_schema.Type):
         if not isinstance(value, list) or not value or not all(
             _is_code(x) or (isinstance(x, list) and x and all(_is_code(y) for y in x)) for x in value
         ):
-            raise _schema._fail(path, self.name, value)
+            raise schema.fail(path, self.name, value)
 
 
 def _is_code(x: Any) -> bool:
     return isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))
 
 
-CODES = _schema.Dict(_Codes())
-CODES_FILE = _schema.Dict(_schema.Str())
+CODES = schema.Dict(_Codes())
+CODES_FILE = schema.Dict(schema.Str())
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protab._io import read_toml
 from protab.errors import SpecError
-from protab.request import schema as _schema
+from protab.request import schema
+from protab.request.loaders import read_toml
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
 
 FORMAT = """\
@@ -78,7 +78,7 @@ _SECRET_SECTIONS = ("ptable", "magnitude")
 
 
 @dataclass
-class _Expiry(_schema.Type):
+class _Expiry(schema.Type):
     """A TOML date or date-time, or the same as ISO text."""
 
     name = "a date such as 2027-12-31 (or a date-time such as 2027-12-31T12:00:00Z)"
@@ -92,60 +92,60 @@ class _Expiry(_schema.Type):
                 return
             except ValueError:
                 pass
-        raise _schema._fail(path, self.name, value)
+        raise schema.fail(path, self.name, value)
 
 
-_NAMES = _schema.List(_schema.Str(), unique=True)
-_NAMES0 = _schema.List(_schema.Str(), unique=True, nonempty=False)
+_NAMES = schema.List(schema.Str(), unique=True)
+_NAMES0 = schema.List(schema.Str(), unique=True, nonempty=False)
 
-RIGHTS = _schema.Table({"dims": _NAMES0, "measures": _NAMES0})
+RIGHTS = schema.Table({"dims": _NAMES0, "measures": _NAMES0})
 
-USER = _schema.Table(
+USER = schema.Table(
     {
         "datasets": _NAMES0,
-        "rights": _schema.Dict(RIGHTS),
-        "token_sha256": _schema.AnyOf([_schema.Str(), _NAMES0]),
+        "rights": schema.Dict(RIGHTS),
+        "token_sha256": schema.AnyOf([schema.Str(), _NAMES0]),
         "expires": _Expiry(),
-        "revoked": _schema.Bool(),
-        "description": _schema.Str(nonempty=False),
+        "revoked": schema.Bool(),
+        "description": schema.Str(nonempty=False),
     }
 )
 
-DATASET = _schema.Table(
+DATASET = schema.Table(
     {
-        "table": _schema.Str(),
+        "table": schema.Str(),
         "dims": _NAMES,
         "measures": _NAMES0,
-        "hierarchies": _schema.Dict(_NAMES),
+        "hierarchies": schema.Dict(_NAMES),
         "codes": CODES,
         "codes_file": CODES_FILE,
-        "null_code": _schema.Str(),
-        "null_sums": _schema.Str(choices=("error", "zero", "omit")),
-        "magnitude": _schema.MAGNITUDE,
-        "description": _schema.Str(nonempty=False),
+        "null_code": schema.Str(),
+        "null_sums": schema.Str(choices=("error", "zero", "omit")),
+        "magnitude": schema.MAGNITUDE,
+        "description": schema.Str(nonempty=False),
     },
     required=("dims",),
 )
 
-SERVE = _schema.Table(
+SERVE = schema.Table(
     {
-        "database": _schema.Str(),
-        "audit_log": _schema.Str(),
-        "tokens_file": _schema.Str(),
-        "ptable": _schema.PTABLE,
-        "threshold": _schema.Num(0),
-        "min_population": _schema.Int(1),
-        "max_cells": _schema.Int(1, 100_000_000),
-        "max_sql_length": _schema.Int(100, 1_000_000),
-        "max_limit": _schema.Int(1),
-        "max_body_bytes": _schema.Int(1024, 1 << 30),
-        "sessions": _schema.Int(1, 64),
-        "threads": _schema.Int(1, 1024),
-        "cache_size": _schema.Int(0, 1_000_000),
-        "requests_per_minute": _schema.Int(0, 1_000_000),
-        "memory_limit": _schema.Str(),
-        "datasets": _schema.Dict(DATASET),
-        "users": _schema.Dict(USER),
+        "database": schema.Str(),
+        "audit_log": schema.Str(),
+        "tokens_file": schema.Str(),
+        "ptable": schema.PTABLE,
+        "threshold": schema.Num(0),
+        "min_population": schema.Int(1),
+        "max_cells": schema.Int(1, 100_000_000),
+        "max_sql_length": schema.Int(100, 1_000_000),
+        "max_limit": schema.Int(1),
+        "max_body_bytes": schema.Int(1024, 1 << 30),
+        "sessions": schema.Int(1, 64),
+        "threads": schema.Int(1, 1024),
+        "cache_size": schema.Int(0, 1_000_000),
+        "requests_per_minute": schema.Int(0, 1_000_000),
+        "memory_limit": schema.Str(),
+        "datasets": schema.Dict(DATASET),
+        "users": schema.Dict(USER),
     },
     required=("audit_log", "ptable", "datasets"),
 )
@@ -235,7 +235,7 @@ def _check_schema(cfg: Mapping[str, Any], where: str) -> None:
     """The schema check of protab's request files, its messages said of the serve config; in the
     secret sections the message keeps the key and drops the value."""
     try:
-        _schema.check(cfg, SERVE)
+        schema.check(cfg, SERVE)
     except SpecError as exc:
         msg = str(exc).replace("request: the request ", f"{where} ", 1)
         msg = msg.replace("request: ", f"{where}: ", 1).replace("the request", where)
@@ -251,7 +251,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
     """serve.toml (a path, or its content as a mapping with paths relative to the working
     directory) checked and turned into a :class:`ServeConfig`; ``database`` overrides the
     file's ``database`` (the ``--db`` option). Secrets are checked for shape only here; the
-    p-table and the datasets are built against the database by the engine at start-up."""
+    p-table and the datasets are built against the database by the broker at start-up."""
     if isinstance(source, Mapping):
         path, base, cfg = None, Path.cwd(), dict(source)
     else:

@@ -21,7 +21,7 @@ from typing import Any
 from sqlglot import exp, parse_one
 from sqlglot.errors import SqlglotError
 
-from protab.serve.validator import ALLOWED_FORM
+from protab.serve.query import ALLOWED_FORM
 
 _TEXT, _INT8, _FLOAT8 = 25, 20, 701  # type oids of pg_type
 _INT_OIDS = (20, 21, 23)  # int8, int2, int4

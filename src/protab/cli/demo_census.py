@@ -5,20 +5,42 @@ Its database is what the README's examples read."""
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from protab.cli.options import DB_HELP, DEFAULT_DATABASE, DEFAULT_OUTPUT, FORMATS
+from protab.cli.protect_tables import protect_one, summary, write_all
+from protab.cli.words import say
 from protab.errors import InputError
 
-FORMATS = ("csv", "parquet")
 DEMO_TABLES = ("municipality_sex_agegroup", "grid_sex", "region_agegroup_weighted",
                "municipality_agegroup_plus_sex")
 #: the microdata tables the demo writes (and refuses to replace without ``replace``)
 DEMO_SOURCES = ("persons", "firms")
 #: one firm per this many persons (at least one firm)
 PERSONS_PER_FIRM = 12
+
+
+def add_parser(sub: Any) -> None:
+    """``protab demo``."""
+    d = sub.add_parser("demo", help="generate a synthetic census and protect four tables",
+                       description="Generate a synthetic census in SQL into a DuckDB file, add record keys, "
+                                   "install a p-table and protect four tables by the cell key method.")
+    d.add_argument("--persons", type=int, default=1_000_000, help="population size (default 1,000,000)")
+    d.add_argument("--db", default=DEFAULT_DATABASE, help=DB_HELP)
+    d.add_argument("--out", default=DEFAULT_OUTPUT, help=f"output folder (default {DEFAULT_OUTPUT})")
+    d.add_argument("--seed", default="protab-demo-seed",
+                   help="record-key seed of the synthetic data (demo only; real seeds: protab keys)")
+    d.add_argument("--replace", action="store_true",
+                   help="replace a persons table or installed p-table the database holds already")
+    d.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> None:
+    demo(args.persons, args.db, args.out, args.seed, replace=args.replace)
 
 
 def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str] = FORMATS,
@@ -29,7 +51,6 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
     key method."""
     from protab._io import check_output_folder, database_files, refuse_replacing
     from protab._progress import track
-    from protab.cli.commands import _protect_one, _say, _summary, _write_all
     from protab.ptable import PTable
     from protab.session import Session
     from protab.table import TableSpec
@@ -63,13 +84,13 @@ def demo(persons: int, database: str, out: str, seed: str, formats: Sequence[str
         }
         rows, frames = [], {}
         for name, spec in track(tables.items(), "protecting tables", total=len(tables), unit="table"):
-            _say(f"  protecting {name} …")
-            frames[name], row = _protect_one(s, name, "persons", spec, ptable)
+            say(f"  protecting {name} …")
+            frames[name], row = protect_one(s, name, "persons", spec, ptable)
             rows.append(row)
-    _write_all(frames, out_dir, formats)
-    _say(f"done in {time.perf_counter() - t0:.1f} s")
+    write_all(frames, out_dir, formats)
+    say(f"done in {time.perf_counter() - t0:.1f} s")
     print(f"protab demo: {persons:,} persons and {firms:,} firms, {len(rows)} tables protected by the cell key method")
-    print(_summary(rows))
+    print(summary(rows))
     print(f"protected tables written to {out}/ as {', '.join(formats)}")
     print(f"the microdata (persons, firms), record keys and p-table are in {database} "
           "(query it with the duckdb CLI: SELECT sex, ckm(count(*), sum(rkey)) FROM persons GROUP BY ALL)")
@@ -97,9 +118,8 @@ def _refuse_to_replace(database: str) -> None:
 def _generate(s: Any, persons: int, firms: int, seed: str, database: str) -> None:
     """persons and firms from sql/demo_population.sql in one transaction, then their record keys."""
     from protab._sql import sql_text
-    from protab.cli.commands import _say
 
-    _say(f"protab demo: generating {persons:,} persons and {firms:,} firms in {database} "
+    say(f"protab demo: generating {persons:,} persons and {firms:,} firms in {database} "
          "(tables persons, firms) …")
     s.con.execute(sql_text("demo_population.sql"))
     s.con.execute("BEGIN TRANSACTION")
@@ -110,6 +130,6 @@ def _generate(s: Any, persons: int, firms: int, seed: str, database: str) -> Non
     except BaseException:
         s.con.execute("ROLLBACK")
         raise
-    _say("  adding record keys …")
+    say("  adding record keys …")
     s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)
     s.add_record_keys("firms", id_column="fid", seed=f"{seed}/firms", bits=32, replace=True)

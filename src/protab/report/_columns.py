@@ -1,4 +1,5 @@
-"""The measure columns of compare (MEASURES), its result schema and the options of one comparison."""
+"""The columns of compare's frame: the measures (MEASURES: meaning and source), why one can be
+empty (WHY_EMPTY), their types (SCHEMA); and the options of one comparison (Options)."""
 
 from __future__ import annotations
 
@@ -90,14 +91,14 @@ WHY_EMPTY: dict[str, str] = {
                                                      "cramers_v_after")},
 }
 
-_SCHEMA: dict[str, Any] = {"method": pl.String, "view": pl.String, "cells": pl.Int64}
-_SCHEMA.update({name: pl.Float64 for name in MEASURES})
+SCHEMA: dict[str, Any] = {"method": pl.String, "view": pl.String, "cells": pl.Int64}
+SCHEMA.update({name: pl.Float64 for name in MEASURES})
 for _int_col in ("disclosures_original", "disclosures_protected", "disclosures_both"):
-    _SCHEMA[_int_col] = pl.Int64
+    SCHEMA[_int_col] = pl.Int64
 
 
 @dataclass
-class _Options:
+class Options:
     dims: list[str]
     total: str
     small: int

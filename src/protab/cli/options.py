@@ -1,0 +1,51 @@
+"""What several commands share: the default files, the output formats, the database a command
+reads, and secret seeds (from an environment variable or a file, never the command line)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from protab.errors import InputError
+from protab.request.loaders import reading
+
+#: The database file commands use without ``--db`` (the same as ``protab.DEFAULT_DATABASE``).
+DEFAULT_DATABASE = "protab.duckdb"
+DEFAULT_OUTPUT = "protab_output"
+FORMATS = ("csv", "parquet")
+DB_HELP = f"the DuckDB database file (default {DEFAULT_DATABASE})"
+
+
+def require_database(db: str, hint: str = "") -> None:
+    """Commands that read tables must not create an empty database file by mistake."""
+    if db != ":memory:" and not Path(db).exists():
+        raise InputError(
+            f"the database {db!r} does not exist ({hint}create it with `protab register` or "
+            "`protab demo`, or pass --db)"
+        )
+    if db != ":memory:" and Path(db).is_dir():
+        raise InputError(f"the database {db!r} is a folder, not a DuckDB file")
+
+
+def seed_of(args: argparse.Namespace) -> str:
+    """The seed of ``--seed-env`` or ``--seed-file`` (exactly one of them)."""
+    if args.seed_env and args.seed_file:
+        raise InputError("give the seed once: --seed-env or --seed-file, not both")
+    return read_seed(args.seed_env, args.seed_file, "give the secret seed with --seed-env VAR or --seed-file PATH")
+
+
+def read_seed(env: str | None, file: str | os.PathLike[str] | None, missing: str) -> str:
+    """A secret seed from an environment variable or a file (never from the command line)."""
+    if env:
+        val = os.environ.get(env)
+        if not val or not val.strip():
+            raise InputError(f"the environment variable {env} is not set or empty")
+        return val
+    if file:
+        with reading(file, "the seed file"):
+            val = Path(file).read_text(encoding="utf-8").strip()
+        if not val:
+            raise InputError(f"the seed file {str(file)!r} is empty")
+        return val
+    raise InputError(missing)

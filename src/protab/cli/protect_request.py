@@ -1,0 +1,252 @@
+"""``protab protect`` and ``protab publish``: the tables of a TOML request protected and
+written as CSV/Parquet files, or into a DuckDB file of protected tables only."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protab._io import check_output_file, check_output_folder, refuse_replacing
+from protab.cli.options import DEFAULT_OUTPUT, FORMATS
+from protab.cli.protect_checks import (
+    OWN_FOLDER,
+    check_names,
+    check_publish_names,
+    check_request,
+    check_sources,
+    database_path,
+    read_request,
+    request_inputs,
+)
+from protab.cli.protect_sources import keep_swap, spark_session, swap
+from protab.cli.protect_tables import protect_tables, summary, write_all
+from protab.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+PROTECT_FORMAT = """\
+request file (TOML; paths in it are relative to the file):
+
+  database = "protab.duckdb"          # optional (--db overrides)
+  output = "protab_output"            # optional (--out overrides)
+  formats = ["csv", "parquet"]        # optional, csv and/or parquet
+
+  [ptable]                            # the cell key method's p-table: one of
+  maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
+  # file = "ptable.csv"               # format = "auto" | "ptable" | "tauargus" | "ons"
+
+  [hierarchies.municipality]          # optional, one per hierarchical dimension; one of
+  columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
+                                        # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total";
+                                        # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
+  [swap]                              # optional: targeted record swapping first (docs/swapping.md)
+  source = "persons"                  #   writes the swapped records to table `out` of the database
+  out = "persons_swapped"             #   (replace = true to overwrite), kept only when every table
+                                      #   is protected and written; the tables may read it;
+  household = "hid"                   #   log = "swap_log" keeps the (internal) swap log
+  geography = ["region", "municipality"]
+  risk_variables = ["agegroup", "sex"]
+  similar = [["hsize"]]               #   similarity profiles, first preferred
+  swap_rate = 0.05                    #   every risky household is swapped (the rate may end higher:
+  max_swap_rate = 0.10                #   a warning says so); optional cap, riskiest first
+  seed_env = "PROTAB_SWAP_SEED"       #   or seed_file = "swap.seed" (never the seed itself)
+  [[tables]]                          # one per table
+  name = "municipality_by_sex"        # output file name (plain, no path)
+  source = "persons"                  # a keyed table of the database
+  dims = ["municipality", "sex"]
+  formula = "municipality*sex"        # optional; default: every crossing with all margins
+  weight = "weight"                   # optional weighted counts
+  drop_empty = false                  # optional: publish cells without records (default)
+  null_code = "Unknown"               # optional: NULL codes as this category
+  threshold = 3                       # optional: blank perturbed counts below this
+  margins = false                     # optional: the flat crosstab alone (flat dims, no formula)
+  method = "suppression"              # optional: cell suppression instead of the cell key method
+  min_frequency = 3                   #   (suppression) counts 1..2 are primary; protect_zeros = true;
+                                      #   freq = "count" for rows that are already aggregated
+                                      #   adds empty cells; with sums the primary cells come from
+                                      #   [rules]; suppressed cells are written empty (no [ptable]
+                                      #   needed when every table is suppressed)
+  sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
+  null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
+
+  [magnitude]                         # the cell key method for sums (tables with sums)
+  ptable = { maximum_entropy = { D = 10, V = 3, step = 2, icat = [1, 5, 10] } }
+                                      # or { file = "num.csv", format = "r" | "argus" }
+  # even = {…}  odd = {…}             # parity tables instead of ptable (top_k = 1)
+  # small_cells = {…}                 # p-table below the separation point
+  fp = 1000                           # flex point (without it: simple scaling, p one number)
+  p = [0.25, 0.05]                    # p_small, p_large;  q = 3;  epsilon = [1, 0.5, 0.3]
+  variant = "top_contr"               # or "mean", "range", "sum";  top_k = 3;  mu_c = 0
+                                      # same_key = true;  zero_keys = false
+  [rules]                             # optional sensitivity rules (<sum>_sensitive, <sum>_rule)
+  min_frequency = 3                   # dominance = [[1, 80], [2, 90]];  p_percent = 10
+                                      # pq = [10, 50];  zero = false;  holding = "enterprise"
+                                      # convention = "gauss" | "argus";  weights = "default"
+
+Unknown keys and values of the wrong type are errors. Every table is protected before any
+file is written, and the output folder receives all tables at once (a killed run leaves it
+as it was; the next run clears what it left).
+"""
+
+
+def add_parsers(sub: Any) -> None:
+    """``protab protect`` and ``protab publish``."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    pr = sub.add_parser("protect", help="protect the tables of a TOML request file",
+                        formatter_class=fmt, epilog=PROTECT_FORMAT,
+                        description="Protect every table of a request and write them as CSV/Parquet: by the cell "
+                                    "key method (counts, weighted counts, and sums by the cell key method for "
+                                    "magnitudes, with optional sensitivity rules), or by cell suppression (method = "
+                                    "\"suppression\"), optionally after targeted record swapping ([swap]).")
+    pr.add_argument("request", help="the TOML request file")
+    pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
+    pr.add_argument("--out", help="output folder (overrides the request's output)")
+    pr.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                    help="where the tables are computed (spark: docs/spark.md; same output files)")
+    pr.add_argument("--spark-master", help="Spark master URL for --engine spark (default local[*])")
+    pr.add_argument("--spark-data", help="folder of <source>.parquet files for --engine spark "
+                                         "(default: the request's folder; Spark tables are used first)")
+    pr.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
+                                         "(default: as keyed in the request's DuckDB database)")
+    pr.set_defaults(run=_run_protect)
+
+    pb = sub.add_parser("publish", help="protect a request's tables into a DuckDB file of protected tables only",
+                        formatter_class=fmt,
+                        description="Protect every table of a request (as `protab protect`) and write them into a "
+                                    "new DuckDB database for analysts: protected tables and a view protab_catalog, "
+                                    "no records, keys, p-table, originals or seeds. Written atomically.",
+                        epilog="The request format: `protab protect --help`.")
+    pb.add_argument("request", help="the TOML request file")
+    pb.add_argument("--to", required=True, help="the DuckDB file to write (e.g. protected.duckdb)")
+    pb.add_argument("--db", help="DuckDB file of the microdata (overrides the request's database)")
+    pb.add_argument("--replace", action="store_true", help="replace the file if it exists")
+    pb.set_defaults(run=_run_publish)
+
+
+def _run_protect(args: argparse.Namespace) -> None:
+    protect(args.request, args.db, args.out, engine=args.engine, spark_master=args.spark_master,
+            spark_data=args.spark_data, spark_keys=args.spark_keys)
+
+
+def _run_publish(args: argparse.Namespace) -> None:
+    publish(args.request, args.to, args.db, replace=args.replace)
+
+
+def protect(
+    request: str, database: str | None = None, out: str | None = None, *, engine: str = "duckdb",
+    spark_master: str | None = None, spark_data: str | None = None, spark_keys: str | None = None,
+) -> list[dict[str, Any]]:
+    """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
+
+    The whole request is checked first (schema, file names, output folder, database, p-table,
+    hierarchies); tables are written only after every one was protected, all at once.
+
+    ``engine="spark"`` runs the tables on Spark (docs/spark.md): each source is a Spark table
+    of that name or the Parquet ``<spark_data>/<source>.parquet``; its record-key column and
+    modulus come from the request's DuckDB database when it has the source keyed, else from
+    ``spark_keys`` (``"COLUMN:MODULUS"``, e.g. ``"rkey:4294967296"``). The output files are
+    byte-identical to the DuckDB engine's on the same records.
+    """
+    if engine not in ("duckdb", "spark"):
+        raise InputError(f"protect: --engine must be duckdb or spark, not {engine!r}")
+    if engine == "duckdb" and (spark_master or spark_data or spark_keys):
+        raise InputError("protect: --spark-master, --spark-data and --spark-keys need --engine spark")
+    path = Path(request)
+    cfg = read_request(path)
+    out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
+    formats = cfg.get("formats", list(FORMATS))
+    names = [t["name"] for t in cfg["tables"]]
+    check_names(names)
+    check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
+    refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
+                     "protect: the output folder", OWN_FOLDER)
+    spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
+    rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark)
+    print(summary(rows))
+    print(f"protected tables written to {out_dir}/")
+    return rows
+
+
+def publish(request: str, to: str, database: str | None = None, *, replace: bool = False) -> list[dict[str, Any]]:
+    """Protect the tables of a request (as ``protect``) into a new DuckDB database ``to``.
+
+    The database holds the protected tables only (one table each, named as in the request, and
+    a view ``protab_catalog`` of table names, cells and methods): no records, record keys,
+    p-table, original values or seeds. It is written beside ``to`` and renamed onto it when
+    complete (atomic); an existing file is replaced only with ``replace=True``.
+    """
+    from protab._io import atomic_path
+
+    path = Path(request)
+    cfg = read_request(path)
+    check_publish_names([t["name"] for t in cfg["tables"]])
+    target = check_output_file(to)  # the real file: through a symbolic link, the file it points to
+    refuse_replacing(to, request_inputs(path, cfg, database_path(path, cfg, database)), "publish: --to",
+                     "publish to a new file")
+    if target.exists() and not replace:
+        raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
+    methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
+
+    def write(frames: dict[str, pl.DataFrame]) -> None:
+        with atomic_path(target) as tmp:
+            os.unlink(tmp)  # DuckDB creates the file itself
+            _write_database(str(tmp), frames, methods)
+
+    rows = _protect_request(path, cfg, database, write)
+    print(summary(rows))
+    print(f"protected tables published to {target} (open it with duckdb; it holds protected tables only)")
+    return rows
+
+
+def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[str, str]) -> None:
+    """The protected frames as tables of a new DuckDB file (a storage format DuckDB 1.2+ reads)."""
+    import duckdb
+
+    from protab._sql import quote_ident
+
+    con = duckdb.connect(path, config={"storage_compatibility_version": "v1.2.0"})
+    try:
+        con.execute("BEGIN")
+        for name, frame in frames.items():
+            reg = "_protab_publish_frame"
+            con.register(reg, frame.to_arrow())
+            con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {reg}")
+            con.unregister(reg)
+        con.execute("CREATE TABLE protab_published (table_name VARCHAR, cells BIGINT, method VARCHAR)")
+        con.executemany("INSERT INTO protab_published VALUES (?, ?, ?)",
+                        [[n, f.height, methods[n]] for n, f in frames.items()])
+        con.execute("CREATE VIEW protab_catalog AS SELECT * FROM protab_published ORDER BY table_name")
+        con.execute("COMMIT")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+
+
+def _protect_request(
+    path: Path, cfg: dict[str, Any], database: str | None,
+    write: Callable[[dict[str, pl.DataFrame]], None], spark: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Protect every table of a checked request, then ``write`` the frames; all or nothing. With
+    [swap] the swapped records are a temporary table of the session until every table was
+    protected and written, and only then kept in the database (a failure leaves it as it was)."""
+    from protab.session import Session
+
+    db = database_path(path, cfg, database)
+    methods = check_request(path, cfg, db, spark)
+    if spark is not None:
+        opened = spark_session(spark, cfg["tables"], db, path.parent)
+    else:  # protect only reads, unless it swaps
+        opened = Session(db) if "swap" in cfg else Session(db, read_only=True)
+    with opened as s:
+        if "swap" in cfg:
+            swap(s, cfg["swap"], path.parent)
+        check_sources(s, cfg["tables"], db)
+        frames, rows = protect_tables(s, cfg, path.parent, methods)
+        write(frames)
+        if "swap" in cfg:
+            keep_swap(s, cfg["swap"])
+    return rows
