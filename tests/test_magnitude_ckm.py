@@ -316,7 +316,7 @@ def test_top_k_needs_sums():
 def test_key_rotation(modulus, key, rotated):
     import duckdb
 
-    from protab.magnitude import rotate_sql
+    from protab.rollup.magnitude_ckm import rotate_sql
 
     got = duckdb.connect().execute(f"SELECT {rotate_sql('k', modulus)} FROM (SELECT CAST(? AS BIGINT) AS k)",
                                    [key]).fetchall()[0][0]

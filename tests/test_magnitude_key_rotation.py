@@ -15,8 +15,9 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab.magnitude import MagnitudeCKM, rotate_sql
+from protab.magnitude import MagnitudeCKM
 from protab.ptable.magnitude import MagnitudePTable
+from protab.rollup.magnitude_ckm import rotate_sql
 
 
 def _rotations(key: int, modulus: int, n: int) -> list[int]:

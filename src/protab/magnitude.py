@@ -1,9 +1,11 @@
-"""Magnitude tables: sensitivity rules and the cell key method for sums (docs/methods.md §1.8).
+"""Magnitude tables: the parameters of the sensitivity rules and of the cell key method for
+sums (docs/methods.md §1.8), checked when they are made.
 
 Both work on the columns one scan of the microdata gives every published cell (see
 :func:`protab.rollup.value_columns`): the sum of a variable, its number of (non-zero)
 contributors, its ``top_k`` largest contributions and the cell key of its non-zero
-contributors. This module turns parameters into SQL over those columns; the Session runs it.
+contributors. Their SQL over those columns lives with the table request
+(:mod:`protab.rollup.magnitude_rules`, :mod:`protab.rollup.magnitude_ckm`).
 
 - :class:`SensitivityRules`: minimum frequency, (n, k)-dominance, the p% rule and its
   prior/posterior (p, q) form, zero cells — the primary rules of tau-ARGUS and of SSB's
@@ -50,6 +52,33 @@ def _whole(value: object, name: str, low: int, high: int, owner: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
         raise SpecError(f"{owner}: {name} must be a whole number from {low} to {high}")
     return int(value)
+
+
+def _dominance(dominance: object, owner: str) -> tuple[tuple[int, float], ...]:
+    """The (n, k) pairs of the dominance rules (one pair may be given bare), else SpecError."""
+    if isinstance(dominance, (str, bytes)) or not isinstance(dominance, Sequence):
+        raise SpecError(f"{owner}: dominance must be a list of (n, k) pairs, e.g. [(1, 80), (2, 90)]")
+    if len(dominance) == 2 and all(isinstance(v, numbers.Real) for v in dominance):
+        dominance = [dominance]  # one pair given bare
+    pairs = []
+    for item in dominance:
+        if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
+            raise SpecError(f"{owner}: dominance must be a list of (n, k) pairs, e.g. [(1, 80), (2, 90)]")
+        n = _whole(item[0], "dominance n", 1, MAX_TOP_K, owner)
+        k = _number(item[1], "dominance k (a percentage)", low=0, high=100, low_open=True, owner=owner)
+        pairs.append((n, k))
+    return tuple(pairs)
+
+
+def _pq(pq: object, owner: str) -> tuple[float, float]:
+    """The (p, q) pair of the prior/posterior rule, p < q, else SpecError."""
+    if isinstance(pq, (str, bytes)) or not isinstance(pq, Sequence) or len(pq) != 2:
+        raise SpecError(f"{owner}: pq must be a pair (p, q) of percentages with p < q")
+    p = _number(pq[0], "pq p", low=0, low_open=True, owner=owner)
+    q = _number(pq[1], "pq q", low=0, high=100, low_open=True, owner=owner)
+    if not p < q:
+        raise SpecError(f"{owner}: pq needs p < q (the prior knowledge q is wider than p)")
+    return p, q
 
 
 # ----------------------------------------------------------------------------------- rules
@@ -101,30 +130,10 @@ class SensitivityRules:
     ) -> None:
         owner = "SensitivityRules"
         self.min_frequency = None if min_frequency is None else _whole(min_frequency, "min_frequency", 1, 2**31, owner)
-        if isinstance(dominance, (str, bytes)) or not isinstance(dominance, Sequence):
-            raise SpecError(f"{owner}: dominance must be a list of (n, k) pairs, e.g. [(1, 80), (2, 90)]")
-        if len(dominance) == 2 and all(isinstance(v, numbers.Real) for v in dominance):
-            dominance = [dominance]  # one pair given bare
-        pairs = []
-        for item in dominance:
-            if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
-                raise SpecError(f"{owner}: dominance must be a list of (n, k) pairs, e.g. [(1, 80), (2, 90)]")
-            n = _whole(item[0], "dominance n", 1, MAX_TOP_K, owner)
-            k = _number(item[1], "dominance k (a percentage)", low=0, high=100, low_open=True, owner=owner)
-            pairs.append((n, k))
-        self.dominance = tuple(pairs)
+        self.dominance = _dominance(dominance, owner)
         self.p_percent = None if p_percent is None else _number(
             p_percent, "p_percent", low=0, high=100, low_open=True, owner=owner)
-        if pq is not None:
-            if isinstance(pq, (str, bytes)) or not isinstance(pq, Sequence) or len(pq) != 2:
-                raise SpecError(f"{owner}: pq must be a pair (p, q) of percentages with p < q")
-            p = _number(pq[0], "pq p", low=0, low_open=True, owner=owner)
-            q = _number(pq[1], "pq q", low=0, high=100, low_open=True, owner=owner)
-            if not p < q:
-                raise SpecError(f"{owner}: pq needs p < q (the prior knowledge q is wider than p)")
-            self.pq: tuple[float, float] | None = (p, q)
-        else:
-            self.pq = None
+        self.pq = None if pq is None else _pq(pq, owner)
         if not isinstance(zero, bool):
             raise SpecError(f"{owner}: zero must be True or False")
         self.zero = zero
@@ -172,77 +181,80 @@ class SensitivityRules:
             need |= {1, 2}
         return sorted(need)
 
-    def _columns(self, k: int, weighted: bool, holdings: bool, top: str) -> tuple[str | None, str, str, str]:
-        """(weights, top list, total X, contributors) as SQL for sums variable ``k``."""
-        weights = self.weights if weighted else None
-        if holdings:
-            t, total, nonzero, everyone = f"_ht{k}", f"_hsa{k}", f"_hz{k}", "_hn"
-            if weights == "default":
-                total = f"_hswa{k}"
-        else:
-            t, total, nonzero, everyone = f"({top})", f"CAST(_s{k} AS DOUBLE)", f"_z{k}", "_n"
-            if weights is not None:
-                total = f"CAST(_sw{k} AS DOUBLE)"
-        return weights, t, total, nonzero if self.convention == "gauss" else everyone
-
-    def _ratio(self, k: int, n: int, weights: str | None, total: str) -> str:
-        """The share of the n largest contributions (tau-ARGUS weighting: its stage column)."""
-        if weights == "tauargus":
-            return f"protab_dominance_ratio(_rwl{k}_{n}, {total}, 1)"
-        return f"protab_dominance_ratio(_rx{k}, {total}, {n})"
-
-    def sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> tuple[list[list[str]], str, str, list[Any]]:
-        """(stages, sensitive, rule names, parameters) as SQL over the columns of sums variable
-        ``k``: ``stages`` are select items to compute first, stage after stage (the top list's
-        values ``_rx<k>`` and weights ``_rw<k>``, then tau-ARGUS's weighted sums of the
-        largest), which the rules' macros then take as plain columns (Spark takes no lambda,
-        nor a SQL function holding one, inside the argument of a SQL function).
-
-        Columns read: records ``top`` (SQL of the top list), ``_s<k>`` (Σ x), ``_sw<k>`` (Σ w·x),
-        ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
-        ``_ht<k>``, ``_hsa<k>``, ``_hswa<k>``, ``_hz<k>``, ``_hn``."""
-        weights, t, total, contributors = self._columns(k, weighted, holdings, top)
-        # holdings: |holding sums| over Σ|holding sums|; records: the signed values of the
-        # records of largest |x| over the signed total (GaussSuppression 1.2.3 on its data)
-        lists = [f"list_transform({t}, lambda e: e.{'a' if holdings else 'x'}) AS _rx{k}"]
-        largest: list[str] = []
-        if weights == "tauargus":  # each share's weighted sum of the largest, a one-element list
-            lists += [f"list_transform({t}, lambda e: e.x) AS _rxs{k}", f"list_transform({t}, lambda e: e.w) AS _rw{k}"]
-            largest = [f"[protab_weighted_largest(_rxs{k}, _rw{k}, {n})] AS _rwl{k}_{n}" for n in self.shares]
-
-        def ratio(n: int) -> str:
-            return self._ratio(k, n, weights, total)
-
-        # the macros of sql/protab.sql, the same SQL a duckdb CLI user calls
-        conds: list[tuple[str, str, list[Any]]] = []
-        if self.min_frequency is not None:
-            conds.append((f"protab_frequency_rule({contributors}, ?)", "frequency", [self.min_frequency]))
-        cmp = ">=" if self.convention == "gauss" else ">"
-        for n, kk in self.dominance:
-            conds.append((f"({ratio(n)} {cmp} CAST(? AS DOUBLE) / 100)", f"dominance({n})", [kk]))
-        for name, num, den in (("p%", self.p_percent, 100.0), ("pq", *(self.pq or (None, None)))):
-            if num is not None:
-                conds.append((f"(abs(1 - {ratio(2)}) < abs(CAST(? AS DOUBLE) / ? * {ratio(1)}))", name, [num, den]))
-        if self.zero:
-            conds.append((f"({total} = 0 OR {total} IS NULL)", "zero", []))
-        sens = " OR ".join(f"coalesce({c}, false)" for c, _, _ in conds)
-        names = "concat_ws(',', " + ", ".join(f"CASE WHEN {c} THEN '{name}' END" for c, name, _ in conds) + ")"
-        params = [p for _, _, ps in conds for p in ps]
-        return [lists, largest], f"({sens})", f"nullif({names}, '')", params + params
-
-    def diagnostics_sql(self, k: int, *, weighted: bool, holdings: bool, top: str) -> list[str]:
-        """Select items, beside :meth:`sql`'s, of what the verdicts of sums variable ``k`` read:
-        ``_dg<k>_<n>``, the share of the n largest contributions in X for each n of
-        :attr:`shares` (GaussSuppression's ``dominant1``/``dominant2``, weighted and of holdings
-        as the rules take them), and ``_fc<k>``, the contributors the frequency rule counts."""
-        weights, _, total, contributors = self._columns(k, weighted, holdings, top)
-        items = [f"{self._ratio(k, n, weights, total)} AS _dg{k}_{n}" for n in self.shares]
-        if self.min_frequency is not None:
-            items.append(f"{contributors} AS _fc{k}")
-        return items
-
 
 # ------------------------------------------------------------------------- perturbation
+
+
+def _p_tables(ptable: object, small_cells: object, owner: str) -> dict[str, MagnitudePTable]:
+    """The numeric p-tables by type ("all", or "even" and "odd"), else SpecError; also checks
+    ``small_cells``."""
+    from protab.ptable.magnitude import MagnitudePTable
+
+    if isinstance(ptable, MagnitudePTable):
+        tables = {"all": ptable}
+    elif isinstance(ptable, Mapping):
+        tables = dict(ptable)
+        if set(tables) not in ({"all"}, {"even", "odd"}):
+            raise SpecError(
+                f"{owner}: ptable must be one numeric p-table, or a mapping with 'even' and 'odd' "
+                f"tables (not {sorted(map(str, tables))})"
+            )
+    else:
+        from protab.ptable import PTable
+
+        hint = (" (a count p-table: build a numeric one with MagnitudePTable.maximum_entropy or "
+                "MagnitudePTable.read)") if isinstance(ptable, PTable) else ""
+        raise SpecError(f"{owner}: ptable must be a protab.MagnitudePTable, not {type(ptable).__name__}{hint}")
+    for name, t in tables.items():
+        if not isinstance(t, MagnitudePTable):
+            raise SpecError(f"{owner}: the {name!r} p-table must be a protab.MagnitudePTable, not {type(t).__name__}")
+    if small_cells is not None and not isinstance(small_cells, MagnitudePTable):
+        raise SpecError(f"{owner}: small_cells must be a protab.MagnitudePTable, not {type(small_cells).__name__}")
+    return tables
+
+
+def _epsilon(
+    epsilon: Sequence[float] | None, top_k: object, variant: str, even_odd: bool, owner: str
+) -> tuple[list[float], int]:
+    """(ε per top-k position, top_k), else SpecError: ε starts at 1 and does not increase, one
+    per position; a variant other than top_contr, and even/odd p-tables, have top_k = 1."""
+    if epsilon is None:
+        epsilon = [1.0] * (top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0 else 1)
+    if isinstance(epsilon, (str, bytes)) or not isinstance(epsilon, Sequence):
+        raise SpecError(f"{owner}: epsilon must be a list of numbers, one per top-k position")
+    eps = [_number(e, "epsilon", low=0, high=1, owner=owner) for e in epsilon]
+    if not eps or eps[0] != 1.0 or any(b > a for a, b in zip(eps, eps[1:])):
+        raise SpecError(f"{owner}: epsilon must start at 1 and not increase (1 >= ε2 >= … >= 0)")
+    if top_k is None:
+        top_k = len(eps)
+    k = _whole(top_k, "top_k", 1, MAX_TOP_K, owner)
+    if variant != "top_contr" and k != 1:
+        raise SpecError(f"{owner}: variant {variant!r} has one driving value; top_k must be 1")
+    if len(eps) != k:
+        raise SpecError(f"{owner}: epsilon must have one value per top-k position ({k})")
+    if even_odd and k != 1:
+        raise SpecError(f"{owner}: even/odd p-tables need top_k=1")
+    return eps, k
+
+
+def _scaling(fp: object, p: object, q: object, owner: str) -> tuple[bool, float, float, float, float]:
+    """(flexible, p_small, p_large, fp, q) of the scaling, else SpecError: without ``fp``
+    one p for every value (simple scaling), with it the flexible function."""
+    if fp is None:  # simple scaling
+        if isinstance(p, Sequence):
+            raise SpecError(
+                f"{owner}: give fp= for the flexible scaling (with p=(p_small, p_large)), or p= one "
+                "number in (0, 1] for the simple scaling"
+            )
+        one = _number(p, "p", low=0, high=1, low_open=True, owner=owner)
+        return False, one, one, 0.0, 1.0
+    fp_ = _number(fp, "fp", low=0, low_open=True, owner=owner)
+    if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
+        raise SpecError(f"{owner}: p must be a pair (p_small, p_large) with 0 <= p_large <= p_small <= 1")
+    ps, pl_ = (_number(v, "p", low=0, high=1, owner=owner) for v in p)
+    if pl_ > ps or ps == 0:
+        raise SpecError(f"{owner}: p must be a pair (p_small, p_large) with 0 <= p_large <= p_small <= 1")
+    return True, ps, pl_, fp_, _number(q, "q", low=1, owner=owner)
 
 
 class MagnitudeCKM:
@@ -287,68 +299,13 @@ class MagnitudeCKM:
         zero_keys: bool = False,
         small_cells: "MagnitudePTable | None" = None,
     ) -> None:
-        from protab.ptable.magnitude import MagnitudePTable
-
         owner = "MagnitudeCKM"
-        if isinstance(ptable, MagnitudePTable):
-            tables = {"all": ptable}
-        elif isinstance(ptable, Mapping):
-            tables = dict(ptable)
-            if set(tables) not in ({"all"}, {"even", "odd"}):
-                raise SpecError(
-                    f"{owner}: ptable must be one numeric p-table, or a mapping with 'even' and 'odd' "
-                    f"tables (not {sorted(map(str, tables))})"
-                )
-        else:
-            from protab.ptable import PTable
-
-            hint = (" (a count p-table: build a numeric one with MagnitudePTable.maximum_entropy or "
-                    "MagnitudePTable.read)") if isinstance(ptable, PTable) else ""
-            raise SpecError(f"{owner}: ptable must be a protab.MagnitudePTable, not {type(ptable).__name__}{hint}")
-        for name, t in tables.items():
-            if not isinstance(t, MagnitudePTable):
-                raise SpecError(f"{owner}: the {name!r} p-table must be a protab.MagnitudePTable, not {type(t).__name__}")
-        if small_cells is not None and not isinstance(small_cells, MagnitudePTable):
-            raise SpecError(f"{owner}: small_cells must be a protab.MagnitudePTable, not {type(small_cells).__name__}")
+        tables = _p_tables(ptable, small_cells, owner)
         if variant not in VARIANTS:
             raise SpecError(f"{owner}: variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
         self.variant = variant
-        if epsilon is None:
-            epsilon = [1.0] * (top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0 else 1)
-        if isinstance(epsilon, (str, bytes)) or not isinstance(epsilon, Sequence):
-            raise SpecError(f"{owner}: epsilon must be a list of numbers, one per top-k position")
-        eps = [_number(e, "epsilon", low=0, high=1, owner=owner) for e in epsilon]
-        if not eps or eps[0] != 1.0 or any(b > a for a, b in zip(eps, eps[1:])):
-            raise SpecError(f"{owner}: epsilon must start at 1 and not increase (1 >= ε2 >= … >= 0)")
-        if top_k is None:
-            top_k = len(eps)
-        self.top_k = _whole(top_k, "top_k", 1, MAX_TOP_K, owner)
-        if variant != "top_contr" and self.top_k != 1:
-            raise SpecError(f"{owner}: variant {variant!r} has one driving value; top_k must be 1")
-        if len(eps) != self.top_k:
-            raise SpecError(f"{owner}: epsilon must have one value per top-k position ({self.top_k})")
-        if set(tables) == {"even", "odd"} and self.top_k != 1:
-            raise SpecError(f"{owner}: even/odd p-tables need top_k=1")
-        self.epsilon = eps
-        if fp is None:  # simple scaling
-            if isinstance(p, Sequence):
-                raise SpecError(
-                    f"{owner}: give fp= for the flexible scaling (with p=(p_small, p_large)), or p= one "
-                    "number in (0, 1] for the simple scaling"
-                )
-            self.flex = False
-            self.p_small = self.p_large = _number(p, "p", low=0, high=1, low_open=True, owner=owner)
-            self.fp, self.q = 0.0, 1.0
-        else:
-            self.flex = True
-            self.fp = _number(fp, "fp", low=0, low_open=True, owner=owner)
-            if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 2:
-                raise SpecError(f"{owner}: p must be a pair (p_small, p_large) with 0 <= p_large <= p_small <= 1")
-            ps, pl_ = (_number(v, "p", low=0, high=1, owner=owner) for v in p)
-            if pl_ > ps or ps == 0:
-                raise SpecError(f"{owner}: p must be a pair (p_small, p_large) with 0 <= p_large <= p_small <= 1")
-            self.p_small, self.p_large = ps, pl_
-            self.q = _number(q, "q", low=1, owner=owner)
+        self.epsilon, self.top_k = _epsilon(epsilon, top_k, variant, set(tables) == {"even", "odd"}, owner)
+        self.flex, self.p_small, self.p_large, self.fp, self.q = _scaling(fp, p, q, owner)
         self.mu_c = _number(mu_c, "mu_c", low=0, owner=owner)
         for flag, value in (("same_key", same_key), ("zero_keys", zero_keys)):
             if not isinstance(value, bool):
@@ -362,7 +319,7 @@ class MagnitudeCKM:
                 "contributor, say) has range 0, and without the small-cells table it would get no noise"
             )
         if small_cells is not None:
-            E = sum(e * e for e in eps)
+            E = sum(e * e for e in self.epsilon)
             self.zs = math.sqrt(small_cells.variance()) / (math.sqrt(E) * self.p_small)
         else:
             self.zs = 0.0
@@ -458,147 +415,3 @@ def check_ptable_kind(ptable: object, where: str) -> None:
             f"{where}: this is a numeric (magnitude) p-table; counts need a count p-table "
             "(protab.PTable), and magnitudes take the numeric one through MagnitudeCKM"
         )
-
-
-def rotate_sql(key: str, modulus: int, times: int = 1) -> str:
-    """SQL of the base cell key ``key`` rotated ``times`` digits (docs/methods.md §1.8).
-
-    Decimal keys (modulus 10^d), as R cellKey's ``.scramble_ckeys``: the key written as R
-    writes the number (its d digits, trailing zeros dropped: w digits) moves its first digit
-    to the end, and every further rotation moves the next one, the w digits kept, zeros
-    included (0.0871234 → 0.871234, 0.7123408, 0.1234087). A chain therefore rotates the
-    base key, never a rotated one, whose trailing zeros would be dropped. Binary keys
-    (modulus 2^b): the b bits rotate left by 4 per step (one hexadecimal digit)."""
-    d = round(math.log10(modulus))
-    if 10**d == modulus:
-        t = f"rtrim(lpad(CAST({key} AS VARCHAR), {d}, '0'), '0')"
-        r = f"({int(times)} % greatest(length({t}), 1))"
-        return (f"CASE WHEN {key} = 0 THEN 0 ELSE CAST(rpad(substr({t}, {r} + 1) || substr({t}, 1, {r}), {d}, '0') "
-                "AS BIGINT) END")
-    b = modulus.bit_length() - 1
-    if 2**b != modulus:
-        raise SpecError("the record-key modulus must be a power of 2 or of 10 for magnitude cell keys")
-    s = (min(4, b - 1) * int(times)) % b if b > 1 else 0
-    if s == 0:
-        return key
-    return f"((({key} << {s}) | ({key} >> {b - s})) & {modulus - 1})"
-
-
-def ckm_parameters(m: MagnitudeCKM) -> tuple[str, list[Any]]:
-    """SELECT of the one-row relation of the secret parameters (bound, never in SQL text):
-    zs, fp, ps, pl, q, mu, e1..e6 and the largest row i of each p-table (top0..top3)."""
-    tops = {m.TAB[n]: float(max(t.frame["i"].to_list())) for n, t in m.tables.items()}
-    if m.small_cells is not None:
-        tops[m.TAB["small_cells"]] = float(max(m.small_cells.frame["i"].to_list()))
-    eps = m.epsilon + [0.0] * (MAX_TOP_K - len(m.epsilon))
-    values = [m.zs, m.fp, m.p_small, m.p_large, m.q, m.mu_c, *eps] + [tops.get(t, 0.0) for t in range(4)]
-    names = ["zs", "fp", "ps", "pl", "q", "mu"] + [f"e{j}" for j in range(1, MAX_TOP_K + 1)] + [f"top{t}" for t in range(4)]
-    return "SELECT " + ", ".join(f"CAST(? AS DOUBLE) AS _m_{n}" for n in names), values
-
-
-PARAMETER_COLUMNS = ["_m_zs", "_m_fp", "_m_ps", "_m_pl", "_m_q", "_m_mu"] + [
-    f"_m_e{j}" for j in range(1, MAX_TOP_K + 1)] + [f"_m_top{t}" for t in range(4)]
-
-
-def ckm_ctes(
-    m: MagnitudeCKM,
-    k: int,
-    prev: str,
-    *,
-    modulus: int,
-    weighted: bool,
-    sensitive: str | None,
-    segments: str,
-    dims: int,
-    top: str,
-) -> tuple[list[str], str]:
-    """CTEs perturbing sums variable ``k`` of the cells in ``prev`` (R cellKey's
-    ``.perturb_cell_flex`` / ``.perturb_cell_simple`` as set work). ``prev`` must carry the
-    parameter columns of :func:`ckm_parameters` (``_m_*``).
-
-    Each top-k component j = 1..K scales its driving value x_j to a size x_delta, looks up
-    the noise v of the ratio |x_j / x_delta| in the numeric p-table (interpolating linearly
-    between the rows around it, the same key for both rows) and adds
-    sign(x)·|x_delta|·sign(v)·(μ + |v|) to the running value x, never letting a negative
-    noise carry it across zero (a noise of 0 counts as positive: a sensitive cell gets μ
-    even then, as in R cellKey 1.0.2). Returns (CTEs, name of the last one); the last holds
-    the codes ``_o0 … _o<dims-1>`` and ``_sp<k>``, the perturbed (weighted) sum."""
-    cv = f"CAST(_sw{k} AS DOUBLE)" if weighted else f"CAST(_s{k} AS DOUBLE)"
-    if m.variant == "top_contr":
-        drivers = [f"(_tl[{j}].x * _tl[{j}].w)" for j in range(1, m.top_k + 1)]
-    elif m.variant == "mean":
-        drivers = [f"({cv} / nullif(CAST(_w AS DOUBLE), 0))" if weighted else f"({cv} / nullif(_n, 0))"]
-    elif m.variant == "range":
-        drivers = [f"(_mx{k} - _mn{k})" if weighted else f"(_tp{k}[1] - _tn{k}[1])"]
-    else:
-        drivers = [cv]
-    key0 = "_k" if m.zero_keys else f"_kz{k}"
-    width, depth = m.lookup_shape(modulus)
-    if len(m.tables) == 2:
-        base_tab = f"CASE WHEN _cnt % 2 = 0 THEN {m.TAB['even']} ELSE {m.TAB['odd']} END"
-    else:
-        base_tab = str(m.TAB["all"])
-    ctes: list[str] = []
-    # a narrow relation: the cell's codes, its value, driving values and keys, the parameters
-    # (the lists and the other variables stay behind: every join below carries only these)
-    keys = [f"_ky{k}_{j}" for j in range(1, m.top_k + 1)]
-    skip = f"({cv} = 0 OR {cv} IS NULL OR _z{k} = 0)"
-    # component j takes the base key rotated j - 1 times (j times with same_key=False)
-    shift = 0 if m.same_key else 1
-    key_items = ", ".join(f"{rotate_sql(key0, modulus, shift + j)} AS {key}" for j, key in enumerate(keys))
-    codes = ", ".join(f"_o{d}" for d in range(dims))
-    xs = ", ".join(f"{x} AS _dx{j}" for j, x in enumerate(drivers, start=1))
-    sens = f"{sensitive} AS _sn" if sensitive else "false AS _sn"
-    ctes.append(
-        f"_q{k}_k AS (SELECT {codes}, {cv} AS _xo{k}, {skip} AS _skip{k}, {xs}, {key_items}, "
-        f"_n AS _cnt, {sens}, {', '.join(PARAMETER_COLUMNS)} FROM (SELECT *, {top} AS _tl FROM {prev}))"
-    )
-    src = f"_q{k}_k"
-    mu = "CASE WHEN _sn THEN _m_mu ELSE 0.0 END"
-    flex = ("_m_pl * (1 + ((_m_ps * _ax - _m_pl * _m_fp) / (_m_pl * _m_fp)) * "
-            "pow(2 * _m_fp / (_m_fp + _ax), _m_q))")
-    top = "CASE _tab " + " ".join(f"WHEN {t} THEN _m_top{t}" for t in range(4)) + " END"
-    temp = "_x, _ax, _xd, _ov, _x2, _xd2, _small, _zr, _tab, _a, _v"
-    for j in range(1, len(drivers) + 1):
-        x = f"_dx{j}"
-        eps = f"_m_e{j}"
-        if m.flex:
-            # R cellKey 1.0.2: ε_j scales the flexible branch only (tau-ARGUS: every j >= 2)
-            size = f"CASE WHEN _ax < _m_zs THEN 1.0 WHEN _ax < _m_fp THEN _x * _m_ps ELSE _x * {flex} * {eps} END"
-        else:
-            size = f"CASE WHEN _ax < _m_zs THEN 1.0 ELSE _x * _m_ps * {eps} END"
-        ctes.append(
-            f"_q{k}_{j}a AS (SELECT *, ({size}) AS _xd FROM (SELECT *, {x} AS _x, abs({x}) AS _ax FROM {src}))"
-        )
-        ctes.append(
-            f"_q{k}_{j}b AS (SELECT *, least(abs(_xo{k} / nullif(_xd2, 0)), {top}) AS _a FROM ("
-            f"SELECT *, CASE WHEN _small THEN {m.TAB['small_cells']} ELSE {base_tab} END AS _tab FROM ("
-            f"SELECT *, (_ax < _m_zs OR (_ov AND abs(_x2) < _m_zs)) AS _small, "
-            f"({'TRUE' if j > 1 or not m.flex else 'FALSE'} AND _ov AND abs(_x2) < _m_zs) AS _zr, "
-            f"CASE WHEN _ov THEN CASE WHEN abs(_x2) < _m_zs THEN 1.0 ELSE _xo{k} END ELSE _xd END AS _xd2 FROM ("
-            f"SELECT *, abs(_xo{k}) < abs(_xd) AS _ov, "
-            f"CASE WHEN abs(_xo{k}) < abs(_xd) THEN _xo{k} / (_m_ps * {eps}) ELSE _x END AS _x2 "
-            f"FROM _q{k}_{j}a))))"
-        )
-        key = keys[j - 1]
-        v_lo, v_hi = (
-            "CASE " + " ".join(f"WHEN c.{key} >= g.{side}_k{d} THEN g.{side}_v{d}" for d in range(depth, 0, -1))
-            + f" ELSE g.{side}_v0 END" if depth else f"g.{side}_v0"
-            for side in ("lo", "hi")
-        )
-        ctes.append(
-            f"_q{k}_{j}c AS (SELECT c.*, CASE WHEN g.hi = g.lo OR c._a = g.lo THEN {v_lo} "
-            f"ELSE (1 - (c._a - g.lo) / (g.hi - g.lo)) * {v_lo} + ((c._a - g.lo) / (g.hi - g.lo)) * {v_hi} END AS _v "
-            f"FROM _q{k}_{j}b c LEFT JOIN {segments} g ON g.tab = c._tab AND g.b = c.{key} // {width} "
-            f"AND c._a >= g.lo AND c._a < g.hx)"
-        )
-        xh = (f"CASE WHEN _x IS NULL OR _zr OR _skip{k} OR _v IS NULL OR isnan(_a) THEN 0.0 "
-              f"ELSE sign(_xo{k}) * abs(_xd2) * (CASE WHEN _v < 0 THEN -1 ELSE 1 END) * ({mu} + abs(_v)) END")
-        capped = (f"CASE WHEN _v < 0 AND _xo{k} < 0 THEN least({xh}, -_xo{k}) "
-                  f"WHEN _v < 0 THEN greatest({xh}, -_xo{k}) ELSE {xh} END")
-        ctes.append(
-            f"_q{k}_{j}d AS (SELECT * EXCLUDE ({temp}, _xo{k}), _xo{k} + ({capped}) AS _xo{k} FROM _q{k}_{j}c)"
-        )
-        src = f"_q{k}_{j}d"
-    ctes.append(f"_q{k}_out AS (SELECT {codes}, _xo{k} AS _sp{k} FROM {src})")
-    return ctes, f"_q{k}_out"

@@ -1,6 +1,8 @@
 """The SQL of one table request (:class:`TableRun`): scan to inner cells, codes and bridges,
 the roll-up, the perturbation as a p-table join, and the pairs that are the model matrix."""
 
-from protab.rollup.run import TableRun, keyspace_arrow, output_names, published_filter, value_columns
+from protab.rollup.cells import output_names, published_filter, value_columns
+from protab.rollup.perturb import keyspace_arrow
+from protab.rollup.run import TableRun
 
 __all__ = ["TableRun", "keyspace_arrow", "output_names", "published_filter", "value_columns"]

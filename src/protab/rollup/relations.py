@@ -1,0 +1,67 @@
+"""The temporary relations of one table request on the engine it is handed: made, read,
+written out as the published table, and dropped when the run closes (see :class:`TableRun`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from protab._sql import quote_ident
+from protab.rollup.cells import output_names, temp_name
+
+
+class Relations:
+    """Part of :class:`TableRun`: its temporary tables and views (``_temps``, ``_views``) on
+    its engine ``eng``, each dropped by :meth:`close`."""
+
+    def close(self) -> None:
+        """Drop every temporary table and view the run made."""
+        for t in reversed(self._temps):
+            self.eng.drop_table(t)
+        self._temps.clear()
+        for v in self._views:
+            self.eng.drop_view(v)
+        self._views.clear()
+
+    def _create(self, kind: str, select: str, params: Sequence[Any] | None = None) -> str:
+        name = temp_name(kind)
+        self._temps.append(name)
+        self.eng.create_table(name, select, params)
+        return name
+
+    def _count(self, query: str) -> int:
+        return int(self.eng.rows(f"SELECT count(*) FROM ({query})")[0][0])
+
+    def arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        return self.eng.frame(query, params)
+
+    def _register_frame(self, kind: str, frame: pl.DataFrame) -> str:
+        """A polars frame as a temporary table of the run."""
+        reg = temp_name(kind + "_src")
+        self.eng.register(reg, frame.to_arrow())
+        try:
+            return self._create(kind, f"SELECT * FROM {reg}")
+        finally:
+            self.eng.unregister(reg)
+
+    def _emit(self, head: str, items: Sequence[str], tail: str, params: Sequence[Any] | None = None) -> pl.DataFrame | None:
+        """The published table ``{head}SELECT {items} {tail}`` under its output names: a frame,
+        or with :attr:`sink` written as Parquet by the engine (None returned) — the columns
+        renamed in SQL, so the file holds what the frame would."""
+        if self.sink is None:
+            frame = self.arrow(f"{head}SELECT {', '.join(items)} {tail}", params)
+            return frame.rename(output_names(self.spec, frame.columns))
+        exprs, names = [], []
+        for item in items:  # "expr AS name" or "c.name"
+            expr, _, name = item.rpartition(" AS ") if " AS " in item else (item, "", item.rpartition(".")[2])
+            if not re.fullmatch(r"_[a-z]+[0-9]*", name):
+                raise AssertionError(f"protab: cannot name the output column of {item!r}")  # internal SQL only
+            exprs.append(expr)
+            names.append(name)
+        mapping = output_names(self.spec, names)
+        named = [f"{e} AS {quote_ident(mapping.get(n, n))}" for e, n in zip(exprs, names)]
+        self.eng.write_parquet(f"{head}SELECT {', '.join(named)} {tail}", params, self.sink)
+        return None

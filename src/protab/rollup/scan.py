@@ -1,0 +1,236 @@
+"""Step 1 of a table request: one scan of the microdata to *inner cells* (docs/design.md,
+idea 1) — count, weight sum, sums as exact decimals, record-key sum modulo the key modulus,
+the top-k columns of magnitude tables, and the cheap aggregates the checks read — and the
+zero cells of ``extend0`` (SSBtools' Extend0)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from protab._sql import FLOAT_TYPES, code_sql, quote_ident
+from protab.errors import InputError
+from protab.rollup.cells import temp_name, wide_key, zero_sql
+
+
+class Scan:
+    """Part of :class:`TableRun`: the scan to inner cells (``self.inner``) from the table or
+    its where-filtered view (``self.source``); the checks of :class:`Checks` read them."""
+
+    def _filter(self) -> None:
+        """``spec.where`` as a temporary view of the table. The condition is built with DuckDB's
+        expression API, which writes the values as escaped constants: protab pastes no value
+        of the user's into SQL."""
+        if not self.spec.where:
+            return
+        name = temp_name("where")
+        if self.con is None:  # another engine: the same condition with the values as parameters
+            conds, params = [], []
+            for column, op, values in self.spec.where:
+                marks = ", ".join("?" for _ in values)
+                hit = f"CAST({quote_ident(column)} AS VARCHAR) IN ({marks})" if values else "FALSE"
+                conds.append(f"coalesce({hit if op == 'in' else f'NOT ({hit})'}, FALSE)")
+                params += [str(v) for v in values]
+            self.eng.create_view(name, f"SELECT * FROM {quote_ident(self.table)} WHERE {' AND '.join(conds)}", params)
+            self._views.append(name)
+            self.source = name
+            return
+        cond = None
+        for column, op, values in self.spec.where:
+            hit = duckdb.FunctionExpression(
+                "list_contains",
+                duckdb.ConstantExpression(list(values)),
+                duckdb.ColumnExpression(column).cast(duckdb.sqltypes.VARCHAR),
+            )
+            c = hit if op == "in" else ~hit
+            c = duckdb.CoalesceOperator(c, duckdb.ConstantExpression(False))
+            cond = c if cond is None else (cond & c)
+        # the relation's SQL, written by DuckDB with the values as escaped constants
+        query = self.con.table(quote_ident(self.table)).filter(cond).sql_query()
+        self.eng.create_view(name, query)
+        self._views.append(name)
+        self.source = name
+
+    def _code_expr(self, column: str) -> str:
+        """A dimension column as read by the scan (see :func:`code_sql`)."""
+        return code_sql(column, self.types.get(column, ""))
+
+    def _value_sources(self) -> list[tuple[str, str, str]]:
+        """(internal column, microdata column, what) of the weight and the sums."""
+        spec = self.spec
+        out = [("_w", spec.weight, "weight column")] if spec.weight is not None else []
+        return out + [(f"_s{k}", c, "sums column") for k, c in enumerate(spec.sums)]
+
+    def _raw_codes(self) -> tuple[list[str], list[Any]]:
+        """The dimension columns as the scan reads them (``_r<k>``), with their parameters."""
+        spec = self.spec
+        if spec.null_code is not None:
+            raw = [f"coalesce(CAST({self._code_expr(c)} AS VARCHAR), ?) AS _r{k}" for k, c in enumerate(spec.columns)]
+            return raw, [spec.null_code] * self.nd
+        return [f"{self._code_expr(c)} AS _r{k}" for k, c in enumerate(spec.columns)], []
+
+    def _wide(self, key: str) -> str:
+        """A key column as summed (see :func:`protab.rollup.cells.wide_key`)."""
+        return wide_key(key, self.modulus)
+
+    def _scan(self) -> str:
+        """One GROUP BY of the microdata to inner cells; codes become text after grouping
+        (cheaper than casting every record), except that ``null_code`` replaces NULL before
+        grouping (a column that holds the code and NULL as well is refused by
+        :meth:`_check_inner`, from flags of the inner cells).
+
+        Weights and sums are summed as DECIMAL(38, 8) (exact, the same for any number of
+        threads); values that cannot be (NaN, ±inf, |x| ≥ 1e30) are left out by TRY_CAST.
+        Cheap per-cell aggregates (min, max, count) ride along so that :meth:`_check_inner`
+        can tell whether any value is missing, not finite, negative or too large to sum."""
+        raw, params = self._raw_codes()  # parameters bind in text order
+        aggs, checks = self._scan_aggregates(params)
+        if self.top_k is not None:
+            more, more_params, more_checks = self._magnitude_aggregates()
+            aggs += more
+            params += more_params
+            checks += more_checks
+        self._checks = checks
+        outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
+        try:
+            return self._create(
+                "inner",
+                f"SELECT {', '.join(outer + self.values + checks)} FROM ("
+                f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {self.source} GROUP BY ALL)",
+                params,
+            )
+        except self.eng.overflow_errors() as exc:
+            # a sum overflowed in some cell: the sum of |values| is beyond SUM_LIMIT
+            self._too_large()
+            reason = str(exc).splitlines()[0]
+            raise InputError(
+                f"table {self.table!r}: a sum over its records overflowed ({reason}); look for "
+                "huge values in the frequency, weight and sums columns of the request"
+            ) from None
+
+    def _scan_aggregates(self, params: list[Any]) -> tuple[list[str], list[str]]:
+        """(aggregates, check columns) of the scan: the count, the value sums, the key sum
+        (its parameter appended to ``params``) and the checks that ride along in the same
+        scan (read by :meth:`_check_inner`)."""
+        spec = self.spec
+        aggs = [
+            "count(*) AS _n" if spec.freq is None
+            else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
+        ]
+        checks = []
+        for internal, col, _ in self._value_sources():
+            q = quote_ident(col)
+            aggs += [
+                f"sum({self.eng.decimal8(q, self.types.get(col, '') in FLOAT_TYPES)}) AS {internal}",
+                f"min({q}) AS _chk_lo{internal}",
+                f"max({q}) AS _chk_hi{internal}",
+                f"count({q}) AS _chk_n{internal}",
+            ]
+            checks += [f"_chk_lo{internal}", f"_chk_hi{internal}", f"_chk_n{internal}"]
+        if self.key is not None:
+            aggs.append(f"CAST(sum({self._wide(quote_ident(self.key[0]))}) % ? AS BIGINT) AS _k")
+            params.append(self.modulus)
+        if spec.weight is not None:
+            aggs.append(f"count(*) - count({quote_ident(spec.weight)}) AS _chk_w")
+            checks.append("_chk_w")
+        if spec.freq is not None:
+            aggs.append(f"count(*) FILTER (WHERE {quote_ident(spec.freq)} < 0) AS _chk_f")
+            checks.append("_chk_f")
+        if spec.sums and spec.null_sums == "error":
+            for k, col in enumerate(spec.sums):
+                aggs.append(f"count(*) - count({quote_ident(col)}) AS _chk_null{k}")
+                checks.append(f"_chk_null{k}")
+        if spec.null_code is not None:
+            aggs += [f"{f}(CASE WHEN {self._code_expr(c)} IS NULL THEN 1 ELSE 0 END) AS _chk_{m}{k}"
+                     for k, c in enumerate(spec.columns) for f, m in (("max", "nx"), ("min", "nn"))]
+            checks += [f"_chk_{m}{k}" for k in range(self.nd) for m in ("nx", "nn")]
+        return aggs, checks
+
+    def _magnitude_aggregates(self) -> tuple[list[str], list[Any], list[str]]:
+        """Aggregates of the scan per sums column for magnitude tables (aggregates, their
+        parameters, the check columns): weighted sum, non-zero contributors, the top lists,
+        and the non-zero key sum.
+
+        A contribution is the record's value (NULL → 0 with ``null_sums='zero'``; with
+        'omit' a NULL record is no contributor). Weighted tables keep structs (a = |x|, w, x)
+        sorted descending — by |x|, then weight (R cellKey's order), then x, so that ties
+        resolve to the same values on every run — and max and min; unweighted tables keep
+        the k largest and the k smallest values (see :func:`top_list`). No record keys: nothing
+        downstream needs them. Weighted products are rounded to DECIMAL(38, 8) per record, then
+        summed exactly. A column with no negative value in the table (one cheap look first)
+        keeps only its smallest value as the list of smallest values: its k largest |x| are
+        its k largest values, and every use of that list reads its first element or its
+        negative values — half the top-k work of the scan."""
+        spec, aggs, params, checks = self.spec, [], [], []
+        w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
+        nonneg: set[int] = set()
+        if spec.weight is None and spec.sums:
+            lows = self.eng.rows("SELECT " + ", ".join(f"min(CAST({quote_ident(c)} AS DOUBLE)) >= 0"
+                                                       for c in spec.sums) + f" FROM {self.source}")[0]
+            nonneg = {k for k, low in enumerate(lows) if low is None or low}
+        r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"  # non-zero key sum
+        for k, col in enumerate(spec.sums):
+            q = quote_ident(col)
+            # + 0.0 turns -0.0 into 0.0: DuckDB's top lists hold 0.0 for it, Spark's max_by -0.0
+            x = (f"(CAST(coalesce({q}, 0) AS DOUBLE) + 0.0)" if spec.null_sums == "zero"
+                 else f"(CAST({q} AS DOUBLE) + 0.0)")
+            present = "TRUE" if spec.null_sums == "zero" else f"{q} IS NOT NULL"
+            if spec.weight is not None:
+                prod = f"TRY_CAST({x} * {w} AS DECIMAL(38, 8))"
+                aggs += [f"sum({prod}) AS _sw{k}",
+                         f"count(*) FILTER (WHERE {x} IS NOT NULL AND {prod} IS NULL) AS _chk_sw{k}"]
+                checks.append(f"_chk_sw{k}")
+            aggs.append(f"count(*) FILTER (WHERE {x} <> 0) AS _z{k}")
+            n = int(self.top_k or 1)
+            if spec.weight is not None:
+                aggs += [f"max({{'a': abs({x}), 'w': {w}, 'x': {x}}}, {n}) FILTER (WHERE {present}) AS _t{k}",
+                         f"max({x}) AS _mx{k}", f"min({x}) AS _mn{k}"]
+            else:
+                low = f"min({x}) FILTER (WHERE {present})"
+                smallest = (f"CASE WHEN {low} IS NULL THEN NULL ELSE [{low}] END" if k in nonneg
+                            else f"min({x}, {n}) FILTER (WHERE {present})")
+                aggs += [f"max({x}, {n}) FILTER (WHERE {present}) AS _tp{k}", f"{smallest} AS _tn{k}"]
+            if self.key is not None:
+                aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
+                params.append(self.modulus)
+        return aggs, params, checks
+
+    # -- the zero cells of extend0 ------------------------------------------------------------
+    def _extend0(self) -> str:
+        """Inner cells plus a zero cell for every missing combination of occurring codes;
+        with ``extend0="all"`` the leaves of each hierarchy (or code list) count as occurring
+        (GaussSuppression's extend0 = "all")."""
+        listed = {k: temp_name("leaves") for k, d in enumerate(self.spec.dimensions)
+                  if self.extend0 == "all" and d.hierarchy is not None}
+        for k, reg in listed.items():
+            self.eng.register(reg, pa.table({"_d": pa.array(self.spec.dimensions[k].hierarchy.leaves, pa.string())}))
+        try:
+            return self._extend0_cells(listed)
+        finally:
+            for reg in listed.values():
+                self.eng.unregister(reg)
+
+    def _extend0_cells(self, listed: dict[int, str]) -> str:
+        dims = ", ".join(f"_d{k}" for k in range(self.nd))
+        grid = ", ".join(f"(SELECT _d AS _d{k} FROM {listed[k]})" if k in listed
+                         else f"(SELECT DISTINCT _d{k} FROM {self.inner})" for k in range(self.nd))
+        zeros = ", ".join(zero_sql(v, "i") for v in self.values)
+        select = f"SELECT g.*, {zeros} FROM (SELECT * FROM {grid}) g LEFT JOIN {self.inner} i USING ({dims})"
+        if self.structural is None:
+            return self._create("inner0", select)
+        frame = self.structural.select(
+            [pl.col(c).cast(pl.String).alias(f"_d{k}") for k, c in enumerate(self.spec.columns)]
+        ).to_arrow()
+        reg = temp_name("structural")
+        self.eng.register(reg, frame)
+        match = " AND ".join(f"z._d{k} = g._d{k}" for k in range(self.nd))
+        try:
+            return self._create(
+                "inner0",
+                f"{select} WHERE i._n IS NOT NULL OR NOT EXISTS (SELECT 1 FROM {reg} z WHERE {match})",
+            )
+        finally:
+            self.eng.unregister(reg)
