@@ -25,7 +25,7 @@ from spark_fixtures import age_hierarchy, geo_hierarchy, require_spark
 
 import protab as pt
 from protab.engines import to_spark
-from protab.errors import InputError, ProtabError, SpecError
+from protab.errors import InputError, ProtabError
 
 require_spark()
 
@@ -219,10 +219,6 @@ def test_what_does_not_run_on_spark_is_refused_not_wrong(engines):
     _, sp = engines
     with pytest.raises(NotImplementedError, match="'w' of type DOUBLE"):  # 1e7 codes differ as text
         sp.tabulate("persons", pt.TableSpec({"w": None}))
-    spec = pt.SwapSpec(household="hid", geography=["region"], risk_variables=["sex"], similar=[["sex"]],
-                       swap_rate=0.1)
-    with pytest.raises(SpecError, match="swap"):
-        sp.swap("persons", spec, seed="s", out="swapped")
 
 
 # -- key sums: counts and key sums per combination, summed once, then any count table of them

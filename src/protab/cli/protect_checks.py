@@ -117,10 +117,6 @@ def view_files(db: str) -> list[str]:
 
 def check_request(path: Path, cfg: dict[str, Any], db: str, spark: dict[str, Any] | None) -> dict[str, Any]:
     """Every check of a request that needs no table built; the p-table, magnitude and rules."""
-    if spark is not None and "swap" in cfg:  # the swap would change the DuckDB table, not what Spark reads
-        raise SpecError("protect --engine spark: [swap] (record swapping) does not run on Spark yet; run the "
-                        "request with the DuckDB engine, or swap with it first (`Session.swap`) and give Spark "
-                        "the swapped records without a [swap] section")
     base, tables = path.parent, cfg["tables"]
     unused = sorted(set(cfg.get("hierarchies", {})) - {d for t in tables for d in t["dims"]})
     if unused:

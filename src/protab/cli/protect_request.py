@@ -238,7 +238,7 @@ def _protect_request(
     db = database_path(path, cfg, database)
     methods = check_request(path, cfg, db, spark)
     if spark is not None:
-        opened = spark_session(spark, cfg["tables"], db, path.parent)
+        opened = spark_session(spark, cfg, db, path.parent)
     else:  # protect only reads, unless it swaps
         opened = Session(db) if "swap" in cfg else Session(db, read_only=True)
     with opened as s:

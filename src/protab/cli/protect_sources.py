@@ -15,10 +15,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
 
 
-def spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str, base: Path) -> Session:
+def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Path) -> Session:
     """The Spark engine's session of ``protect --engine spark``: the request's sources as Spark
     tables or Parquet files, their record keys declared from the DuckDB database (catalog only)
-    or from ``--spark-keys``. The swap section does not run on Spark yet."""
+    or from ``--spark-keys``. With [swap], its source is read so and its output is left to the
+    swap (a view of the Spark session)."""
     from protab.engines import require_java, require_spark
     from protab.session import Session
 
@@ -30,7 +31,10 @@ def spark_session(spark: dict[str, Any], tables: list[dict[str, Any]], db: str, 
     s = Session.spark(session)
     keys = _spark_keys(spark["keys"])
     data = Path(spark["data"]) if spark["data"] else base
-    for source in dict.fromkeys(t["source"] for t in tables):
+    swapped = cfg["swap"]["out"] if "swap" in cfg else None
+    sources = [cfg["swap"]["source"]] if "swap" in cfg else []
+    sources += [t["source"] for t in cfg["tables"] if t["source"] != swapped]
+    for source in dict.fromkeys(sources):
         if not s.exists(source):
             path = data / f"{source}.parquet"
             if not path.exists():
@@ -102,7 +106,8 @@ def swap_line(summary: dict[str, Any], cfg: dict[str, Any]) -> str:
 
 
 def keep_swap(s: Session, cfg: dict[str, Any]) -> None:
-    """Every table was protected and written: keep the swapped records (and log) in the database."""
+    """Every table was protected and written: keep the swapped records (and log) in the database
+    (on Spark: as views of the Spark session, which end with it)."""
     from protab.swapping import persist_swap
 
-    persist_swap(s.con, cfg["out"], cfg.get("log"), replace=cfg.get("replace", False))
+    persist_swap(s.engine, cfg["out"], cfg.get("log"), replace=cfg.get("replace", False))

@@ -88,6 +88,11 @@ class Engine:
     def drop_view(self, name: str) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def insert(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:  # pragma: no cover
+        """Append the rows of ``select`` to the relation ``name`` of :meth:`create_table`, each
+        column cast to the relation's type (as ``INSERT INTO name SELECT``)."""
+        raise NotImplementedError
+
     # -- the catalog: the user's tables ---------------------------------------------------------
     def tables(self) -> list[str]:  # pragma: no cover - interface
         """Names of the user's tables and views (protab's own left out), sorted."""
@@ -141,6 +146,29 @@ class Engine:
     def drop_temp_table(self, name: str) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    # -- relations written for the user (the swapped records and their log) ---------------------
+    def write_relations(self, outputs: Sequence[tuple[str, str, Sequence[Any]]], *,
+                        temporary: bool) -> None:  # pragma: no cover
+        """Write each ``(name, select, params)`` as the user's relation ``name``, replacing one of
+        that name, all or nothing. With ``temporary`` they last until :meth:`keep_relations` or
+        :meth:`discard_relations` (a relation they replace comes back on discard)."""
+        raise NotImplementedError
+
+    def keep_relations(self, names: Sequence[str], *, replace: bool, what: str) -> None:  # pragma: no cover
+        """Keep the temporary relations ``names`` of :meth:`write_relations` under their names, all
+        or nothing; one they replaced is given up only with ``replace`` (``what`` names the caller
+        in errors)."""
+        raise NotImplementedError
+
+    def discard_relations(self, names: Sequence[str]) -> None:  # pragma: no cover
+        """Drop the temporary relations ``names`` of :meth:`write_relations`, if any."""
+        raise NotImplementedError
+
+    def row_order(self, name: str) -> str | None:
+        """The column that holds the rows of relation ``name`` in their stored order (DuckDB's
+        ``rowid`` of a table), or None where the rows have no order of their own."""
+        return None
+
     # -- checks and guards ----------------------------------------------------------------------
     def check_request(self, table: str, cols: dict[str, str], columns: Sequence[str], *,
                       top_k: int | None, holding: str | None) -> None:
@@ -148,6 +176,9 @@ class Engine:
 
     def check_id_column(self, table: str, cols: dict[str, str], column: str) -> None:
         """Refuse an id column whose values the engine hashes otherwise than DuckDB."""
+
+    def check_swap(self, table: str, cols: dict[str, str], household: str) -> None:
+        """Refuse, before any work, a record swap the engine cannot run as DuckDB would."""
 
     def database_files(self) -> list[str]:
         """The files of the engine's database that no output may replace (real paths)."""
@@ -192,6 +223,15 @@ class Engine:
     def decimal_times(self, value: str, coef: str) -> str:
         """SQL of a DECIMAL(38, 8) ``value`` times an integer coefficient, keeping 8 decimals."""
         return f"{value} * {coef}"
+
+    def hex_integer(self, digits: str) -> str:
+        """SQL of up to 15 hexadecimal digits (text) as the whole number they write."""
+        return f"CAST('0x' || {digits} AS UBIGINT)"
+
+    def ln(self, expr: str) -> str:
+        """SQL of the natural logarithm of a DOUBLE, rounded as DuckDB's ``ln`` (the C library's
+        ``log``), to the last bit: keys that are sorted must sort alike on every engine."""
+        return f"ln({expr})"
 
     # -- the ckm() SQL function, lifecycle -----------------------------------------------------
     def install_ptable(self, ptable: PTable, modulus: int) -> None:  # pragma: no cover

@@ -18,6 +18,7 @@ import pyarrow as pa
 from protab import _progress
 from protab._progress import bar
 from protab._sql import quote_ident, sql_text
+from protab.engines import duckdb_relations as swap_tables
 from protab.engines import duckdb_resources as res
 from protab.engines.base import Engine, Refuse
 from protab.errors import InputError, show_values
@@ -147,6 +148,27 @@ class DuckDBEngine(Engine):
 
     def drop_view(self, name: str) -> None:
         self.con.execute(f"DROP VIEW IF EXISTS {name}")
+
+    def insert(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
+        self.con.execute(f"INSERT INTO {name} {select}", list(params) if params else [])
+
+    # -- relations written for the user: tables in one transaction, or temporary tables ------------
+    def write_relations(self, outputs: Sequence[tuple[str, str, Sequence[Any]]], *, temporary: bool) -> None:
+        """Tables in one transaction, or temporary tables of the connection (DuckDB's ``temp``
+        catalog, found before a table of the database under the same name)."""
+        swap_tables.write_relations(self.con, outputs, temporary=temporary)
+
+    def keep_relations(self, names: Sequence[str], *, replace: bool, what: str) -> None:
+        """The temporary tables copied into the database with their column comments, in one
+        transaction."""
+        swap_tables.keep_relations(self.con, names, replace=replace, what=what)
+
+    def discard_relations(self, names: Sequence[str]) -> None:
+        swap_tables.discard_relations(self.con, names)
+
+    def row_order(self, name: str) -> str | None:
+        """``rowid`` of a table (its rows in their stored order), None for a view."""
+        return swap_tables.row_order(self.con, name)
 
     def overflow_errors(self) -> tuple[type[BaseException], ...]:
         return (duckdb.OutOfRangeException, duckdb.ConversionException)

@@ -20,6 +20,7 @@ from protab.engines.base import Engine, Refuse, _plain
 from protab.engines.spark_sql import spark_tree, to_spark
 from protab.engines.spark_support import (
     _spark_schema,
+    c_log,
     duckdb_type,
     require_java,
     require_spark,
@@ -80,6 +81,8 @@ class SparkEngine(Engine):
         self.spark = spark
         self._frames: dict[str, Any] = {}
         self._keys: dict[str, tuple[str, int]] = {}  # record-key columns of the views
+        # temporary outputs (write_relations) not yet kept: the view and record keys they replaced
+        self._pending: dict[str, tuple[Any, tuple[str, int] | None]] = {}
         self.install()
 
     @classmethod
@@ -95,6 +98,7 @@ class SparkEngine(Engine):
         for statement in re.split(r";\s*\n", text):
             if statement.strip():
                 self.spark.sql(statement)
+        self.spark.udf.register("protab_ln", c_log(), "double")
 
     def df(self, sql: str, params: Sequence[Any] | None = None) -> Any:
         """The statement as a Spark DataFrame (lazy)."""
@@ -197,6 +201,56 @@ class SparkEngine(Engine):
     def drop_view(self, name: str) -> None:
         self.spark.catalog.dropTempView(name)
 
+    def insert(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
+        """The relation ``name`` of :meth:`create_table` and the rows of ``select`` (cast to its
+        column types, by position, as DuckDB's INSERT), checkpointed again."""
+        old = self._frames[name]
+        new = self.df(select, params)
+        new = new.toDF(*[f"_c{i}" for i in range(len(new.columns))])
+        new = new.select([new[f"_c{i}"].cast(f.dataType).alias(f.name) for i, f in enumerate(old.schema.fields)])
+        self._keep(name, old.unionAll(new))
+        old.unpersist()
+
+    # -- relations written for the user: checkpointed temporary views ---------------------------
+    def write_relations(self, outputs: Sequence[tuple[str, str, Sequence[Any]]], *, temporary: bool) -> None:
+        """Checkpointed temporary views, every one computed before any name is replaced (all or
+        nothing). With ``temporary`` the view a name had (and its record keys) is remembered
+        and comes back on :meth:`discard_relations`."""
+        frames = [(name, self.df(select, params).localCheckpoint(eager=True)) for name, select, params in outputs]
+        for name, frame in frames:
+            if not temporary:
+                self._pending.pop(name, None)
+            elif name not in self._pending:
+                before = self.spark.table(spark_name(name)) if self.kind(name) else None
+                self._pending[name] = (before, self._keys.get(name))
+            self._view(name, frame)
+
+    def keep_relations(self, names: Sequence[str], *, replace: bool, what: str) -> None:
+        """The views stay as they are; the ones they replaced are given up (only with ``replace``)."""
+        for name in names:
+            if name not in self._pending:
+                raise InputError(
+                    f"{what}: this Spark session has no temporary swap output named {name!r}; write it first "
+                    "with swap(..., temporary=True) on the same session"
+                )
+            if self._pending[name][0] is not None and not replace:
+                raise InputError(f"{what}: a view named {name!r} exists already; pass replace=True or keep it")
+        for name in names:
+            del self._pending[name]
+
+    def discard_relations(self, names: Sequence[str]) -> None:
+        """The views dropped, the ones they replaced (with their record keys) back."""
+        for name in names:
+            if name not in self._pending:
+                continue
+            before, key = self._pending.pop(name)
+            if before is None:
+                self.drop_relation(name)
+                continue
+            self._view(name, before)
+            if key is not None:
+                self._keys[name] = key
+
     def temp_name(self, kind: str) -> str:
         return f"_protab_{kind}_{uuid.uuid4().hex}"
 
@@ -297,6 +351,22 @@ class SparkEngine(Engine):
 
     def check_id_column(self, table: str, cols: dict[str, str], column: str) -> None:
         self._text_alike(table, cols, [column], "id column")
+
+    def check_swap(self, table: str, cols: dict[str, str], household: str) -> None:
+        """The swap's candidate donors are a top-k list (max_by with k, Spark 4.2); its random
+        keys hash the household id as text, which must be DuckDB's text."""
+        self._require_version((4, 2), "record swapping (the best donors of a class)")
+        self._text_alike(table, cols, [household], "household id column")
+
+    def hex_integer(self, digits: str) -> str:
+        """``conv`` to base 10 (Spark has no hexadecimal literal cast); 15 digits fit a BIGINT."""
+        return f"CAST(conv({digits}, 16, 10) AS BIGINT)"
+
+    def ln(self, expr: str) -> str:
+        """``protab_ln``, Python's ``math.log`` (the C library's ``log``, which DuckDB's ``ln``
+        calls) as a UDF: Spark's ``ln`` (Java's StrictMath.log) differs in the last bit for
+        some 7 % of the uniform numbers of a swap, which could reorder near-equal keys."""
+        return f"protab_ln({expr})"
 
     def _require_version(self, least: tuple[int, int], what: str) -> None:
         """NotImplementedError when the Spark version is older than ``least`` (major, minor)."""

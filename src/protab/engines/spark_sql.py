@@ -81,6 +81,8 @@ def _spark_lists(tree: Any) -> None:
 
     - ``max(x, n)`` / ``min(x, n)`` (the n largest / smallest values of a group, in order)
       → ``max_by(x, x, n)`` / ``min_by(x, x, n)`` (the same list; NULL for no value);
+      ``arg_max(x, y, n)`` / ``arg_min(x, y, n)`` → ``max_by(x, y, n)`` / ``min_by(x, y, n)``
+      (``n`` a constant or a bound parameter: Spark needs a foldable one);
     - ``l[i]`` (NULL past the end in DuckDB; an error in Spark's ANSI mode) →
       ``try_element_at(l, i)`` (1-based, as DuckDB; a literal index below 1, which counts
       from the end in DuckDB, is refused);
@@ -90,26 +92,54 @@ def _spark_lists(tree: Any) -> None:
       (Spark allows one generator per SELECT; a NULL list, which DuckDB pads as an empty
       one, would make ``arrays_zip`` NULL);
     - ``regexp_full_match(x, 'p')`` → ``x RLIKE '\\A(?:p)\\z'`` (the whole text, as RE2's)."""
+    _top_lists(tree)
+    _list_elements(tree)
+    _whole_matches(tree)
+    _list_slices(tree)
+    _zipped_unnests(tree)
+
+
+def _top_lists(tree: Any) -> None:
+    """``max(x, n)``, ``min(x, n)``, ``arg_max(x, y, n)``, ``arg_min(x, y, n)`` → ``max_by`` / ``min_by``."""
     from sqlglot import exp
 
-    for node in list(tree.find_all(exp.Max, exp.Min)):
+    for node in list(tree.find_all(exp.Max, exp.Min, exp.ArgMax, exp.ArgMin)):
         n = node.args.get("count")
-        if n is not None:
-            fn = "max_by" if isinstance(node, exp.Max) else "min_by"
-            node.replace(exp.Anonymous(this=fn, expressions=[node.this.copy(), node.this.copy(), n.copy()]))
+        if n is None:
+            continue
+        fn = "max_by" if isinstance(node, (exp.Max, exp.ArgMax)) else "min_by"
+        by = node.this if isinstance(node, (exp.Max, exp.Min)) else node.expression
+        node.replace(exp.Anonymous(this=fn, expressions=[node.this.copy(), by.copy(), n.copy()]))
+
+
+def _list_elements(tree: Any) -> None:
+    """``l[i]`` → ``try_element_at(l, i)``; an index counting from the end is refused."""
+    from sqlglot import exp
+
     for node in list(tree.find_all(exp.Bracket)):
         if len(node.expressions) == 1:
             idx = node.expressions[0]
             if isinstance(idx, exp.Neg) or (isinstance(idx, exp.Literal) and not idx.is_string and int(idx.this) < 1):
                 raise ValueError(f"to_spark: list index {idx.sql()} counts from the end in DuckDB; not rendered")
             node.replace(exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), idx.copy()]))
+
+
+def _whole_matches(tree: Any) -> None:
+    """``regexp_full_match(x, 'p')`` → ``x RLIKE '\\A(?:p)\\z'`` (Java's ``$`` also matches
+    before a final newline, so ``\\z``)."""
+    from sqlglot import exp
+
     for node in list(tree.find_all(exp.RegexpFullMatch)):
-        # RE2's whole-string match as a Java regex: \A and \z (Java's $ also matches before a
-        # final newline)
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
             raise ValueError("to_spark: regexp_full_match needs a literal pattern")
         node.replace(exp.RegexpLike(this=node.this.copy(), expression=exp.Literal.string(f"\\A(?:{pattern.this})\\z")))
+
+
+def _list_slices(tree: Any) -> None:
+    """``list_slice(l, a, b)`` → ``slice(l, a, b - a + 1)`` (a literal start of 1 or more)."""
+    from sqlglot import exp
+
     for node in list(tree.find_all(exp.Anonymous)):
         if str(node.this).lower() == "list_slice" and len(node.expressions) == 3:
             lst, a, b = (e.copy() for e in node.expressions)
@@ -118,6 +148,12 @@ def _spark_lists(tree: Any) -> None:
             length = exp.Add(this=exp.Sub(this=exp.paren(b), expression=exp.paren(a.copy())),
                              expression=exp.Literal.number(1))
             node.replace(exp.Anonymous(this="slice", expressions=[lst, a, length]))
+
+
+def _zipped_unnests(tree: Any) -> None:
+    """Several ``unnest`` of one SELECT → one ``inline(arrays_zip(coalesce(l, array()), ...))``."""
+    from sqlglot import exp
+
     for select in list(tree.find_all(exp.Select)):
         gens = [e for e in select.expressions if isinstance(e, exp.Alias) and isinstance(e.this, exp.Explode)]
         if len(gens) < 2:

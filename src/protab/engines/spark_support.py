@@ -5,6 +5,7 @@ names as Spark and DuckDB spell them."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,14 @@ def require_java() -> None:
             "JAVA_HOME; install one (e.g. apt-get install openjdk-17-jre-headless, or `make java`)"
         )
 
+
+def c_log() -> Callable[[float | None], float | None]:
+    """The natural logarithm of the C library (Python's ``math.log`` calls it, as DuckDB's
+    ``ln`` does), for a Spark UDF: defined here as a closure, so that Spark's workers get it
+    by value and need no protab."""
+    import math
+
+    return lambda x: None if x is None else math.log(x)
 
 
 def spark_arrow(data: pa.Table) -> pa.Table:

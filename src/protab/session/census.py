@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from protab._sql import code_sql, quote_ident
-from protab.errors import InputError, SpecError, show_values
+from protab.errors import InputError, show_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine
@@ -91,7 +91,9 @@ class Census:
         without a donor). ``out`` keeps the record keys of ``table``, so the swapped data feed
         the cell key method directly (TRS + CKM, the census combination). With
         ``temporary=True`` both are temporary tables of this session (what its tables read
-        under those names) until :func:`protab.swapping.persist_swap` keeps them."""
+        under those names) until :func:`protab.swapping.persist_swap` keeps them. On Spark
+        both are (checkpointed) temporary views of the SparkSession, with the same records as
+        DuckDB's swap of the same data, spec and seed."""
         from protab.swapping import swap as _swap
 
         self._require(table)
@@ -99,12 +101,9 @@ class Census:
             key: tuple[str, int] | None = self.record_key(table)
         except InputError:
             key = None
-        con = getattr(self.engine, "con", None)
-        if con is None:
-            raise SpecError("swap (record swapping) does not run on the Spark engine yet (count and magnitude "
-                            "tables, rules and suppression do); swap with a DuckDB protab.Session")
         with self.engine.errors(table), self.engine.step("swapping households"):
-            summary = _swap(con, table, spec, seed=seed, out=out, log=log, replace=replace, temporary=temporary)
+            summary = _swap(self.engine, table, spec, seed=seed, out=out, log=log, replace=replace,
+                            temporary=temporary)
         self._keys.pop(out, None)
         if key is not None and key[0] in self.columns(out):  # the swapped records keep their keys
             self.engine.tag_key_column(out, key[0], key[1])
