@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_ARGS ?=
 
-.PHONY: demo test lint java chromium pgclients clean
+.PHONY: demo test lint java chromium node pgclients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ java:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
 	  else echo "note: no Java runtime; the Spark tests will be skipped (install openjdk-17-jre-headless)"; fi; }
 
-# The table-builder browser test (tests/test_serve_browser.py) drives Debian's chromium through
+# The table-builder browser test (tests/serve/test_serve_browser.py) drives Debian's chromium through
 # chromium-driver: installed when missing and we are root
 chromium:
 	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
@@ -41,7 +41,16 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "note: no chromium/chromedriver; the browser test will be skipped (install chromium chromium-driver)"; fi; }
 
-# The PostgreSQL front's tests (tests/test_serve_pgwire.py) also run psql and the JDBC driver
+# The table builder's display rules (tests/serve/test_serve_builder_format.py) run the page's
+# script under Debian's nodejs: installed when missing and we are root
+node:
+	@{ command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing nodejs for the table builder's script tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs >/dev/null; \
+	  else echo "note: no node; the table builder's script tests will be skipped (install nodejs)"; fi; }
+
+# The PostgreSQL front's tests (tests/serve/test_serve_pgwire.py) also run psql and the JDBC driver
 # (DBeaver's): Debian's postgresql-client and libpostgresql-jdbc-java, installed when missing and root
 pgclients:
 	@{ command -v psql >/dev/null 2>&1 && [ -e /usr/share/java/postgresql.jar ]; } || { \
@@ -50,8 +59,10 @@ pgclients:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client libpostgresql-jdbc-java >/dev/null; \
 	  else echo "note: no psql/JDBC driver; those PostgreSQL-front tests will be skipped (install postgresql-client libpostgresql-jdbc-java)"; fi; }
 
-test: $(VENV)/.dev java chromium pgclients
-	$(BIN)/python -m pytest
+# As root (CI) the tools above are installed, so a test skipped for want of one fails the run
+# (PROTAB_REQUIRE_TOOLS, tests/conftest.py); skip reasons are printed either way (-rs)
+test: $(VENV)/.dev java chromium node pgclients
+	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest
 
 lint: $(VENV)/.dev
 	$(BIN)/python -m ruff check src tests benchmarks examples

@@ -32,7 +32,7 @@ import polars as pl
 from ckm_scale import GEN
 
 import protab as pt
-from protab.ptable._install import install_ptable
+from protab.engines.duckdb_ptable import install_ptable
 
 MACRO = "SELECT m, a, o, ckm(count(*), sum(rkey)) AS n_pert FROM t GROUP BY ALL"
 GROUP_BY = "SELECT m, a, o, count(*) AS n, sum(rkey) AS k FROM t GROUP BY ALL"

@@ -33,7 +33,7 @@ from polars.testing import assert_frame_equal
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.magnitude import MagnitudePTable
+from protab.ptable.magnitude_ptable import MagnitudePTable
 
 GEN = """
 COPY (

@@ -35,17 +35,37 @@ def age_hierarchy() -> pt.Hierarchy:
                                            ("Total", "3")])
 
 
+_SHARED: list = []  # one SparkSession (one JVM) per test process, shared by the modules
+
+
 def local_spark(tmp_path_factory, app: str, cores: int = 1):
-    """A SparkSession on ``local[cores]`` named ``app`` (stop it when done)."""
+    """The process's SparkSession on ``local[2]`` (started once: a JVM costs seconds), with
+    ``cores`` shuffle partitions and no temporary views; hand it back with :func:`release`."""
+    import atexit
+
     from pyspark.sql import SparkSession
 
-    warehouse = tmp_path_factory.mktemp(f"{app}-warehouse")
-    s = (SparkSession.builder.master(f"local[{cores}]").appName(app)
-         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", str(cores))
-         .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
-    s.sparkContext.setLogLevel("ERROR")
+    if not _SHARED:
+        warehouse = tmp_path_factory.mktemp("spark-warehouse")
+        s = (SparkSession.builder.master("local[2]").appName("protab-tests")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
+        s.sparkContext.setLogLevel("ERROR")
+        atexit.register(s.stop)
+        _SHARED.append(s)
+    s = _SHARED[0]
+    s.conf.set("spark.sql.shuffle.partitions", str(cores))
     return s
+
+
+def release(s) -> None:
+    """A module is done with the shared SparkSession: its temporary views dropped, the
+    settings a module may change set back."""
+    for table in s.catalog.listTables():
+        if table.isTemporary:
+            s.catalog.dropTempView(table.name)
+    s.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
+    s.conf.set("spark.sql.shuffle.partitions", "2")
 
 
 def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
@@ -54,7 +74,7 @@ def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
     try:
         yield s
     finally:
-        s.stop()
+        release(s)
 
 
 def engine_pair(spark, prepare):

@@ -33,16 +33,23 @@ _NAMES = {
     "PTableWarning": "protab.errors",
     "RoundingError": "protab.errors",
     "SpecError": "protab.errors",
-    "sql_text": "protab._sql",
+    "NoRecordsError": "protab.errors",
+    "ConvergenceError": "protab.errors",
+    "ConvergenceWarning": "protab.errors",
+    "SwapRateWarning": "protab.errors",
+    "sql_text": "protab.sqltools",
 }
-_MODULES = {"fit", "grid", "measures", "noise", "postprocess", "rounding", "report"}
+_MODULES = {"fit", "grid", "measures", "noise", "postprocess", "rounding", "report", "suppression"}
 
 __all__ = [
     "DEFAULT_DATABASE",
+    "ConvergenceError",
+    "ConvergenceWarning",
     "Hierarchy",
     "HierarchyError",
     "InputError",
     "MagnitudePTable",
+    "NoRecordsError",
     "NumericPTable",
     "PTable",
     "PTableError",
@@ -52,6 +59,7 @@ __all__ = [
     "SensitivityRules",
     "Session",
     "SpecError",
+    "SwapRateWarning",
     "SwapSpec",
     "TableSpec",
     "fit",
@@ -63,6 +71,7 @@ __all__ = [
     "report",
     "sql_text",
     "rounding",
+    "suppression",
 ]
 
 
@@ -82,15 +91,19 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab import fit, grid, measures, noise, postprocess, report, rounding
+    from protab import fit, grid, measures, noise, postprocess, report, rounding, suppression
     from protab.errors import (
+        ConvergenceError,
+        ConvergenceWarning,
         HierarchyError,
         InputError,
+        NoRecordsError,
         ProtabError,
         PTableError,
         PTableWarning,
         RoundingError,
         SpecError,
+        SwapRateWarning,
     )
     from protab.hierarchy import Hierarchy
     from protab.ptable import MagnitudePTable, NumericPTable, PTable

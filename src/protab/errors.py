@@ -59,3 +59,9 @@ def show_values(values: Iterable[object], limit: int = 5) -> str:
     if len(vals) > limit:
         return f"{shown}, … ({len(vals)} in all)"
     return f"{shown} ({len(vals)} in all)" if len(vals) > 1 else shown
+
+
+class SwapRateWarning(UserWarning):
+    """The risky households alone made the achieved swap rate exceed the requested one (every
+    risky household is swapped, as sdcMicro's recordSwap does); ``SwapSpec(max_swap_rate=...)``
+    caps it."""

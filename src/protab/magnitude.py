@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from protab.errors import PTableError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.ptable.magnitude import MagnitudePTable
+    from protab.ptable.magnitude_ptable import MagnitudePTable
 
 VARIANTS = ("top_contr", "mean", "range", "sum")
 MAX_TOP_K = 6
@@ -188,7 +188,7 @@ class SensitivityRules:
 def _p_tables(ptable: object, small_cells: object, owner: str) -> dict[str, MagnitudePTable]:
     """The numeric p-tables by type ("all", or "even" and "odd"), else SpecError; also checks
     ``small_cells``."""
-    from protab.ptable.magnitude import MagnitudePTable
+    from protab.ptable.magnitude_ptable import MagnitudePTable
 
     if isinstance(ptable, MagnitudePTable):
         tables = {"all": ptable}
@@ -408,7 +408,7 @@ class MagnitudeCKM:
 
 def check_ptable_kind(ptable: object, where: str) -> None:
     """PTableError when a numeric p-table is given where a count p-table is needed."""
-    from protab.ptable.magnitude import MagnitudePTable
+    from protab.ptable.magnitude_ptable import MagnitudePTable
 
     if isinstance(ptable, MagnitudePTable):
         raise PTableError(

@@ -25,8 +25,8 @@ def _run(args: argparse.Namespace) -> None:
 
 def list_tables(database: str) -> str:
     """What a database holds: tables and views, rows, columns, record keys, installed p-table."""
-    from protab._sql import quote_ident
     from protab.session import Session
+    from protab.sqltools import quote_ident
 
     require_database(database)
     lines = [f"{'name':<32}{'kind':<7}{'rows':>14}{'columns':>9}  record key"]
@@ -34,7 +34,7 @@ def list_tables(database: str) -> str:
         for name in s.tables():
             kind = s.engine.kind(name) or ""
             try:
-                rows = s.con.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchall()[0][0]
+                rows = s.engine.rows(f"SELECT count(*) FROM {quote_ident(name)}")[0][0]
                 shown = f"{rows:,}"
             except Exception:  # a view over files that are gone
                 shown = "unreadable"
@@ -43,7 +43,7 @@ def list_tables(database: str) -> str:
             except ProtabError:
                 key = "-"
             lines.append(f"{name:<32}{kind:<7}{shown:>14}{len(s.columns(name)):>9}  {key}")
-        installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
+        installed = s.engine.rows("SELECT count(*) FROM protab_ptable")[0][0]
     if len(lines) == 1:
         lines.append("(no tables: add some with `protab register NAME SOURCE` or `protab demo`)")
     lines.append("p-table for ckm(): " + ("installed" if installed else "none (protab ptable install)"))

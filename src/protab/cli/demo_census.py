@@ -103,7 +103,7 @@ def _refuse_to_replace(database: str) -> None:
 
     with Session(database, read_only=True, progress=False) as s:  # look, write nothing
         taken = [t for t in DEMO_SOURCES if s.exists(t)]
-        installed = s.con.execute("SELECT count(*) FROM protab_ptable").fetchall()[0][0]
+        installed = s.engine.rows("SELECT count(*) FROM protab_ptable")[0][0]
     if taken or installed:
         what = " and ".join(
             ([f"the table{'s' if len(taken) > 1 else ''} {' and '.join(map(repr, taken))}"] if taken else [])
@@ -117,18 +117,18 @@ def _refuse_to_replace(database: str) -> None:
 
 def _generate(s: Any, persons: int, firms: int, seed: str, database: str) -> None:
     """persons and firms from sql/demo_population.sql in one transaction, then their record keys."""
-    from protab._sql import sql_text
+    from protab.sqltools import sql_text
 
     say(f"protab demo: generating {persons:,} persons and {firms:,} firms in {database} "
          "(tables persons, firms) …")
-    s.con.execute(sql_text("demo_population.sql"))
-    s.con.execute("BEGIN TRANSACTION")
+    s.engine.execute(sql_text("demo_population.sql"))
+    s.engine.execute("BEGIN TRANSACTION")
     try:
-        s.con.execute("CREATE OR REPLACE TABLE persons AS SELECT * FROM protab_demo_population(?)", [persons])
-        s.con.execute("CREATE OR REPLACE TABLE firms AS SELECT * FROM protab_demo_firms(?)", [firms])
-        s.con.execute("COMMIT")
+        s.engine.execute("CREATE OR REPLACE TABLE persons AS SELECT * FROM protab_demo_population(?)", [persons])
+        s.engine.execute("CREATE OR REPLACE TABLE firms AS SELECT * FROM protab_demo_firms(?)", [firms])
+        s.engine.execute("COMMIT")
     except BaseException:
-        s.con.execute("ROLLBACK")
+        s.engine.execute("ROLLBACK")
         raise
     say("  adding record keys …")
     s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, replace=True)

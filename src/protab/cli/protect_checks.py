@@ -103,14 +103,18 @@ def view_files(db: str) -> list[str]:
     quoted name in a view's SQL that looks like a data file or a glob."""
     import duckdb
 
+    from protab.engines import DuckDBEngine
+
     if db == ":memory:" or not Path(db).is_file():
         return []
     try:
-        with duckdb.connect(db, read_only=True) as con:
-            texts = [r[0] for r in con.execute(
-                "SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary").fetchall()]
+        eng = DuckDBEngine(duckdb.connect(db, read_only=True))
     except duckdb.Error:  # open elsewhere, or not a database: the run itself will say so
         return []
+    try:
+        texts = [r[0] for r in eng.rows("SELECT sql FROM duckdb_views() WHERE NOT internal AND NOT temporary")]
+    finally:
+        eng.close()
     names = {m.replace("''", "'") for t in texts for m in _VIEW_FILE.findall(t or "")}
     return sorted(n for n in names if _FILE_SUFFIX.search(n))
 

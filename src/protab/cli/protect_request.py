@@ -203,27 +203,29 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
 
 
 def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[str, str]) -> None:
-    """The protected frames as tables of a new DuckDB file (a storage format DuckDB 1.2+ reads)."""
+    """The protected frames as tables of a new DuckDB file (a storage format DuckDB 1.2+ reads),
+    written through a :class:`~protab.engines.DuckDBEngine` on that file."""
     import duckdb
 
-    from protab._sql import quote_ident
+    from protab.engines import DuckDBEngine
+    from protab.sqltools import quote_ident
 
-    con = duckdb.connect(path, config={"storage_compatibility_version": "v1.2.0"})
+    eng = DuckDBEngine(duckdb.connect(path, config={"storage_compatibility_version": "v1.2.0"}))
     try:
-        con.execute("BEGIN")
+        eng.execute("BEGIN")
         for name, frame in frames.items():
             reg = "_protab_publish_frame"
-            con.register(reg, frame.to_arrow())
-            con.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {reg}")
-            con.unregister(reg)
-        con.execute("CREATE TABLE protab_published (table_name VARCHAR, cells BIGINT, method VARCHAR)")
-        con.executemany("INSERT INTO protab_published VALUES (?, ?, ?)",
-                        [[n, f.height, methods[n]] for n, f in frames.items()])
-        con.execute("CREATE VIEW protab_catalog AS SELECT * FROM protab_published ORDER BY table_name")
-        con.execute("COMMIT")
-        con.execute("CHECKPOINT")
+            eng.register(reg, frame.to_arrow())
+            eng.execute(f"CREATE TABLE {quote_ident(name)} AS SELECT * FROM {reg}")
+            eng.unregister(reg)
+        eng.execute("CREATE TABLE protab_published (table_name VARCHAR, cells BIGINT, method VARCHAR)")
+        for n, f in frames.items():
+            eng.execute("INSERT INTO protab_published VALUES (?, ?, ?)", [n, f.height, methods[n]])
+        eng.execute("CREATE VIEW protab_catalog AS SELECT * FROM protab_published ORDER BY table_name")
+        eng.execute("COMMIT")
+        eng.execute("CHECKPOINT")
     finally:
-        con.close()
+        eng.close()
 
 
 def _protect_request(

@@ -203,7 +203,7 @@ def _ons_modulus(fmt: str, bits: int) -> dict[str, int]:
 
 def _generate_magnitude(args: argparse.Namespace) -> None:
     """`protab ptable generate --magnitude`: MagnitudePTable.maximum_entropy, written as ptable or tauargus."""
-    from protab.ptable.magnitude import MagnitudePTable
+    from protab.ptable.magnitude_ptable import MagnitudePTable
 
     kw = _magnitude_parameters(args)
     check_output_file(args.out)
@@ -214,7 +214,7 @@ def _generate_magnitude(args: argparse.Namespace) -> None:
 
 def _magnitude_parameters(args: argparse.Namespace) -> dict[str, Any]:
     """The options of a magnitude p-table as MagnitudePTable.maximum_entropy takes them (besides D, V)."""
-    from protab.ptable.magnitude import TYPES
+    from protab.ptable.magnitude_ptable import TYPES
 
     if args.icat is None:
         raise InputError("--numeric needs --icat: the ratio classes, integers from 1 to D that include 1 and D")

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
+from protab.sqltools import quote_ident
+
 if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable import PTable
 
@@ -75,6 +77,19 @@ class Engine:
 
     def create_view(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:  # pragma: no cover
         raise NotImplementedError
+
+    def create_where_view(self, name: str, table: str, where: Sequence[tuple[str, str, Sequence[Any]]]) -> None:
+        """A temporary view ``name`` of the records of ``table`` (a quoted name) that pass every
+        ``(column, 'in' | 'not in', values)`` of a TableSpec's ``where``, the column compared
+        as text, NULL never passing; the values bound as parameters."""
+        conds: list[str] = []
+        params: list[Any] = []
+        for column, op, values in where:
+            marks = ", ".join("?" for _ in values)
+            hit = f"CAST({quote_ident(column)} AS VARCHAR) IN ({marks})" if values else "FALSE"
+            conds.append(f"coalesce({hit if op == 'in' else f'NOT ({hit})'}, FALSE)")
+            params += [str(v) for v in values]
+        self.create_view(name, f"SELECT * FROM {table} WHERE {' AND '.join(conds)}", params)
 
     def register(self, name: str, data: pa.Table) -> None:  # pragma: no cover
         raise NotImplementedError

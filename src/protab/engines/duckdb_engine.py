@@ -17,11 +17,11 @@ import pyarrow as pa
 
 from protab import _progress
 from protab._progress import bar
-from protab._sql import quote_ident, sql_text
 from protab.engines import duckdb_relations as swap_tables
 from protab.engines import duckdb_resources as res
 from protab.engines.base import Engine, Refuse
 from protab.errors import InputError, show_values
+from protab.sqltools import quote_ident, sql_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -88,7 +88,7 @@ class DuckDBEngine(Engine):
 
     def _install_sql(self, read_only: bool) -> None:
         """protab's SQL macros and p-table relations (temporary ones in a read-only database)."""
-        from protab.ptable._install import upgrade_installed
+        from protab.engines.duckdb_ptable import upgrade_installed
 
         text = sql_text()
         if read_only:
@@ -142,6 +142,20 @@ class DuckDBEngine(Engine):
 
     def unregister(self, name: str) -> None:
         self.con.unregister(name)
+
+    def create_where_view(self, name: str, table: str, where: Sequence[tuple[str, str, Sequence[Any]]]) -> None:
+        """DuckDB's views take no bound parameters: the condition is built with DuckDB's
+        expression API, which writes the values as escaped constants."""
+        cond = None
+        for column, op, values in where:
+            hit = duckdb.FunctionExpression(
+                "list_contains",
+                duckdb.ConstantExpression(list(values)),
+                duckdb.ColumnExpression(column).cast(duckdb.sqltypes.VARCHAR),
+            )
+            c = duckdb.CoalesceOperator(hit if op == "in" else ~hit, duckdb.ConstantExpression(False))
+            cond = c if cond is None else (cond & c)
+        self.create_view(name, self.con.table(table).filter(cond).sql_query())
 
     def drop_table(self, name: str) -> None:
         self.con.execute(f"DROP TABLE IF EXISTS {name}")
@@ -365,6 +379,6 @@ class DuckDBEngine(Engine):
             yield
 
     def install_ptable(self, ptable: PTable, modulus: int) -> None:
-        from protab.ptable._install import install_ptable
+        from protab.engines.duckdb_ptable import install_ptable
 
         install_ptable(self.con, ptable, modulus)

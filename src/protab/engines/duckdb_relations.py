@@ -12,8 +12,8 @@ from typing import Any
 
 import duckdb
 
-from protab._sql import quote_ident as q
 from protab.errors import InputError
+from protab.sqltools import quote_ident as q
 
 _TEMP = "temp.main."  # the schema of a connection's temporary tables
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from protab._sql import quote_ident
 from protab.engines.base import Engine, Refuse, _plain
 from protab.engines.spark_sql import spark_tree, to_spark
 from protab.engines.spark_support import (
@@ -29,6 +28,7 @@ from protab.engines.spark_support import (
     spark_sql_text,
 )
 from protab.errors import InputError, SpecError, show_values
+from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl

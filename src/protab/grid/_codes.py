@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from protab._sql import quote_ident
 from protab.errors import InputError
+from protab.sqltools import quote_ident
 
 #: Resolution label (short form) → side of the square in metres.
 RESOLUTIONS: dict[str, int] = {"100m": 100, "1km": 1_000, "10km": 10_000, "100km": 100_000}

@@ -9,8 +9,7 @@ import polars as pl
 
 from protab.errors import InputError
 from protab.grid._codes import as_code_series, check_form, format_codes, parse_codes, single_resolution, sorted_levels
-from protab.hierarchy import Hierarchy
-from protab.hierarchy._input import DEFAULT_ROOT
+from protab.hierarchy import DEFAULT_ROOT, Hierarchy
 
 
 def grid_hierarchy(

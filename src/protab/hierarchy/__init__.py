@@ -32,6 +32,7 @@ Everything is vectorised (numpy and polars): hierarchies of national 1 km grids 
 over codes.
 """
 
-from protab.hierarchy.core import Hierarchy
+from protab.hierarchy._input import DEFAULT_ROOT
+from protab.hierarchy.hierarchy_class import Hierarchy
 
-__all__ = ["Hierarchy"]
+__all__ = ["DEFAULT_ROOT", "Hierarchy"]

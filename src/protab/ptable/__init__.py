@@ -18,8 +18,8 @@ name, kept for code written before the rename).
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """
 
-from protab.ptable.core import Interval, PTable
-from protab.ptable.magnitude import MagnitudePTable
+from protab.ptable.count_ptable import Interval, PTable
+from protab.ptable.magnitude_ptable import MagnitudePTable
 
 NumericPTable = MagnitudePTable  # R ptable's name (create_num_ptable); the same class
 

@@ -15,8 +15,8 @@ from protab.errors import PTableError
 from protab.ptable._bounds import _fmt_units
 from protab.ptable._entries import entries
 from protab.ptable._file_text import read_file_text, refuse_fractional_i
-from protab.ptable._keyspace import keyspace_frame, row_classes
 from protab.ptable._values import _ONS_IMAX, _ONS_PERIOD, _is_integral
+from protab.ptable.keyspace import keyspace_frame, row_classes
 
 _COUNTS = "the original counts"
 _UNKNOWN = "unknown p-table format {!r}; use 'ptable', 'tauargus' or 'ons'"

@@ -105,7 +105,7 @@ then ``protab report report.toml`` with this ``report.toml`` writes the folder `
     two_way = ["municipality", "sex"]
 
 A report from files instead names ``file = "original.csv"`` in ``[original]`` (no
-``database``, ``table`` or ``[hierarchies]``); tests/test_report.py runs such a request.
+``database``, ``table`` or ``[hierarchies]``); tests/report/test_report.py runs such a request.
 
 Cells are matched on the dimension columns (codes compared as strings). A cell missing from
 a protected table counts as 0 when its original value is 0 (tables with ``drop_empty``) and is
@@ -118,6 +118,6 @@ other than ``total`` without level columns) enter the entropy measures and the g
 from protab.report._columns import MEASURES
 from protab.report.comparison import compare
 from protab.report.plots import plot_noise, plot_ru_map
-from protab.report.run import run_request
+from protab.report.request_run import run_request
 
 __all__ = ["MEASURES", "compare", "plot_noise", "plot_ru_map", "run_request"]

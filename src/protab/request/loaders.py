@@ -56,7 +56,7 @@ def load_magnitude(cfg: dict[str, Any], base: Path) -> MagnitudeCKM:
     """The [magnitude] section: numeric p-tables and the parameters of the cell key method
     for magnitudes; errors name the section."""
     from protab.magnitude import MagnitudeCKM
-    from protab.ptable.magnitude import MagnitudePTable
+    from protab.ptable.magnitude_ptable import MagnitudePTable
 
     def table(key: str, default_type: str) -> MagnitudePTable:
         t = cfg[key]

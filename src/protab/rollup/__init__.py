@@ -3,6 +3,6 @@ the roll-up, the perturbation as a p-table join, and the pairs that are the mode
 
 from protab.rollup.cells import output_names, published_filter, value_columns
 from protab.rollup.perturb import keyspace_arrow
-from protab.rollup.run import TableRun
+from protab.rollup.table_run import TableRun
 
 __all__ = ["TableRun", "keyspace_arrow", "output_names", "published_filter", "value_columns"]

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from protab._sql import quote_ident
 from protab.errors import InputError, SpecError
 from protab.rollup.cells import top_list
 from protab.rollup.magnitude_ckm import ckm_ctes, ckm_parameters
 from protab.rollup.magnitude_rules import diagnostics_sql, rules_sql
+from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.magnitude import MagnitudeCKM, SensitivityRules

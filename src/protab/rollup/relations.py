@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 
-from protab._sql import quote_ident
 from protab.rollup.cells import output_names, temp_name
+from protab.sqltools import quote_ident
 
 
 class Relations:

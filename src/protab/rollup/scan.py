@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
 import polars as pl
 import pyarrow as pa
 
-from protab._sql import FLOAT_TYPES, code_sql, quote_ident
 from protab.errors import InputError
 from protab.rollup.cells import temp_name, wide_key, zero_sql
+from protab.sqltools import FLOAT_TYPES, code_sql, quote_ident
 
 
 class Scan:
@@ -21,36 +20,13 @@ class Scan:
     its where-filtered view (``self.source``); the checks of :class:`Checks` read them."""
 
     def _filter(self) -> None:
-        """``spec.where`` as a temporary view of the table. The condition is built with DuckDB's
-        expression API, which writes the values as escaped constants: protab pastes no value
-        of the user's into SQL."""
+        """``spec.where`` as a temporary view of the table, made by the engine
+        (:meth:`protab.engines.Engine.create_where_view`): protab pastes no value of the
+        user's into SQL."""
         if not self.spec.where:
             return
         name = temp_name("where")
-        if self.con is None:  # another engine: the same condition with the values as parameters
-            conds, params = [], []
-            for column, op, values in self.spec.where:
-                marks = ", ".join("?" for _ in values)
-                hit = f"CAST({quote_ident(column)} AS VARCHAR) IN ({marks})" if values else "FALSE"
-                conds.append(f"coalesce({hit if op == 'in' else f'NOT ({hit})'}, FALSE)")
-                params += [str(v) for v in values]
-            self.eng.create_view(name, f"SELECT * FROM {quote_ident(self.table)} WHERE {' AND '.join(conds)}", params)
-            self._views.append(name)
-            self.source = name
-            return
-        cond = None
-        for column, op, values in self.spec.where:
-            hit = duckdb.FunctionExpression(
-                "list_contains",
-                duckdb.ConstantExpression(list(values)),
-                duckdb.ColumnExpression(column).cast(duckdb.sqltypes.VARCHAR),
-            )
-            c = hit if op == "in" else ~hit
-            c = duckdb.CoalesceOperator(c, duckdb.ConstantExpression(False))
-            cond = c if cond is None else (cond & c)
-        # the relation's SQL, written by DuckDB with the values as escaped constants
-        query = self.con.table(quote_ident(self.table)).filter(cond).sql_query()
-        self.eng.create_view(name, query)
+        self.eng.create_where_view(name, quote_ident(self.table), self.spec.where)
         self._views.append(name)
         self.source = name
 

@@ -20,7 +20,7 @@ def _criterion(
     lets large cells absorb the changes) and plain least squares (SmallCountRounding's
     criterion, which spreads them evenly over small and large cells): on the R package's own
     test cases it gives both a higher Hellinger utility and a lower mean absolute difference
-    of the published cells than R (tests/test_rounding_scr_r.py), for every seed tried; the
+    of the published cells than R (tests/rounding/test_rounding_scr_r.py), for every seed tried; the
     power ½ did so on fewer of the package's larger (sosialFiktiv) cases."""
     if w is None:  # the weights 1/(4 f^¼), computed once per pass by the caller
         w = _weights(f)

@@ -20,7 +20,7 @@ meaning do.
 How protab chooses (its own algorithm, not a port): the criterion is Σ_c (z_c − g_c)²/(4 z_c^¼)
 over the published cells — between the Hellinger distance (≈ (z − g)²/(4z), by which the
 result is judged) and SmallCountRounding's least squares; on the R package's own test cases it
-beats R on both Hellinger utility and mean absolute difference (tests/test_rounding_scr_r.py)
+beats R on both Hellinger utility and mean absolute difference (tests/rounding/test_rounding_scr_r.py)
 — plus a penalty per published cell left in 1 … max_round, so that a pass creates few new
 small cells (each would cost further changed inner cells). Starting from every candidate
 rounded down, a vectorised greedy raises candidates in sweeps: each sweep scores every

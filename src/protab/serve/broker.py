@@ -50,13 +50,13 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from protab._sql import FLOAT_TYPES, quote_ident
 from protab.errors import ProtabError, SpecError, show_values
 from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
 from protab.serve.query import ALLOWED_FORM, DatasetRights, Query, QueryRefused, QueryThrottled
 from protab.serve.table_request import check_table_request
 from protab.serve.validator import validate
+from protab.sqltools import FLOAT_TYPES, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy

@@ -194,7 +194,7 @@ def check_data(s: Session, table: str, dims: Sequence[str], code_lists: Mapping[
     """SpecError unless every code the data hold (NULL read as ``null_code``) is declared: per
     dimension, the distinct codes (for a hierarchy, the distinct combinations of its levels'
     columns) anti-joined with the declared table. For the office only: it names the codes."""
-    from protab._sql import quote_ident
+    from protab.sqltools import quote_ident
 
     t = quote_ident(table)
     for d in sorted(dims, key=lambda d: -len(code_lists[d].levels)):  # hierarchies first: their messages say more

@@ -13,9 +13,9 @@ import polars as pl
 import pyarrow as pa
 
 from protab._io import protected_form
-from protab._sql import code_sql, quote_ident
 from protab.errors import InputError, show_values
-from protab.session.checks import as_paths, file_kind, missing_columns
+from protab.session.arguments import as_paths, file_kind, missing_columns
+from protab.sqltools import code_sql, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb

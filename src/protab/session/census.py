@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from protab._sql import code_sql, quote_ident
 from protab.errors import InputError, show_values
+from protab.sqltools import code_sql, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine

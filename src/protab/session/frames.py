@@ -14,7 +14,7 @@ from scipy import sparse
 
 from protab._frames import as_polars
 from protab.errors import InputError, SpecError, show_values
-from protab.session.core import Session
+from protab.session.session_class import Session
 from protab.table import TableSpec
 
 

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from protab._sql import FLOAT_TYPES, quote_ident
 from protab.errors import InputError, SpecError, show_values
-from protab.session.checks import INTEGER, NUMERIC, check_bits, check_seed
+from protab.session.arguments import INTEGER, NUMERIC, check_bits, check_seed
+from protab.sqltools import FLOAT_TYPES, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine
@@ -59,24 +59,8 @@ class Keys:
         A view (e.g. over Parquet files) is copied into a database table to hold the keys.
         """
         self._require(table)
-        if not isinstance(name, str) or not name:
-            raise InputError("add_record_keys: name must be a non-empty column name")
         cols = self.columns(table)
-        if name in cols and not replace and name != record_key_column:
-            raise InputError(
-                f"add_record_keys: table {table!r} has a column {name!r} already; pass "
-                "replace=True to overwrite it or name= to choose another column"
-            )
-        if name in cols and replace and name != record_key_column:
-            try:
-                current = self.record_key(table)[0]
-            except InputError:
-                current = None
-            if current != name:
-                raise InputError(
-                    f"add_record_keys: column {name!r} of table {table!r} is data, not record keys; "
-                    "replace=True replaces record keys only: choose another name= for the keys"
-                )
+        self._check_key_name(table, cols, name, replace, record_key_column)
         if (id_column is None) == (record_key_column is None):
             raise InputError(
                 "add_record_keys: give either id_column and seed (to compute keys) or "
@@ -101,6 +85,28 @@ class Keys:
         self.engine.write_key_column(table, name, expr, params, modulus, name in cols)
         self._keys[table] = (name, modulus)
         self._drop_key_sums_of(table)  # their key sums are of the old keys
+
+    def _check_key_name(self, table: str, cols: dict[str, str], name: Any, replace: bool,
+                        record_key_column: str | None) -> None:
+        """``name`` is a new column, or (with ``replace``) the table's record keys."""
+        if not isinstance(name, str) or not name:
+            raise InputError("add_record_keys: name must be a non-empty column name")
+        if name not in cols or name == record_key_column:
+            return
+        if not replace:
+            raise InputError(
+                f"add_record_keys: table {table!r} has a column {name!r} already; pass "
+                "replace=True to overwrite it or name= to choose another column"
+            )
+        try:
+            current = self.record_key(table)[0]
+        except InputError:
+            current = None
+        if current != name:
+            raise InputError(
+                f"add_record_keys: column {name!r} of table {table!r} is data, not record keys; "
+                "replace=True replaces record keys only: choose another name= for the keys"
+            )
 
     def _check_ids(self, table: str, id_column: str) -> None:
         q = quote_ident(id_column)

@@ -57,15 +57,12 @@ class Suppression:
         are singletons, handled by "numttHTT" by default (the package's default for magnitude
         tables).
         ``forced`` / ``never``: frames of cells (the dimension columns, codes as published)
-        that must be / must not be suppressed. Returns every published cell with its original
-        values, null where suppressed, and ``suppressed``: "primary" (forced cells included),
-        "secondary" or "no". For trusted use: publish the nulls, not the labels.
+        that must be / must not be suppressed. Returns every published cell, null where
+        suppressed, and ``suppressed``: "primary", "secondary" or "no" (internal: publish nulls).
 
-        ``cost``: the order in which candidate cells are kept published — "frequency" (the
-        default of frequency tables: larger counts first, GaussSuppression's CandidatesDefault),
-        "value" (the default with sums: larger |value| first, CandidatesNum), or one number of
-        0 or more per published cell (publication order of ``model_matrix``; larger = dearer to
-        suppress, weighting the frequency order).
+        ``cost``: the order in which candidates are kept published — "frequency" (larger counts
+        first, CandidatesDefault; frequency tables), "value" (larger |value| first,
+        CandidatesNum; with sums), or a number >= 0 per published cell (larger = dearer).
 
         ``audit=True`` adds, per suppressed cell, the interval an attacker derives from the
         published cells and non-negative inner cells (``lo``, ``up``: two LPs per cell with
@@ -77,23 +74,33 @@ class Suppression:
         (:func:`protab.suppression.protect`). The LPs grow with the table: meant for tables of
         up to some thousands of cells.
 
-        Linked tables: given a list of TableSpecs over the same microdata, the tables are
-        suppressed together as one table (the union of their dimensions and crossings, as
-        GaussSuppression's global method), so a cell common to several tables is suppressed in
-        all or in none and no table helps to disclose a primary cell of another; the result is
-        a list of frames, one per spec. A dimension shared by the specs must have the same
-        hierarchy (or none) in each; weight, sums, freq, null_code, total and drop_empty must agree.
+        Linked tables: a list of TableSpecs over the same microdata is suppressed as one table
+        (the union of their crossings, GaussSuppression's global method): a common cell is
+        suppressed in all or none; one frame per spec. Shared dimensions need the same hierarchy
+        (or none); weight, sums, freq, null_code, total and drop_empty must agree.
         """
+        args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
+                    never=never, singleton_method=singleton_method, cost=cost, audit=audit,
+                    protection_range=protection_range, interval_protection=interval_protection)
         if isinstance(spec, (list, tuple)):
-            combined = linked_spec(spec)
-            if cost is not None and not isinstance(cost, str):
-                raise SpecError("suppress: linked tables take cost='frequency' or 'value', not one number per cell")
-            out = self.suppress(table, combined, rules=rules, min_frequency=min_frequency,
-                                protect_zeros=protect_zeros, forced=forced, never=never,
-                                singleton_method=singleton_method, cost=cost, audit=audit,
-                                protection_range=protection_range, interval_protection=interval_protection)
-            return [cells_of(out, combined, s) for s in spec]  # type: ignore[return-value]
+            return self._suppress_linked(table, spec, args)  # type: ignore[return-value]
         _check_suppress(spec, rules, min_frequency, protect_zeros, audit, interval_protection, protection_range)
+        return self._suppress_one(table, spec, **args)
+
+    def _suppress_linked(self, table: str, specs: Sequence[TableSpec], args: dict[str, Any]) -> list[pl.DataFrame]:
+        """:meth:`suppress` of linked tables: as one combined table, then cut per spec."""
+        combined = linked_spec(specs)
+        if args["cost"] is not None and not isinstance(args["cost"], str):
+            raise SpecError("suppress: linked tables take cost='frequency' or 'value', not one number per cell")
+        out = self.suppress(table, combined, **args)
+        return [cells_of(out, combined, s) for s in specs]
+
+    def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
+                      protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
+                      audit: bool, protection_range: float | None, interval_protection: bool) -> pl.DataFrame:
+        """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit."""
+        from protab.suppression import gauss
+
         X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros)
         primary, order, singleton, method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
                                                            published, facts)
@@ -101,8 +108,6 @@ class Suppression:
         dims = list(spec.columns)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
-        from protab.suppression import gauss
-
         suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
                            forced=forced_mask, never=never_mask, singleton=singleton,
                            singleton_method=singleton_method or method)

@@ -15,7 +15,7 @@ from scipy import sparse
 from protab._frames import as_polars, require_columns
 from protab.errors import InputError, SpecError
 from protab.rollup import TableRun
-from protab.session.checks import INTEGER, NUMERIC, check_threshold, missing_columns
+from protab.session.arguments import INTEGER, NUMERIC, check_threshold, missing_columns
 from protab.table import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,15 +51,41 @@ class Tables:
             raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
         summed = table in self._key_sum_sources
         if summed:  # counts and key sums per cell (key_sums): the records' counts and cell keys
-            if spec.weight is not None or spec.sums or spec.freq is not None or holding is not None:
+            spec = self._key_sum_spec(table, spec, holding)
+        self._check_columns(table, cols, spec, holding)
+        key = None
+        if keys:
+            if spec.freq is not None and not summed:
                 raise SpecError(
-                    f"table {table!r} holds record counts and key sums per cell (Session.key_sums); "
-                    "weights, sums, frequencies and holdings need the records: ask the records' table"
+                    "the cell key method needs microdata (one row per record with its key); "
+                    f"table {table!r} is aggregated (freq={spec.freq!r})"
                 )
-            if self.KEY_SUM_RECORDS in [*spec.columns, *(c for c, _, _ in spec.where)]:
-                raise SpecError(f"column {self.KEY_SUM_RECORDS!r} of table {table!r} counts the records of its "
-                                "rows: it is neither a dimension nor a filter")
-            spec = dataclasses.replace(spec, freq=self.KEY_SUM_RECORDS)
+            key = self.record_key(table)
+        if structural is not None:
+            structural = as_polars(structural, "structural zeros")
+            require_columns(structural, spec.columns, "structural zeros")
+        self.engine.check_request(table, cols, [*spec.columns, *(c for c, _, _ in spec.where)],
+                                  top_k=top_k, holding=holding)
+        return TableRun(
+            self.engine, table, spec, key=key, extend0=extend0, structural=structural,
+            cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup, top_k=top_k,
+            holding=holding,
+        )
+
+    def _key_sum_spec(self, table: str, spec: TableSpec, holding: str | None) -> TableSpec:
+        """The request on a key-sum table (Session.key_sums): its record counts as frequencies."""
+        if spec.weight is not None or spec.sums or spec.freq is not None or holding is not None:
+            raise SpecError(
+                f"table {table!r} holds record counts and key sums per cell (Session.key_sums); "
+                "weights, sums, frequencies and holdings need the records: ask the records' table"
+            )
+        if self.KEY_SUM_RECORDS in [*spec.columns, *(c for c, _, _ in spec.where)]:
+            raise SpecError(f"column {self.KEY_SUM_RECORDS!r} of table {table!r} counts the records of its "
+                            "rows: it is neither a dimension nor a filter")
+        return dataclasses.replace(spec, freq=self.KEY_SUM_RECORDS)
+
+    def _check_columns(self, table: str, cols: dict[str, str], spec: TableSpec, holding: str | None) -> None:
+        """Every column the request names exists with a fitting type; none holds the record keys."""
         missing_columns(table, cols, spec.columns, "dimension column")
         values = ([spec.weight] if spec.weight else []) + list(spec.sums)
         missing_columns(table, cols, values + ([spec.freq] if spec.freq else []), "value column")
@@ -88,24 +114,6 @@ class Tables:
                 f"column {secret!r} of table {table!r} holds the record keys, which are secret: it "
                 "cannot be a dimension, a weight, a sum or a frequency of a table"
             )
-        key = None
-        if keys:
-            if spec.freq is not None and not summed:
-                raise SpecError(
-                    "the cell key method needs microdata (one row per record with its key); "
-                    f"table {table!r} is aggregated (freq={spec.freq!r})"
-                )
-            key = self.record_key(table)
-        if structural is not None:
-            structural = as_polars(structural, "structural zeros")
-            require_columns(structural, spec.columns, "structural zeros")
-        self.engine.check_request(table, cols, [*spec.columns, *(c for c, _, _ in spec.where)],
-                                  top_k=top_k, holding=holding)
-        return TableRun(
-            self.engine, table, spec, key=key, extend0=extend0, structural=structural,
-            cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup, top_k=top_k,
-            holding=holding,
-        )
 
     def tabulate(
         self, table: str, spec: TableSpec, *, cell_keys: bool = False, top_k: int | None = None,
@@ -244,28 +252,8 @@ class Tables:
         file, renamed into place only when whole; on Spark the executors write a folder of
         part files (docs/spark.md).
         """
-        from protab.magnitude import MagnitudeCKM, SensitivityRules, check_ptable_kind
-        from protab.ptable import PTable
-
-        check_ptable_kind(ptable, "cell_key")
-        if not isinstance(ptable, PTable):
-            raise InputError(f"cell_key: ptable must be a protab.PTable, not {type(ptable).__name__}")
-        if magnitude is not None and not isinstance(magnitude, MagnitudeCKM):
-            raise SpecError(f"cell_key: magnitude must be a protab.MagnitudeCKM, not {type(magnitude).__name__}")
-        if rules is not None and not isinstance(rules, SensitivityRules):
-            raise SpecError(f"cell_key: rules must be a protab.SensitivityRules, not {type(rules).__name__}")
-        if spec.sums and magnitude is None:
-            raise SpecError(
-                f"cell_key: the TableSpec has sums {list(spec.sums)} but no magnitude parameters; pass "
-                "magnitude=protab.MagnitudeCKM(...) to perturb them, or leave sums out of the spec "
-                "(sums are never published unperturbed)"
-            )
-        if (magnitude is not None or rules is not None) and not spec.sums:
-            raise SpecError("cell_key: magnitude= and rules= perturb and judge sums; give the TableSpec sums=[...]")
+        top_k = _magnitude_top_k(spec, ptable, magnitude, rules)
         below = check_threshold(table, threshold)
-        top_k = None
-        if spec.sums:
-            top_k = max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)
         target = self._check_sink(path)
         with self.engine.errors(table), self._run(
             table, spec, keys=True, top_k=top_k, holding=rules.holding if rules else None
@@ -304,3 +292,27 @@ class Tables:
                 frame = run.perturb_inner(ptable, original=original)
         return frame if path is None else os.fspath(path)
 
+
+def _magnitude_top_k(spec: TableSpec, ptable: Any, magnitude: Any, rules: Any) -> int | None:
+    """The arguments of ``cell_key`` checked; the length of the top lists its sums need."""
+    from protab.magnitude import MagnitudeCKM, SensitivityRules, check_ptable_kind
+    from protab.ptable import PTable
+
+    check_ptable_kind(ptable, "cell_key")
+    if not isinstance(ptable, PTable):
+        raise InputError(f"cell_key: ptable must be a protab.PTable, not {type(ptable).__name__}")
+    if magnitude is not None and not isinstance(magnitude, MagnitudeCKM):
+        raise SpecError(f"cell_key: magnitude must be a protab.MagnitudeCKM, not {type(magnitude).__name__}")
+    if rules is not None and not isinstance(rules, SensitivityRules):
+        raise SpecError(f"cell_key: rules must be a protab.SensitivityRules, not {type(rules).__name__}")
+    if spec.sums and magnitude is None:
+        raise SpecError(
+            f"cell_key: the TableSpec has sums {list(spec.sums)} but no magnitude parameters; pass "
+            "magnitude=protab.MagnitudeCKM(...) to perturb them, or leave sums out of the spec "
+            "(sums are never published unperturbed)"
+        )
+    if (magnitude is not None or rules is not None) and not spec.sums:
+        raise SpecError("cell_key: magnitude= and rules= perturb and judge sums; give the TableSpec sums=[...]")
+    if not spec.sums:
+        return None
+    return max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)

@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
+from protab._matrices import as_csc as _fit_csc
 from protab.errors import InputError, show_values
-from protab.fit._fit_inputs import _as_csc as _fit_csc
 
 
 def _as_csc(X: Any) -> sparse.csc_array:

@@ -92,7 +92,7 @@ non-singleton part lies in that of the span", properties of the span, not of the
 with pivots on non-singleton rows only, the singleton parts are the same). So the pivot is the
 non-singleton row in the fewest columns (Markowitz's rule for a fixed pivot column), which
 limits fill-in; the singleton rows follow GaussSuppression's order. (numttHTT compares reduced
-columns entry by entry and keeps the package's first-row pivots.) tests/test_suppression_gauss_props.py
+columns entry by entry and keeps the package's first-row pivots.) tests/suppression/test_suppression_gauss_props.py
 checks the patterns against a textbook elimination in fractions with the package's pivots.
 
 Columns are stored as sorted segments of flat arrays (entries that became zero stay as
@@ -107,7 +107,7 @@ with a peak of 3.6 GiB.
 
 Reproduction
 ------------
-tests/test_suppression_gauss.py runs the reference outputs of GaussSuppression 1.2.3 /
+tests/suppression/test_suppression_gauss.py runs the reference outputs of GaussSuppression 1.2.3 /
 SSBtools 1.8.6 (tests/data/gauss_rules) with the package's candidate orders and singleton
 definitions: its SuppressSmallCounts examples (anySum) and its dominance, p% and
 few-contributors tables (numttHTT; flat, hierarchical and formula tables, with and without

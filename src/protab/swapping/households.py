@@ -4,8 +4,8 @@ its random keys (SHA-256 of the seed and the household id, cut into uniform numb
 
 from __future__ import annotations
 
-from protab._sql import quote_ident as q
 from protab.errors import InputError, show_values
+from protab.sqltools import quote_ident as q
 from protab.swapping.work import Work
 
 _HEX = 13  # hexadecimal digits (52 bits) of SHA-256 per uniform number

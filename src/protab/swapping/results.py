@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protab._sql import quote_ident as q
+from protab.sqltools import quote_ident as q
 from protab.swapping.matching import Matching
 
 

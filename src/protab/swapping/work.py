@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from protab._sql import quote_ident as q
+from protab.sqltools import quote_ident as q
 from protab.swapping.spec import SwapSpec
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -10,10 +10,10 @@ import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from protab._sql import FLOAT_TYPES
-from protab._sql import quote_ident as q
 from protab.engines import DuckDBEngine, Engine
 from protab.errors import InputError, show_values
+from protab.sqltools import FLOAT_TYPES
+from protab.sqltools import quote_ident as q
 from protab.swapping.spec import SwapSpec
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,0 +1,124 @@
+"""The Session: protab's one public door — microdata registered in an engine (DuckDB or Spark),
+record keys, tables, suppression, swapping — assembled from one mixin per concern:
+:mod:`.catalog` (registration, look-ups, outputs), :mod:`.keys` (record keys, key sums),
+:mod:`.tables` (table requests), :mod:`.suppress` (cell suppression), :mod:`.census`
+(hierarchies from data, swapping, the installed p-table). Every statement goes through the
+engine (:mod:`protab.engines`); nothing here knows which engine it is.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from protab.engines import DuckDBEngine, Engine, SparkEngine
+from protab.errors import InputError
+from protab.session.arguments import DEFAULT_DATABASE, DEFAULT_MAX_CELLS, check_max_cells
+from protab.session.catalog import Catalog
+from protab.session.census import Census
+from protab.session.keys import Keys
+from protab.session.suppress import Suppression
+from protab.session.tables import Tables
+
+
+class Session(Catalog, Keys, Tables, Suppression, Census):
+    """Microdata in an engine — a DuckDB database (default) or a Spark session — and the
+    protab operations on them. Every statement runs through the session's :attr:`engine`
+    (:mod:`protab.engines`); the methods are the same on both engines, and so are the results.
+
+    ``Session()`` opens :data:`DEFAULT_DATABASE` (``protab.duckdb`` in the working
+    directory); ``Session(":memory:")`` keeps everything in memory; ``Session(engine=spark)``
+    (a ``pyspark.sql.SparkSession``, or :meth:`Session.spark`) runs on Spark (docs/spark.md). New database files are
+    written in the storage format of ``storage_version`` (DuckDB 1.2 by default), so that
+    older duckdb command lines can open them; ``None`` uses the library's newest format.
+
+    Resources:
+
+    ``max_cells``
+        Refuse a table request estimated to publish more cells than this (default
+        :data:`DEFAULT_MAX_CELLS`, 10^8; ``None``: no limit). The estimate is made after the
+        scan of the microdata, before the roll-up, from the number of codes of each
+        dimension: the sum over the published crossings of the product of their dimensions'
+        code counts (margins included); with ``drop_empty`` at most the number of inner
+        cells times the number of level combinations. A crossing of identifiers (person ×
+        household × age) is refused at once instead of exhausting memory and disk.
+    ``memory_limit``
+        DuckDB's memory limit: a size such as ``"4GB"`` or ``"50%"``, or a number of bytes.
+        Default: half of the machine's memory (or of the container's limit), so that DuckDB
+        spills to disk before the system runs out of memory.
+    ``temp_directory``
+        Where DuckDB spills: protab makes a private folder
+        ``protab-<user>/s-<pid>-<random>`` under this folder (default: the system's
+        temporary folder, ``TMPDIR``) and removes it when the session closes — not a
+        ``.tmp`` folder next to the database. Folders that a killed process left behind are
+        removed by the next Session (on POSIX systems, where each live session holds a lock
+        on its folder). Sessions of one process on the same database file share one folder
+        (DuckDB opens the file once, with one configuration), removed with the last of them.
+    ``progress``
+        Progress bars. protab's own (tqdm, via ``protab._progress``) on long steps — checking
+        ids and adding record keys, copying files or frames into the database — fed by
+        DuckDB's progress of the running query; DuckDB's bar on other long queries.
+        ``None`` (default): both shown when stderr is a terminal or ``PROTAB_PROGRESS=1``,
+        neither with ``PROTAB_PROGRESS=0``; ``False``: none; ``True``: DuckDB's bar always,
+        protab's as for ``None``. Bars show a step name and a percentage, never a seed,
+        key or value.
+    """
+
+    #: Columns of a key-sum table (see :meth:`key_sums`)
+    KEY_SUM_RECORDS, KEY_SUM_KEY = "protab_records", "protab_key_sum"
+
+    def __init__(
+        self,
+        database: str | os.PathLike[str] = DEFAULT_DATABASE,
+        *,
+        engine: Any = None,
+        read_only: bool = False,
+        threads: int | None = None,
+        progress: bool | None = None,
+        storage_version: str | None = "v1.2.0",
+        max_cells: int | float | None = DEFAULT_MAX_CELLS,
+        memory_limit: str | int | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.max_cells = check_max_cells(max_cells)
+        self.engine: Engine = _engine(engine, str(database), read_only=read_only, threads=threads,
+                                      progress=progress, storage_version=storage_version,
+                                      memory_limit=memory_limit, temp_directory=temp_directory)
+        self.database = self.engine.label
+        self._read_paths: list[str] = []  # files registered in this session (outputs never replace them)
+        self._keys: dict[str, tuple[str, int]] = {}
+        self._key_sum_sources: dict[str, str] = {}  # key-sum tables (key_sums) → the table they sum
+        self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
+
+    @classmethod
+    def spark(cls, spark_session: Any, *, max_cells: int | float | None = DEFAULT_MAX_CELLS) -> Session:
+        """A Session whose tables live in Spark (a ``pyspark.sql.SparkSession``): the same
+        methods and the same frames, cell for cell (docs/spark.md). The SparkSession stays the
+        caller's: closing the Session drops protab's views, not Spark."""
+        return cls(engine=spark_session, max_cells=max_cells)
+
+    def close(self) -> None:
+        """Release the engine (DuckDB: the connection and the spill folder; Spark: protab's
+        hierarchy views only). Idempotent."""
+        try:
+            self.forget_hierarchies()  # temporary relations; Spark keeps views until its session ends
+        finally:
+            self.engine.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _engine(engine: Any, database: str, **duckdb_options: Any) -> Engine:
+    """The engine a Session runs on: DuckDB on ``database`` (default), an :class:`Engine`, or
+    the Spark engine of a ``pyspark.sql.SparkSession``."""
+    if engine is None or engine == "duckdb":
+        return DuckDBEngine.open(database, **duckdb_options)
+    if isinstance(engine, Engine):
+        return engine
+    if type(engine).__module__.startswith("pyspark") and hasattr(engine, "sparkContext"):
+        return SparkEngine.for_session(engine)
+    raise InputError(f"Session: engine must be 'duckdb' or a pyspark SparkSession, not {type(engine).__name__}")

@@ -1,0 +1,146 @@
+"""Record swapping on the Spark engine: the same swapped records, log and summary as DuckDB's
+swap of the same data, spec and seed (every random choice is a keyed hash, so the engines
+must agree to the byte); then the cell key method on the swapped records, alike too."""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from spark_fixtures import require_spark
+
+import protab as pt
+
+require_spark()
+
+SEED = "spark-swap-tests"
+SPECS = {
+    "risk_and_rate": pt.SwapSpec(household="hid", geography=["region", "muni", "grid"], risk_variables=["sex", "age"],
+                                 similar=[["hsize"], []], swap_rate=0.1, k_anonymity=3),
+    "carry_along_capped": pt.SwapSpec(household="hid", geography=["region", "muni"], risk_variables=["age"],
+                                      similar=[["hsize", "tenure"], ["hsize"]], carry_along=["tenure"],
+                                      swap_rate=0.05, k_anonymity=4, max_swap_rate=0.2),
+}
+
+
+def _population() -> pl.DataFrame:
+    """900 households of 1-4 persons in region > municipality > grid square."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    size = rng.integers(1, 5, 900)
+    hid = np.repeat(np.arange(900) * 13 + 7, size)
+    grid = np.repeat(rng.integers(0, 36, 900), size)
+    return pl.DataFrame({
+        "pid": np.arange(len(hid)), "hid": hid,
+        "region": (grid // 12).astype(str), "muni": (grid // 4).astype(str), "grid": grid.astype(str),
+        "hsize": np.repeat(size, size), "tenure": np.repeat(rng.integers(0, 2, 900), size),
+        "sex": rng.choice(["f", "m"], len(hid)), "age": rng.integers(0, 5, len(hid)),
+    })
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from spark_fixtures import spark_fixture
+
+    yield from spark_fixture(tmp_path_factory, "protab-spark-swap", cores=2)
+
+
+@pytest.fixture(scope="module")
+def engines(spark):
+    from spark_fixtures import engine_pair
+
+    def prepare(s: pt.Session) -> None:
+        s.register("persons", _population(), replace=True, materialize=True)
+        s.add_record_keys("persons", id_column="pid", seed=SEED, bits=32, name="rk")
+
+    yield from engine_pair(spark, prepare)
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_spark_swaps_the_same_households_as_duckdb(engines, name):
+    results = []
+    for s in engines:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pt.SwapRateWarning)
+            summary = s.swap("persons", SPECS[name], seed="swap-seed", out=f"out_{name}", log=f"log_{name}",
+                             replace=True)
+        out = s.sql(f'SELECT * FROM out_{name} ORDER BY pid')
+        log = s.sql(f'SELECT * FROM log_{name} ORDER BY ALL')
+        results.append((summary, out, log))
+    (d_sum, d_out, d_log), (s_sum, s_out, s_log) = results
+    assert d_sum["swapped_households"] > 0
+    assert s_sum == d_sum
+    # the record keys are UINTEGER in DuckDB, BIGINT in Spark (no unsigned types): same values
+    assert_frame_equal(s_out, d_out.with_columns(pl.col("rk").cast(pl.Int64)))
+    assert_frame_equal(s_log, d_log)
+    # the swap moved geography: some records changed municipality
+    assert (d_out["muni"] != _population().sort("pid")["muni"]).sum() > 0
+
+
+def test_cell_key_method_on_spark_swapped_records_matches(engines):
+    spec = pt.TableSpec({"muni": None, "sex": None})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = pt.PTable.maximum_entropy(D=3, V=2)
+    frames = []
+    for s in engines:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pt.SwapRateWarning)
+            s.swap("persons", SPECS["risk_and_rate"], seed="swap-seed", out="swapped", replace=True)
+        assert s.record_key("swapped") == s.record_key("persons")
+        frames.append(s.cell_key("swapped", spec, p).sort("muni", "sex"))
+    assert_frame_equal(frames[1], frames[0])
+
+
+SWAP_REQUEST = """
+database = "micro.duckdb"
+formats = ["csv"]
+[ptable]
+maximum_entropy = { D = 3, V = 2 }
+[swap]
+source = "people"
+out = "people_swapped"
+log = "swap_log"
+household = "hid"
+geography = ["region", "muni", "grid"]
+risk_variables = ["sex", "age"]
+similar = [["hsize"]]
+swap_rate = 0.1
+seed_file = "swap.seed"
+[[tables]]
+name = "muni_sex"
+source = "people_swapped"
+dims = ["muni", "sex"]
+[[tables]]
+name = "region_age"
+source = "people"
+dims = ["region", "age"]
+"""
+
+
+def test_protect_engine_spark_swaps_then_writes_the_same_files(tmp_path, spark):
+    """[swap] on Spark: the source read from Parquet (keys declared from the database), the
+    swapped records a view of the Spark session that the tables read; the files are DuckDB's."""
+    from protab.cli import protect
+
+    with pt.Session(str(tmp_path / "micro.duckdb")) as s:
+        s.register("people", _population())
+        s.add_record_keys("people", id_column="pid", seed=SEED)
+        s.con.execute("COPY people TO ? (FORMAT parquet)".replace("?", repr(str(tmp_path / "people.parquet"))))
+    (tmp_path / "swap.seed").write_text("request-swap-seed\n", encoding="utf-8")
+    (tmp_path / "request.toml").write_text(SWAP_REQUEST, encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pt.SwapRateWarning)
+        protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
+        protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark")
+    files = sorted(p.name for p in (tmp_path / "duck").iterdir())
+    assert files == ["muni_sex.csv", "region_age.csv"]
+    for name in files:
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
+    # the swapped records on Spark are the ones DuckDB kept in the database
+    with pt.Session(str(tmp_path / "micro.duckdb"), read_only=True) as s:
+        kept = s.sql("SELECT pid, muni FROM people_swapped ORDER BY pid")
+    assert_frame_equal(pl.from_arrow(spark.sql("SELECT pid, muni FROM people_swapped ORDER BY pid").toArrow()), kept)
