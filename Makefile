@@ -6,6 +6,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_ARGS ?=
+# test processes (pytest-xdist; each Spark test module's process runs one JVM of ~1.5 GB)
+TEST_WORKERS ?= 2
 
 .PHONY: demo test lint java chromium node pgclients clean
 
@@ -62,7 +64,7 @@ pgclients:
 # As root (CI) the tools above are installed, so a test skipped for want of one fails the run
 # (PROTAB_REQUIRE_TOOLS, tests/conftest.py); skip reasons are printed either way (-rs)
 test: $(VENV)/.dev java chromium node pgclients
-	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest
+	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(VENV)/.dev
 	$(BIN)/python -m ruff check src tests benchmarks examples

@@ -47,8 +47,13 @@ def local_spark(tmp_path_factory, app: str, cores: int = 1):
 
     if not _SHARED:
         warehouse = tmp_path_factory.mktemp("spark-warehouse")
+        # the tests run thousands of tiny queries: compiling each (whole-stage code generation)
+        # and re-planning it (adaptive execution) costs more than running it; results are the
+        # same either way
         s = (SparkSession.builder.master("local[2]").appName("protab-tests")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.codegen.wholeStage", "false")
+             .config("spark.sql.adaptive.enabled", "false")
              .config("spark.sql.warehouse.dir", str(warehouse)).getOrCreate())
         s.sparkContext.setLogLevel("ERROR")
         atexit.register(s.stop)

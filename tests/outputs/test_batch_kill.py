@@ -101,8 +101,8 @@ def _kill_when(proc: subprocess.Popen, out: Path, stage: str | None, delay: floa
 
 
 # kills at instants spread over the whole run: by the clock, and as the write phase begins
-INSTANTS = [(None, d) for d in (0.3, 0.8, 1.5, 2.5)] + [
-    ("protab-partial", d) for d in (0.0, 0.002, 0.01, 0.03, 0.08)
+INSTANTS = [(None, d) for d in (0.5, 2.0)] + [
+    ("protab-partial", d) for d in (0.0, 0.005, 0.03)
 ] + [("protab-ready", 0.0)]
 
 
@@ -125,7 +125,7 @@ def test_protect_killed_at_any_instant_leaves_before_or_after(setup):
             p.unlink()
         for name, data in before.items():
             (out / name).write_bytes(data)
-    assert killed >= 5, "the kills came too late to test anything"
+    assert killed >= 4, "the kills came too late to test anything"
 
 
 def test_recover_finishes_a_swap_interrupted_between_its_renames(tmp_path):

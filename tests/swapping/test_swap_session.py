@@ -8,7 +8,7 @@ import pytest
 
 import protab as pt
 from protab import cli
-from protab.errors import InputError, SpecError
+from protab.errors import InputError
 
 POPULATION = """
 CREATE TABLE persons AS SELECT i AS pid, i // 3 AS hid,
@@ -92,19 +92,4 @@ def test_swap_section_without_a_seed_writes_nothing(db, tmp_path, monkeypatch):
         cli.protect(str(tmp_path / "r.toml"))
     with pt.Session(db, read_only=True) as s:
         assert s.tables() == ["persons"]
-    assert not (tmp_path / "out").exists()
-
-
-def test_swap_section_is_refused_on_spark_before_anything_is_written(db, tmp_path, capsys):
-    """With --engine spark the swap would change the DuckDB table while Spark reads other records:
-    refused before the swap runs (no Spark or Java needed to refuse)."""
-    (tmp_path / "swap.seed").write_text("swap-seed\n", encoding="utf-8")
-    (tmp_path / "r.toml").write_text(REQUEST.format(seed='seed_file = "swap.seed"'), encoding="utf-8")
-    with pytest.raises(SpecError, match=r"\[swap\].*does not run on Spark"):
-        cli.protect(str(tmp_path / "r.toml"), engine="spark", spark_keys="rkey:4294967296")
-    code = cli.main(["protect", str(tmp_path / "r.toml"), "--engine", "spark", "--spark-keys", "rkey:4294967296"])
-    assert code == 2  # a protab error with its message, not a traceback
-    assert "does not run on Spark" in capsys.readouterr().err
-    with pt.Session(db, read_only=True) as s:
-        assert s.tables() == ["persons"]  # not swapped
     assert not (tmp_path / "out").exists()
