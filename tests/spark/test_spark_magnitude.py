@@ -148,13 +148,13 @@ def _add_keys(s: pt.Session) -> None:
 
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory):
-    from spark_fixtures import engine_pair, local_spark
+    from spark_fixtures import engine_pair, local_spark, release
 
     spark = local_spark(tmp_path_factory, "protab-spark-magnitude", cores=2)
     try:
         yield from engine_pair(spark, _add_keys)
     finally:
-        spark.stop()
+        release(spark)
 
 
 def _run(s: pt.Session, case: tuple) -> pl.DataFrame:

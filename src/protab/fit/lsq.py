@@ -13,10 +13,11 @@ from scipy.optimize import lsq_linear
 from scipy.optimize import nnls as _dense_nnls
 from scipy.sparse.linalg import lsmr, lsqr
 
+from protab._matrices import as_csc as _as_csc
 from protab._progress import bar
 from protab.errors import ConvergenceWarning, InputError
 from protab.fit._exact_reductions import _pattern, _reduce_zeros
-from protab.fit._fit_inputs import BoolArray, FloatArray, Solver, _as_csc, _nonneg, _vector
+from protab.fit._fit_inputs import BoolArray, FloatArray, Solver, _nonneg, _vector
 
 __all__ = ["LSFit", "lsfit_nonneg", "min_norm", "nnls"]
 

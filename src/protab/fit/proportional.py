@@ -9,10 +9,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from protab._matrices import as_csc as _as_csc
 from protab._progress import bar
 from protab.errors import ConvergenceError, ConvergenceWarning, InputError
 from protab.fit._exact_reductions import _pattern, _reduce_singletons, _reduce_zeros
-from protab.fit._fit_inputs import BoolArray, FloatArray, IntArray, _as_csc, _nonneg, _vector
+from protab.fit._fit_inputs import BoolArray, FloatArray, IntArray, _nonneg, _vector
 
 __all__ = ["IPFResult", "column_blocks", "ipf"]
 
