@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -234,3 +235,48 @@ def serve(tmp_path_factory, server_class: type[Server] = Server, name: str = "se
 def served(tmp_path_factory):
     yield from serve(tmp_path_factory)
 
+
+
+# -- the PostgreSQL front in the test's process, and its wire messages ----------------------------
+def pg_front(folder: Path):
+    """The body of a PostgreSQL-front fixture: the front in this process with its default limits
+    over a 500-person database in ``folder``; yields (port, tokens, audit path)."""
+    from protab.serve import pgwire
+    from protab.serve.audit_log import AuditLog
+    from protab.serve.auth import TokenStore
+    from protab.serve.broker import Broker
+    from protab.serve.config import load_config
+
+    db = build_database(folder / "micro.duckdb", persons=500)
+    config, tokens = write_setup(folder, db, min_population=1)
+    cfg = load_config(config)
+    engine, audit = Broker(cfg), AuditLog(folder / "pg.jsonl")
+    server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0)
+    port = server.start()
+    try:
+        yield port, tokens, folder / "pg.jsonl"
+    finally:
+        server.stop()
+        engine.close()
+        audit.close()
+
+
+def pg_message(kind: bytes, payload: bytes = b"") -> bytes:
+    """One frontend message of the PostgreSQL protocol: kind, length, payload."""
+    return kind + struct.pack("!i", len(payload) + 4) + payload
+
+
+def pg_messages(sock: socket.socket, until: bytes = b"Z") -> list[tuple[bytes, bytes]]:
+    """Backend messages (kind, payload) up to and including one of kind ``until`` (or the end)."""
+    out, buf = [], b""
+    while True:
+        while len(buf) >= 5 and len(buf) >= 1 + struct.unpack("!i", buf[1:5])[0]:
+            n = struct.unpack("!i", buf[1:5])[0]
+            out.append((buf[:1], buf[5:1 + n]))
+            buf = buf[1 + n:]
+            if out[-1][0] == until:
+                return out
+        chunk = sock.recv(65536)
+        if not chunk:
+            return out
+        buf += chunk

@@ -19,44 +19,7 @@ pytest.importorskip("starlette")
 @pytest.fixture
 def front(tmp_path):
     """The PostgreSQL front in this process with its default limits; yields (port, tokens, audit)."""
-    from protab.serve import pgwire
-    from protab.serve.audit_log import AuditLog
-    from protab.serve.auth import TokenStore
-    from protab.serve.broker import Broker
-    from protab.serve.config import load_config
-
-    db = F.build_database(tmp_path / "micro.duckdb", persons=500)
-    config, tokens = F.write_setup(tmp_path, db, min_population=1)
-    cfg = load_config(config)
-    engine, audit = Broker(cfg), AuditLog(tmp_path / "pg.jsonl")
-    server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0)
-    port = server.start()
-    try:
-        yield port, tokens, tmp_path / "pg.jsonl"
-    finally:
-        server.stop()
-        engine.close()
-        audit.close()
-
-
-def _raw(kind: bytes, payload: bytes = b"") -> bytes:
-    return kind + struct.pack("!i", len(payload) + 4) + payload
-
-
-def _messages(sock: socket.socket, until: bytes = b"Z") -> list[tuple[bytes, bytes]]:
-    """Backend messages (kind, payload) up to and including one of kind ``until`` (or the end)."""
-    out, buf = [], b""
-    while True:
-        while len(buf) >= 5 and len(buf) >= 1 + struct.unpack("!i", buf[1:5])[0]:
-            n = struct.unpack("!i", buf[1:5])[0]
-            out.append((buf[:1], buf[5:1 + n]))
-            buf = buf[1 + n:]
-            if out[-1][0] == until:
-                return out
-        chunk = sock.recv(65536)
-        if not chunk:
-            return out
-        buf += chunk
+    yield from F.pg_front(tmp_path)
 
 
 def _login(front, user: str) -> tuple[socket.socket, list[tuple[bytes, bytes]]]:
@@ -65,9 +28,9 @@ def _login(front, user: str) -> tuple[socket.socket, list[tuple[bytes, bytes]]]:
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     params = b"user\x00" + user.encode() + b"\x00database\x00protab\x00\x00"
     s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
-    assert _messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))  # the password is asked
-    s.sendall(_raw(b"p", tokens[user].encode() + b"\x00"))
-    return s, _messages(s)
+    assert F.pg_messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))  # the password is asked
+    s.sendall(F.pg_message(b"p", tokens[user].encode() + b"\x00"))
+    return s, F.pg_messages(s)
 
 
 def _fields(payload: bytes) -> dict[str, str]:
@@ -92,7 +55,7 @@ def test_one_users_connections_leave_room_for_the_others(front):
             s, got = _login(front, user)
             held.append(s)
             assert got[-1] == (b"Z", b"I")
-        held[0].sendall(_raw(b"X"))  # bob ends one of his: its place is his again
+        held[0].sendall(F.pg_message(b"X"))  # bob ends one of his: its place is his again
         held[0].close()
         deadline = time.monotonic() + 10
         while True:

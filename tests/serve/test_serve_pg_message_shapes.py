@@ -24,45 +24,9 @@ SIMPLE = b"SELECT sex, count(*) AS n FROM persons GROUP BY sex ORDER BY sex\x00"
 @pytest.fixture(scope="module")
 def front(tmp_path_factory):
     """The PostgreSQL front in this process on a small database; yields (port, tokens)."""
-    from protab.serve import pgwire
-    from protab.serve.audit_log import AuditLog
-    from protab.serve.auth import TokenStore
-    from protab.serve.broker import Broker
-    from protab.serve.config import load_config
-
-    folder = tmp_path_factory.mktemp("pg_shapes")
-    db = F.build_database(folder / "micro.duckdb", persons=500)
-    config, tokens = F.write_setup(folder, db, min_population=1)
-    cfg = load_config(config)
-    engine, audit = Broker(cfg), AuditLog(folder / "pg.jsonl")
-    server = pgwire.PgWireServer(engine, TokenStore(cfg), audit, port=0)
-    port = server.start()
-    try:
-        yield port, tokens
-    finally:
-        server.stop()
-        engine.close()
-        audit.close()
-
-
-def _raw(kind: bytes, payload: bytes = b"") -> bytes:
-    return kind + struct.pack("!i", len(payload) + 4) + payload
-
-
-def _messages(sock: socket.socket, until: bytes = b"Z") -> list[tuple[bytes, bytes]]:
-    """Backend messages (kind, payload) up to and including one of kind ``until`` (or the end)."""
-    out, buf = [], b""
-    while True:
-        while len(buf) >= 5 and len(buf) >= 1 + struct.unpack("!i", buf[1:5])[0]:
-            n = struct.unpack("!i", buf[1:5])[0]
-            out.append((buf[:1], buf[5:1 + n]))
-            buf = buf[1 + n:]
-            if out[-1][0] == until:
-                return out
-        chunk = sock.recv(65536)
-        if not chunk:
-            return out
-        buf += chunk
+    port, tokens, _ = next(gen := F.pg_front(tmp_path_factory.mktemp("pg_shapes")))
+    yield port, tokens
+    gen.close()
 
 
 def _fields(payload: bytes) -> dict[str, str]:
@@ -74,9 +38,9 @@ def _login(front, user: str = "bob") -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     params = b"user\x00" + user.encode() + b"\x00database\x00protab\x00\x00"
     s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
-    assert _messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))
-    s.sendall(_raw(b"p", tokens[user].encode() + b"\x00"))
-    assert _messages(s)[-1] == (b"Z", b"I")
+    assert F.pg_messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))
+    s.sendall(F.pg_message(b"p", tokens[user].encode() + b"\x00"))
+    assert F.pg_messages(s)[-1] == (b"Z", b"I")
     return s
 
 
@@ -86,11 +50,11 @@ def _bind(formats: list[int], values: list[bytes], result_formats: list[int], *,
     body = b"\x00" + statement + b"\x00" + struct.pack("!h", n) + b"".join(struct.pack("!h", f) for f in formats)
     body += struct.pack("!h", len(values)) + b"".join(struct.pack("!i", len(v)) + v for v in values)
     body += struct.pack("!h", len(result_formats)) + b"".join(struct.pack("!h", f) for f in result_formats)
-    return _raw(b"B", body)
+    return F.pg_message(b"B", body)
 
 
-PARSE = _raw(b"P", b"s\x00" + SQL + b"\x00" + struct.pack("!h", 0))
-DESCRIBE, EXECUTE, SYNC = _raw(b"D", b"P\x00"), _raw(b"E", b"\x00" + struct.pack("!i", 0)), _raw(b"S")
+PARSE = F.pg_message(b"P", b"s\x00" + SQL + b"\x00" + struct.pack("!h", 0))
+DESCRIBE, EXECUTE, SYNC = F.pg_message(b"D", b"P\x00"), F.pg_message(b"E", b"\x00" + struct.pack("!i", 0)), F.pg_message(b"S")
 
 CASES = [
     # (messages after Parse, SQLSTATE, words of the message)
@@ -106,9 +70,9 @@ CASES = [
     pytest.param(_bind([], VALUES, [7]) + EXECUTE, "22023", "unsupported format code: 7", id="result-format-7"),
     pytest.param(_bind([], VALUES, [], format_count=-1) + EXECUTE, "08P01",
                  "negative number of parameter format codes", id="negative-format-count"),
-    pytest.param(_raw(b"D", b"X\x00") + EXECUTE, "08P01", "invalid Describe message subtype", id="describe-X"),
-    pytest.param(_raw(b"C", b"X\x00"), "08P01", "invalid Close message subtype", id="close-X"),
-    pytest.param(_raw(b"P", b"t\x00SELECT 1\x00" + struct.pack("!h", -2)), "08P01",
+    pytest.param(F.pg_message(b"D", b"X\x00") + EXECUTE, "08P01", "invalid Describe message subtype", id="describe-X"),
+    pytest.param(F.pg_message(b"C", b"X\x00"), "08P01", "invalid Close message subtype", id="close-X"),
+    pytest.param(F.pg_message(b"P", b"t\x00SELECT 1\x00" + struct.pack("!h", -2)), "08P01",
                  "negative number of parameter types", id="parse-negative-type-count"),
 ]
 
@@ -118,14 +82,14 @@ def test_misshapen_messages_are_protocol_errors_and_the_connection_goes_on(front
     s = _login(front)
     try:
         s.sendall(PARSE + messages + SYNC)
-        got = _messages(s)
+        got = F.pg_messages(s)
         kinds = [k for k, _ in got]
         assert kinds[-1] == b"Z" and kinds.count(b"E") == 1, kinds  # one error, then nothing up to Sync
         error = _fields(got[kinds.index(b"E")][1])
         assert (error["S"], error["C"]) == ("ERROR", code) and words in error["M"]
         assert b"D" not in kinds and b"C" not in kinds  # the messages after the error were discarded
-        s.sendall(_raw(b"Q", SIMPLE))  # the connection goes on
-        assert [k for k, _ in _messages(s)] == [b"T", b"D", b"D", b"C", b"Z"]
+        s.sendall(F.pg_message(b"Q", SIMPLE))  # the connection goes on
+        assert [k for k, _ in F.pg_messages(s)] == [b"T", b"D", b"D", b"C", b"Z"]
     finally:
         s.close()
 
@@ -137,7 +101,7 @@ def test_well_shaped_binds_are_answered(front):
         answers = []
         for formats, result_formats in (([], []), ([0], [0]), ([0, 0, 0], [0, 0, 0])):
             s.sendall(PARSE + _bind(formats, VALUES, result_formats) + DESCRIBE + EXECUTE + SYNC)
-            got = _messages(s)
+            got = F.pg_messages(s)
             assert [k for k, _ in got][:3] == [b"1", b"2", b"T"] and got[-1] == (b"Z", b"I")
             answers.append([p for k, p in got if k == b"D"])
         assert answers[0] == answers[1] == answers[2] and len(answers[0]) >= 3

@@ -267,29 +267,9 @@ def test_stops_cleanly_with_clients_connected(tmp_path):
     assert "Traceback" not in server.stderr()
 
 
-def _messages(sock, until=b"Z"):
-    """Backend messages (kind, payload) up to and including one of kind ``until`` (or the end)."""
-    out, buf = [], b""
-    while True:
-        while len(buf) >= 5 and len(buf) >= 1 + struct.unpack("!i", buf[1:5])[0]:
-            n = struct.unpack("!i", buf[1:5])[0]
-            out.append((buf[:1], buf[5:1 + n]))
-            buf = buf[1 + n:]
-            if out[-1][0] == until:
-                return out
-        chunk = sock.recv(65536)
-        if not chunk:
-            return out
-        buf += chunk
-
-
 def _fields(payload):
     """The fields of an ErrorResponse: {code letter: text}."""
     return {p[:1].decode(): p[1:].decode() for p in payload.split(b"\x00") if p}
-
-
-def _raw(kind, payload=b""):
-    return kind + struct.pack("!i", len(payload) + 4) + payload
 
 
 def test_malformed_messages_get_errors_and_the_service_goes_on(served):
@@ -297,27 +277,27 @@ def test_malformed_messages_get_errors_and_the_service_goes_on(served):
     with socket.create_connection(("127.0.0.1", server.pg_port), timeout=10) as s:
         params = b"user\x00bob\x00database\x00protab\x00\x00"
         s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
-        assert _messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))  # cleartext password asked
-        s.sendall(_raw(b"p", token.encode() + b"\x00"))
-        assert [k for k, _ in _messages(s)][0] == b"R"
-        s.sendall(_raw(b"Q", b"\xff\xfe\x00"))  # not UTF-8
-        got = _messages(s)
+        assert F.pg_messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))  # cleartext password asked
+        s.sendall(F.pg_message(b"p", token.encode() + b"\x00"))
+        assert [k for k, _ in F.pg_messages(s)][0] == b"R"
+        s.sendall(F.pg_message(b"Q", b"\xff\xfe\x00"))  # not UTF-8
+        got = F.pg_messages(s)
         assert got[0][0] == b"E" and _fields(got[0][1])["C"] == "08P01" and got[-1] == (b"Z", b"I")
-        s.sendall(_raw(b"B", b"\x00nostmt\x00\x00\x00\x00\x00\x00\x00") + _raw(b"d", b"xx") + _raw(b"S"))
-        got = _messages(s)
+        s.sendall(F.pg_message(b"B", b"\x00nostmt\x00\x00\x00\x00\x00\x00\x00") + F.pg_message(b"d", b"xx") + F.pg_message(b"S"))
+        got = F.pg_messages(s)
         assert [k for k, _ in got] == [b"E", b"Z"]  # after the first error, messages up to Sync are skipped
         assert _fields(got[0][1])["C"] == "26000"
-        s.sendall(_raw(b"d", b"xx") + _raw(b"S"))
-        got = _messages(s)
+        s.sendall(F.pg_message(b"d", b"xx") + F.pg_message(b"S"))
+        got = F.pg_messages(s)
         assert _fields(got[0][1])["C"] == "0A000" and got[-1][0] == b"Z"
-        s.sendall(_raw(b"B", b"\x00") + _raw(b"S"))  # truncated Bind
-        got = _messages(s)
+        s.sendall(F.pg_message(b"B", b"\x00") + F.pg_message(b"S"))  # truncated Bind
+        got = F.pg_messages(s)
         assert _fields(got[0][1])["C"] == "08P01" and got[-1][0] == b"Z"
-        s.sendall(_raw(b"Q", ROLLUP.encode() + b"\x00"))
-        kinds = [k for k, _ in _messages(s)]
+        s.sendall(F.pg_message(b"Q", ROLLUP.encode() + b"\x00"))
+        kinds = [k for k, _ in F.pg_messages(s)]
         assert kinds == [b"T"] + [b"D"] * 10 + [b"C", b"Z"]
         s.sendall(b"Q" + struct.pack("!i", 2**30))  # larger than the service takes: the connection ends
-        got = _messages(s, until=b"never")
+        got = F.pg_messages(s, until=b"never")
         assert got[0][0] == b"E" and _fields(got[0][1])["S"] == "FATAL"
     with _connect(served, autocommit=True) as conn:  # the service goes on
         assert len(conn.execute(ROLLUP).fetchall()) == 10
@@ -429,15 +409,15 @@ def _limited_login(limited, user="bob"):
     s = socket.create_connection(("127.0.0.1", limited["port"]), timeout=10)
     params = b"user\x00" + user.encode() + b"\x00database\x00protab\x00\x00"
     s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
-    assert _messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))
-    s.sendall(_raw(b"p", limited["tokens"][user].encode() + b"\x00"))
-    assert _messages(s)[-1] == (b"Z", b"I")
+    assert F.pg_messages(s, until=b"R")[-1] == (b"R", struct.pack("!i", 3))
+    s.sendall(F.pg_message(b"p", limited["tokens"][user].encode() + b"\x00"))
+    assert F.pg_messages(s)[-1] == (b"Z", b"I")
     return s
 
 
 def _fatal(sock):
     """The code and message of the FATAL error that ends the connection."""
-    got = _messages(sock, until=b"never")
+    got = F.pg_messages(sock, until=b"never")
     assert got and got[0][0] == b"E", got
     fields = _fields(got[0][1])
     assert fields["S"] == "FATAL"
@@ -481,8 +461,8 @@ def test_sockets_that_never_log_in_take_no_connection_slot(limited):
 def test_idle_sessions_are_closed_and_free_their_slot(limited):
     s1, s2 = _limited_login(limited), _limited_login(limited, "alice")
     try:
-        s1.sendall(_raw(b"Q", b"SELECT sex, count(*) AS n FROM persons GROUP BY sex\x00"))
-        assert [k for k, _ in _messages(s1)] == [b"T", b"D", b"D", b"C", b"Z"]
+        s1.sendall(F.pg_message(b"Q", b"SELECT sex, count(*) AS n FROM persons GROUP BY sex\x00"))
+        assert [k for k, _ in F.pg_messages(s1)] == [b"T", b"D", b"D", b"C", b"Z"]
         code, message = _fatal(s1)  # 1 s without a message
         assert code == "57P05" and "idle for more than 1 seconds" in message
         _fatal(s2)
@@ -495,36 +475,36 @@ def test_idle_sessions_are_closed_and_free_their_slot(limited):
 
 
 def _parse(name: bytes, sql: bytes) -> bytes:
-    return _raw(b"P", name + b"\x00" + sql + b"\x00" + struct.pack("!h", 0))
+    return F.pg_message(b"P", name + b"\x00" + sql + b"\x00" + struct.pack("!h", 0))
 
 
 def test_statements_and_portals_are_capped(limited):
     s = _limited_login(limited)
     try:
-        s.sendall(b"".join(_parse(b"s%d" % k, b"SELECT 1") for k in range(9)) + _raw(b"S"))
-        got = _messages(s)
+        s.sendall(b"".join(_parse(b"s%d" % k, b"SELECT 1") for k in range(9)) + F.pg_message(b"S"))
+        got = F.pg_messages(s)
         assert [k for k, _ in got] == [b"1"] * 8 + [b"E", b"Z"]
         fields = _fields(got[8][1])
         assert fields["C"] == "53400" and "already keeps 8 prepared statements" in fields["M"]
         # a statement that replaces its namesake, or one after a Close, fits
-        s.sendall(_parse(b"s0", b"SELECT 2") + _raw(b"C", b"Ss1\x00") + _parse(b"s9", b"SELECT 1") + _raw(b"S"))
-        assert [k for k, _ in _messages(s)] == [b"1", b"3", b"1", b"Z"]
-        s.sendall(_raw(b"Q", b"DISCARD ALL\x00"))
-        assert [k for k, _ in _messages(s)] == [b"C", b"Z"]
+        s.sendall(_parse(b"s0", b"SELECT 2") + F.pg_message(b"C", b"Ss1\x00") + _parse(b"s9", b"SELECT 1") + F.pg_message(b"S"))
+        assert [k for k, _ in F.pg_messages(s)] == [b"1", b"3", b"1", b"Z"]
+        s.sendall(F.pg_message(b"Q", b"DISCARD ALL\x00"))
+        assert [k for k, _ in F.pg_messages(s)] == [b"C", b"Z"]
         big = b"SELECT " + b"x" * 60_000  # 4 x 60 kB fit in 256 KiB, the 5th does not
-        s.sendall(b"".join(_parse(b"b%d" % k, big) for k in range(5)) + _raw(b"S"))
-        got = _messages(s)
+        s.sendall(b"".join(_parse(b"b%d" % k, big) for k in range(5)) + F.pg_message(b"S"))
+        got = F.pg_messages(s)
         assert [k for k, _ in got] == [b"1"] * 4 + [b"E", b"Z"]
         fields = _fields(got[4][1])
         assert fields["C"] == "53400" and "more than 0.25 MiB" in fields["M"]
-        bind = _raw(b"B", b"p\x00b0\x00" + struct.pack("!hhh", 0, 0, 0))  # portal p of statement b0, no values
-        s.sendall(_raw(b"C", b"Sb3\x00") + bind + _raw(b"B", b"q\x00b1\x00" + struct.pack("!hhh", 0, 0, 0))
-                  + _raw(b"S"))
-        got = _messages(s)
+        bind = F.pg_message(b"B", b"p\x00b0\x00" + struct.pack("!hhh", 0, 0, 0))  # portal p of statement b0, no values
+        s.sendall(F.pg_message(b"C", b"Sb3\x00") + bind + F.pg_message(b"B", b"q\x00b1\x00" + struct.pack("!hhh", 0, 0, 0))
+                  + F.pg_message(b"S"))
+        got = F.pg_messages(s)
         assert [k for k, _ in got] == [b"3", b"2", b"E", b"Z"]  # portals count too
         assert _fields(got[2][1])["C"] == "53400"
-        s.sendall(bind + _raw(b"S"))  # Sync ended the implicit transaction and its portals
-        assert [k for k, _ in _messages(s)] == [b"2", b"Z"]
+        s.sendall(bind + F.pg_message(b"S"))  # Sync ended the implicit transaction and its portals
+        assert [k for k, _ in F.pg_messages(s)] == [b"2", b"Z"]
     finally:
         s.close()
 

@@ -144,3 +144,19 @@ def test_protect_engine_spark_swaps_then_writes_the_same_files(tmp_path, spark):
     with pt.Session(str(tmp_path / "micro.duckdb"), read_only=True) as s:
         kept = s.sql("SELECT pid, muni FROM people_swapped ORDER BY pid")
     assert_frame_equal(pl.from_arrow(spark.sql("SELECT pid, muni FROM people_swapped ORDER BY pid").toArrow()), kept)
+
+
+def test_protect_engine_spark_names_a_missing_swap_source(tmp_path, spark):
+    """[swap] on Spark whose source is neither a Spark table nor a Parquet file: a protab error
+    naming the file it looked for; no output folder, no swapped view."""
+    from protab.cli import protect
+    from protab.errors import InputError
+
+    (tmp_path / "swap.seed").write_text("request-swap-seed\n", encoding="utf-8")
+    (tmp_path / "request.toml").write_text(SWAP_REQUEST.replace('source = "people"\nout', 'source = "nobody"\nout'),
+                                           encoding="utf-8")
+    with pytest.raises(InputError, match=r"source 'nobody' is neither a Spark table nor the Parquet file .*nobody\.parquet"):
+        protect(str(tmp_path / "request.toml"), out=str(tmp_path / "out"), engine="spark",
+                spark_keys="rkey:4294967296")
+    assert not (tmp_path / "out").exists()
+    assert "people_swapped" not in {t.name for t in spark.catalog.listTables()}
