@@ -152,6 +152,7 @@ def test_protect_engine_spark_names_a_missing_swap_source(tmp_path, spark):
     from protab.cli import protect
     from protab.errors import InputError
 
+    spark.catalog.dropTempView("people_swapped")  # the shared session may hold one from an earlier test
     (tmp_path / "swap.seed").write_text("request-swap-seed\n", encoding="utf-8")
     (tmp_path / "request.toml").write_text(SWAP_REQUEST.replace('source = "people"\nout', 'source = "nobody"\nout'),
                                            encoding="utf-8")
