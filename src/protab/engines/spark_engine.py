@@ -21,6 +21,7 @@ from protab.engines.spark_support import (
     _spark_schema,
     c_log,
     duckdb_type,
+    local_defaults,
     require_java,
     require_spark,
     spark_arrow,
@@ -87,9 +88,11 @@ class SparkEngine(Engine):
 
     @classmethod
     def for_session(cls, spark: Any) -> SparkEngine:
-        """The engine of a ``pyspark.sql.SparkSession`` (pyspark and Java checked first)."""
+        """The engine of a ``pyspark.sql.SparkSession`` (pyspark and Java checked first; on a
+        local master, :func:`local_defaults` for what the user left unset)."""
         require_spark()
         require_java()
+        local_defaults(spark)
         return cls(spark)
 
     def install(self) -> None:

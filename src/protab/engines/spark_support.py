@@ -50,6 +50,23 @@ def require_java() -> None:
         )
 
 
+def local_defaults(spark: Any) -> dict[str, str]:
+    """Settings for a local master (``local``, ``local[N]``, ``local[*]``), each set only when the
+    user set no value of it: shuffle partitions = the cores Spark runs tasks on (Spark's
+    default of 200 is meant for clusters; on a laptop every shuffle then runs 200 tiny tasks)
+    and adaptive query execution on (it coalesces small partitions). Returns what was set; a
+    cluster master is left as it is."""
+    if not str(spark.sparkContext.master).startswith("local"):
+        return {}
+    wanted = {"spark.sql.shuffle.partitions": str(max(1, int(spark.sparkContext.defaultParallelism))),
+              "spark.sql.adaptive.enabled": "true"}
+    settings = spark._jsparkSession.sessionState().conf()  # what the user (or spark-defaults) set
+    chosen = {key: value for key, value in wanted.items() if not settings.contains(key)}
+    for key, value in chosen.items():
+        spark.conf.set(key, value)
+    return chosen
+
+
 def c_log() -> Callable[[float | None], float | None]:
     """The natural logarithm of the C library (Python's ``math.log`` calls it, as DuckDB's
     ``ln`` does), for a Spark UDF: defined here as a closure, so that Spark's workers get it
