@@ -327,7 +327,7 @@ class DocRun:
         assert cli.main(["protect", str(path)]) == 0, f"{block.id}: protab protect failed"
         for t in names:
             for fmt in cfg.get("formats", cli.FORMATS):
-                assert (out / f"{t}.{fmt}").is_file(), f"{block.id}: {t}.{fmt} not written"
+                assert (out / cli.options.output_file(t, fmt)).is_file(), f"{block.id}: {t} as {fmt} not written"
         published = self.folder / "published.duckdb"
         assert cli.main(["publish", str(path), "--to", str(published), "--replace"]) == 0, (
             f"{block.id}: protab publish failed")

@@ -4,17 +4,23 @@ reads, and secret seeds (from an environment variable or a file, never the comma
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from protab.errors import InputError
-from protab.request.loaders import reading
+from protab.request.swap_section import read_seed
 
 #: The database file commands use without ``--db`` (the same as ``protab.DEFAULT_DATABASE``).
 DEFAULT_DATABASE = "protab.duckdb"
 DEFAULT_OUTPUT = "protab_output"
 FORMATS = ("csv", "parquet")
+#: every format a protect request may ask for (the default is FORMATS), and its file suffix
+ALL_FORMATS = {"csv": ".csv", "parquet": ".parquet", "sdmx-csv": ".sdmx.csv", "json-stat": ".stat.json"}
 DB_HELP = f"the DuckDB database file (default {DEFAULT_DATABASE})"
+
+
+def output_file(table: str, fmt: str) -> str:
+    """The file name of table ``table`` in format ``fmt`` (e.g. ``t.sdmx.csv``)."""
+    return table + ALL_FORMATS[fmt]
 
 
 def require_database(db: str, hint: str = "") -> None:
@@ -33,19 +39,3 @@ def seed_of(args: argparse.Namespace) -> str:
     if args.seed_env and args.seed_file:
         raise InputError("give the seed once: --seed-env or --seed-file, not both")
     return read_seed(args.seed_env, args.seed_file, "give the secret seed with --seed-env VAR or --seed-file PATH")
-
-
-def read_seed(env: str | None, file: str | os.PathLike[str] | None, missing: str) -> str:
-    """A secret seed from an environment variable or a file (never from the command line)."""
-    if env:
-        val = os.environ.get(env)
-        if not val or not val.strip():
-            raise InputError(f"the environment variable {env} is not set or empty")
-        return val
-    if file:
-        with reading(file, "the seed file"):
-            val = Path(file).read_text(encoding="utf-8").strip()
-        if not val:
-            raise InputError(f"the seed file {str(file)!r} is empty")
-        return val
-    raise InputError(missing)

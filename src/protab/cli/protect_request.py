@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab._io import check_output_file, check_output_folder, refuse_replacing
-from protab.cli.options import DEFAULT_OUTPUT, FORMATS
+from protab.cli.options import DEFAULT_OUTPUT, FORMATS, output_file
 from protab.cli.protect_checks import (
     OWN_FOLDER,
     check_names,
@@ -21,9 +21,10 @@ from protab.cli.protect_checks import (
     read_request,
     request_inputs,
 )
-from protab.cli.protect_sources import keep_swap, spark_session, swap
+from protab.cli.protect_sources import spark_session, swap
 from protab.cli.protect_tables import protect_tables, summary, write_all
 from protab.errors import InputError
+from protab.request.swap_section import keep_swap
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -33,7 +34,8 @@ request file (TOML; paths in it are relative to the file):
 
   database = "protab.duckdb"          # optional (--db overrides)
   output = "protab_output"            # optional (--out overrides)
-  formats = ["csv", "parquet"]        # optional, csv and/or parquet
+  formats = ["csv", "parquet"]        # optional: csv, parquet, sdmx-csv (<name>.sdmx.csv, SDMX-CSV
+                                      # 2.0, dataflow PROTAB:<NAME>(1.0)), json-stat (<name>.stat.json)
 
   [ptable]                            # the cell key method's p-table: one of
   maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
@@ -161,7 +163,8 @@ def protect(
     formats = cfg.get("formats", list(FORMATS))
     names = [t["name"] for t in cfg["tables"]]
     check_names(names)
-    check_output_folder(out_dir, [f"{n}.{f}" for n in names for f in formats])
+    _check_exchange_ids(names, formats)
+    check_output_folder(out_dir, [output_file(n, f) for n in names for f in formats])
     refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
                      "protect: the output folder", OWN_FOLDER)
     spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
@@ -169,6 +172,15 @@ def protect(
     print(summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
+
+
+def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
+    """SDMX-CSV and JSON-stat name each table's dataflow by its upper-case name: an SDMX id."""
+    if {"sdmx-csv", "json-stat"} & set(formats):
+        from protab.exchange import check_id
+
+        for n in names:
+            check_id(n.upper(), f"protect: table {n!r} (its SDMX dataflow id)")
 
 
 def publish(request: str, to: str, database: str | None = None, *, replace: bool = False) -> list[dict[str, Any]]:

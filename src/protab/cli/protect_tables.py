@@ -3,7 +3,7 @@ cell suppression, each with its summary row; then written all at once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,11 +127,29 @@ def protect_tables(
 
 
 def write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
-    """Write every table into ``out`` at once, after all were protected (see protab._io)."""
-    from protab._io import frame_writer, write_batch
+    """Write every table into ``out`` at once, after all were protected (see protab._io). The
+    exchange formats are made in memory first, so a table they refuse stops the batch before
+    any file is written."""
+    from protab._io import write_batch
+    from protab.cli.options import output_file
 
-    write_batch(out, {f"{name}.{fmt}": frame_writer(frame, fmt)
+    write_batch(out, {output_file(name, fmt): _writer(name, frame, fmt)
                       for name, frame in frames.items() for fmt in formats})
+
+
+def _writer(name: str, frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:
+    """The batch writer of one table in one format (SDMX dataflow / JSON-stat id: the upper-case name)."""
+    from protab._io import frame_writer
+
+    if fmt == "sdmx-csv":
+        from protab.exchange import sdmx_csv_writer
+
+        return sdmx_csv_writer(frame, name.upper())
+    if fmt == "json-stat":
+        from protab.exchange import json_stat_writer
+
+        return json_stat_writer(frame, name.upper(), label=name)
+    return frame_writer(frame, fmt)
 
 
 def summary(rows: list[dict[str, Any]]) -> str:

@@ -372,7 +372,7 @@ PROTECT = Table(
     {
         "database": Str(),
         "output": Str(),
-        "formats": List(Str(choices=("csv", "parquet")), unique=True),
+        "formats": List(Str(choices=("csv", "parquet", "sdmx-csv", "json-stat")), unique=True),
         "ptable": PTABLE,
         "magnitude": MAGNITUDE,
         "rules": RULES,

@@ -188,7 +188,7 @@ class _Service:
         content = await run_in_threadpool(formats.render, result.frame, fmt)
         headers = dict(_NO_STORE)
         if fmt != "json":
-            headers["Content-Disposition"] = f'attachment; filename="protab-answer.{fmt}"'
+            headers["Content-Disposition"] = f'attachment; filename="protab-answer{formats.SUFFIXES[fmt]}"'
         return Response(content, media_type=formats.MEDIA_TYPES[fmt], headers=headers)
 
     # -- endpoints ---------------------------------------------------------------------------

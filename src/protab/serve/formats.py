@@ -1,4 +1,5 @@
-"""Answer formats: JSON (default), CSV, Parquet and Arrow IPC, chosen by ``?format=`` or the
+"""Answer formats: JSON (default), CSV, Parquet, Arrow IPC, SDMX-CSV 2.0 and JSON-stat 2.0
+(dataflow/dataset ``ANSWER``; docs/exchange.md), chosen by ``?format=`` or the
 ``Accept`` header. JSON is ``{"columns": [...], "rows": [[...], ...]}``; blanked cells and the
 dimensions a grouping set aggregates are null (an empty field in CSV). Every format is
 written from the polars frame without a Python loop over cells."""
@@ -11,14 +12,20 @@ import polars as pl
 
 from protab.errors import InputError
 
-FORMATS = ("json", "csv", "parquet", "arrow")
+FORMATS = ("json", "csv", "parquet", "arrow", "sdmx-csv", "json-stat")
 
 MEDIA_TYPES = {
     "json": "application/json",
     "csv": "text/csv; charset=utf-8",
     "parquet": "application/vnd.apache.parquet",
     "arrow": "application/vnd.apache.arrow.stream",
+    "sdmx-csv": "application/vnd.sdmx.data+csv;version=2.0.0",
+    "json-stat": "application/json",
 }
+
+#: the suffix of an answer's file name (Content-Disposition) per format
+SUFFIXES = {"json": ".json", "csv": ".csv", "parquet": ".parquet", "arrow": ".arrow",
+            "sdmx-csv": ".sdmx.csv", "json-stat": ".stat.json"}
 
 #: Accept media types understood, and the format each asks for
 _ACCEPT = {
@@ -31,6 +38,7 @@ _ACCEPT = {
     "application/vnd.apache.arrow.stream": "arrow",
     "application/vnd.apache.arrow.file": "arrow",
     "application/x-arrow": "arrow",
+    "application/vnd.sdmx.data+csv": "sdmx-csv",
 }
 
 
@@ -88,6 +96,15 @@ def render(frame: pl.DataFrame, fmt: str) -> bytes:
         return to_json(frame)
     if fmt == "csv":
         return frame.write_csv().encode("utf-8")
+    if fmt in ("sdmx-csv", "json-stat"):
+        from protab.errors import ProtabError
+        from protab.exchange import json_stat_text, sdmx_csv
+
+        try:
+            text = sdmx_csv(frame, "ANSWER") if fmt == "sdmx-csv" else json_stat_text(frame, "ANSWER")
+        except ProtabError as exc:  # e.g. a column alias that is no SDMX id: the analyst's to fix
+            raise InputError(f"format {fmt}: {exc}") from None
+        return text.encode("utf-8")
     buf = io.BytesIO()
     if fmt == "parquet":
         frame.write_parquet(buf)
