@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protab.cli.options import read_seed
 from protab.cli.words import say
-from protab.errors import InputError, ProtabError
+from protab.errors import InputError
+from protab.request.swap_section import run_swap, swap_line
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
@@ -72,42 +72,5 @@ def _keys_in_database(db: str, source: str) -> tuple[str, int]:
 
 
 def swap(s: Session, cfg: dict[str, Any], base: Path) -> None:
-    """The [swap] section: targeted record swapping of ``source`` into a temporary table ``out`` of
-    the session, which the tables of the request then read (kept by :func:`keep_swap` only when
-    every table was protected and written)."""
-    from protab.swapping import SwapSpec
-
-    seed_file = base / cfg["seed_file"] if "seed_file" in cfg else None
-    seed = read_seed(cfg.get("seed_env"), seed_file, "[swap] needs seed_env or seed_file")
-    spec = SwapSpec(
-        household=cfg["household"], geography=cfg["geography"], risk_variables=cfg["risk_variables"],
-        similar=cfg["similar"], swap_rate=cfg["swap_rate"], k_anonymity=cfg.get("k_anonymity", 3),
-        carry_along=cfg.get("carry_along", ()), max_swap_rate=cfg.get("max_swap_rate"),
-    )
-    try:
-        summary = s.swap(cfg["source"], spec, seed=seed, out=cfg["out"], log=cfg.get("log"),
-                         replace=cfg.get("replace", False), temporary=True)
-    except ProtabError as exc:  # the option of a request, not of the Python API
-        raise type(exc)(str(exc).replace("pass replace=True", "set replace = true in [swap]")) from None
-    say(swap_line(summary, cfg))
-
-
-def swap_line(summary: dict[str, Any], cfg: dict[str, Any]) -> str:
-    """The swap's summary: the rate asked for and the rate reached, and why they differ."""
-    share = summary.get("share_risky_swapped")
-    cap = summary.get("max_swap_rate")
-    capped = "" if cap is None else f", capped at {cap:g}"
-    left = "" if cap is None else f", left by the cap {summary['risky_over_cap']:,}"
-    swapped = "-" if share is None else f"{share:.1%}"
-    return (f"  swapped {summary['swapped_households']:,} of {summary['households']:,} households into "
-            f"{cfg['out']!r}: rate {summary['achieved_swap_rate']:.4f} (requested "
-            f"{summary['requested_swap_rate']:g}{capped}); risky households {summary['risky_share']:.1%}, "
-            f"of them swapped {swapped}{left}; without donor {summary['households_without_donor']:,}")
-
-
-def keep_swap(s: Session, cfg: dict[str, Any]) -> None:
-    """Every table was protected and written: keep the swapped records (and log) in the database
-    (on Spark: as views of the Spark session, which end with it)."""
-    from protab.swapping import persist_swap
-
-    persist_swap(s.engine, cfg["out"], cfg.get("log"), replace=cfg.get("replace", False))
+    """The [swap] section (protab.request.swap_section), its summary said."""
+    say(swap_line(run_swap(s, cfg, base), cfg))

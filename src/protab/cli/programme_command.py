@@ -1,0 +1,62 @@
+"""``protab programme``: a census programme of hypercubes (docs/census.md) protected in one run
+from one copy of the records, written all at once, resumable after a kill."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+PROGRAMME_FORMAT = """\
+programme file (TOML; paths in it are relative to the file):
+
+  database = "protab.duckdb"          # optional (--db overrides)
+  output = "census_output"            # optional (--out overrides)
+  formats = ["csv"]                   # optional, csv and/or parquet
+  source = "persons"                  # the records (with [swap]: its source; may be left out)
+  threshold = 3                       # optional: perturbed counts below it are published blank
+  max_cells = 10000000                # optional: the default cell limit of a hypercube
+
+  [ptable]                            # as protect's: one p-table for every hypercube
+  maximum_entropy = { D = 5, V = 3, js = 2 }
+
+  [swap]                              # optional, as protect's: the hypercubes read the swapped copy
+  source = "persons"
+  out = "persons_swapped"
+  ...
+
+  [classifications.geo]               # shared by name; as protect's hierarchies (columns,
+  columns = ["region", "municipality"]  # code_lengths, hrc, parent_child, ssb_frame, grid), or
+  levels = ["nuts2", "lau"]             # codes = [...] / flat = true; levels names levels 1, 2, ...
+                                        # (default: the columns; a flat one: its own name)
+  [[hypercubes]]
+  name = "HC01"                       # an SDMX id: [A-Za-z][A-Za-z0-9_]*
+  dims = { municipality = "geo:nuts2", sex = "sex" }   # variable = "classification[:level]"
+  max_cells = 100000                  # optional cell limit (every table, totals included)
+  [[hypercubes.tables]]               # optional; default: one table, the whole hypercube
+  name = "by_sex"
+  dims = ["municipality", "sex"]      # optional: a subset of the hypercube's dims
+  formula = "municipality*sex"        # optional; weight, drop_empty, null_code as protect's
+
+Outputs: <hypercube>.<table>.<format> and summary.csv, written all at once. A killed run keeps
+its finished hypercubes beside the output folder and the next run of the same programme on the
+same records does not recompute them.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """``protab programme``."""
+    pr = sub.add_parser("programme", help="protect a census programme of hypercubes (TOML file)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=PROGRAMME_FORMAT,
+                        description="Protect every hypercube of a census programme by the cell key method from one "
+                                    "copy of the records (swapped first with [swap]), so that a cell two hypercubes "
+                                    "share has one value; write them all at once with a summary.")
+    pr.add_argument("programme", help="the TOML programme file")
+    pr.add_argument("--db", help="DuckDB file (overrides the programme's database)")
+    pr.add_argument("--out", help="output folder (overrides the programme's output)")
+    pr.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> None:
+    from protab.programme import Programme
+
+    Programme(args.programme).run(args.db, args.out)

@@ -1,0 +1,102 @@
+"""What a programme run keeps between runs: the finished hypercubes' files in a staging folder
+beside the output (``.<out>.protab-programme``) and a state file naming them, each with a keyed
+hash of its definition, so that a run killed half-way resumes without recomputing them.
+
+The hash is an HMAC-SHA256 whose key is a fingerprint of the records the hypercubes read (their
+count and a hash of every row's used columns and record key), over the hypercube's entry, the
+classifications it uses (their codes), the p-table section and the programme-wide options. A
+changed definition, p-table, swap or record therefore invalidates a hypercube. The state file
+holds names, these digests and the summary rows only: no seed, key or p-table parameter, and the
+digests cannot be tested against guessed parameters without the records and their keys."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from protab._io import write_text
+from protab.sqltools import quote_ident
+
+if TYPE_CHECKING:  # pragma: no cover
+    from protab.hierarchy import Hierarchy
+    from protab.programme.definition import Hypercube
+    from protab.session import Session
+
+STATE = "state.json"
+_VERSION = 1
+
+
+def staging_folder(out: Path) -> Path:
+    """The staging folder of an output folder (a sibling; batches of :mod:`protab._io` leave it)."""
+    real = Path(os.path.realpath(out))
+    return real.parent / f".{real.name}.protab-programme"
+
+
+def records_key(s: Session, table: str, columns: list[str]) -> bytes:
+    """The HMAC key: SHA-256 of the record count and the sum of a hash of each row's ``columns``
+    and record key (DuckDB's ``hash``), computed in one scan; never stored."""
+    key_column, modulus = s.record_key(table)
+    cols = ", ".join(quote_ident(c) for c in [*columns, key_column])
+    n, total = s.engine.rows(f"SELECT count(*), sum(hash({cols})::HUGEINT) FROM {quote_ident(table)}")[0]
+    return hashlib.sha256(f"{n}\x1f{total}\x1f{modulus}".encode()).digest()
+
+
+def cube_digest(key: bytes, common: dict[str, Any], cube: Hypercube, depth: dict[str, int],
+                hierarchies: dict[str, Hierarchy]) -> str:
+    """The keyed hash of one hypercube's definition (see the module docstring): its entry, the
+    levels its dimensions resolve to, and the codes of its classifications."""
+    used = sorted({d.classification for d in cube.dims})
+    codes = {c: hashlib.sha256(hierarchies[c].to_frame().write_csv().encode()).hexdigest() for c in used}
+    text = json.dumps({"common": common, "hypercube": cube.entry, "levels": depth, "classifications": codes},
+                      sort_keys=True, default=str)
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+class State:
+    """The state file of a staging folder: per finished hypercube its digest, files and summary."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.cubes: dict[str, dict[str, Any]] = {}
+        try:
+            saved = json.loads((folder / STATE).read_text(encoding="utf-8"))
+            if saved.get("version") == _VERSION:
+                self.cubes = dict(saved["hypercubes"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.cubes = {}  # no state, or an unreadable one: nothing is resumed
+
+    def finished(self, name: str, digest: str) -> dict[str, Any] | None:
+        """The saved entry of hypercube ``name`` when its digest matches and its files are there."""
+        entry = self.cubes.get(name)
+        if not entry or entry.get("digest") != digest:
+            return None
+        if not all((self.folder / f).is_file() for f in entry.get("files", [])):
+            return None
+        return entry
+
+    def forget_others(self, digests: dict[str, str]) -> None:
+        """Drop the entries (and files) of hypercubes whose definition changed or that are gone."""
+        for name in list(self.cubes):
+            if self.finished(name, digests.get(name, "")) is None:
+                for f in self.cubes[name].get("files", []):
+                    (self.folder / f).unlink(missing_ok=True)
+                del self.cubes[name]
+        self.save()
+
+    def record(self, name: str, digest: str, files: list[str], summary: dict[str, Any]) -> None:
+        """Hypercube ``name`` is finished: its files are in the staging folder."""
+        self.cubes[name] = {"digest": digest, "files": files, "summary": summary}
+        self.save()
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_text(self.folder / STATE, json.dumps({"version": _VERSION, "hypercubes": self.cubes}, indent=1))
+
+    def remove(self) -> None:
+        """The outputs are in place: the staging folder goes."""
+        shutil.rmtree(self.folder, ignore_errors=True)
