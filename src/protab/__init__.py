@@ -26,6 +26,7 @@ _NAMES = {
     "PTable": "protab.ptable",
     "MagnitudePTable": "protab.ptable",
     "NumericPTable": "protab.ptable",
+    "Programme": "protab.programme",
     "HierarchyError": "protab.errors",
     "InputError": "protab.errors",
     "ProtabError": "protab.errors",
@@ -39,7 +40,7 @@ _NAMES = {
     "SwapRateWarning": "protab.errors",
     "sql_text": "protab.sqltools",
 }
-_MODULES = {"fit", "grid", "measures", "noise", "postprocess", "rounding", "report", "suppression"}
+_MODULES = {"audit", "fit", "grid", "measures", "noise", "postprocess", "rounding", "report", "suppression"}
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -54,6 +55,7 @@ __all__ = [
     "PTable",
     "PTableError",
     "PTableWarning",
+    "Programme",
     "ProtabError",
     "RoundingError",
     "SensitivityRules",
@@ -62,6 +64,7 @@ __all__ = [
     "SwapRateWarning",
     "SwapSpec",
     "TableSpec",
+    "audit",
     "fit",
     "grid",
     "measures",
@@ -91,7 +94,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab import fit, grid, measures, noise, postprocess, report, rounding, suppression
+    from protab import audit, fit, grid, measures, noise, postprocess, report, rounding, suppression
     from protab.errors import (
         ConvergenceError,
         ConvergenceWarning,
@@ -106,6 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover
         SwapRateWarning,
     )
     from protab.hierarchy import Hierarchy
+    from protab.programme import Programme
     from protab.ptable import MagnitudePTable, NumericPTable, PTable
     from protab.session import DEFAULT_DATABASE, Session, model_matrix
     from protab.table import TableSpec

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-NAMES = ["suppression", "fit", "rounding", "noise", "measures", "grid", "report", "postprocess",
+NAMES = ["audit", "suppression", "fit", "rounding", "noise", "measures", "grid", "report", "postprocess",
          "ConvergenceError", "ConvergenceWarning", "NoRecordsError", "SwapRateWarning", "PTableWarning",
          "InputError", "SpecError", "HierarchyError", "PTableError", "RoundingError", "ProtabError"]
 

@@ -14,9 +14,11 @@ import sys
 from collections.abc import Sequence
 
 from protab.cli import (
+    audit_command,
     database_tables,
     demo_census,
     macros,
+    programme_command,
     protect_request,
     ptable_files,
     record_keys,
@@ -42,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_parser(sub)
     protect_request.add_parsers(sub)
     report_request.add_parser(sub)
+    audit_command.add_parser(sub)
+    programme_command.add_parser(sub)
     serve_commands.add_parsers(sub)
     return p
 
