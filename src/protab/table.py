@@ -12,6 +12,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -275,6 +276,19 @@ class TableSpec:
             if d.column == column:
                 return d
         raise SpecError(f"TableSpec: no dimension named {column!r}")
+
+
+def union_spec(specs: Sequence[TableSpec], **options: Any) -> TableSpec:
+    """One TableSpec publishing every cell of ``specs`` once: their dimensions (each with the
+    hierarchy it first has) and the union of their crossings; ``options`` are the new spec's
+    other arguments (weight, null_code, ...). Linked suppression and the feasibility audit
+    build their one table of cells so."""
+    dims: dict[str, Any] = {}
+    for x in specs:
+        for d in x.dimensions:
+            dims.setdefault(d.column, d.hierarchy)
+    terms = {t for x in specs for t in x.terms}
+    return TableSpec(dims, crossings=[sorted(t, key=list(dims).index) for t in terms], **options)
 
 
 def _sums(sums: object) -> tuple[str, ...]:

@@ -127,16 +127,10 @@ def _audit_sources(s: Session, cfg: dict[str, Any], base: Path, chosen: list[dic
 
 def _linked(table_specs: list[TableSpec]) -> TableSpec:
     """One TableSpec whose cells are every cell of the tables (the union of dimensions and crossings)."""
-    from protab.table import TableSpec
+    from protab.table import union_spec
 
-    dims: dict[str, Any] = {}
-    for x in table_specs:
-        for d in x.dimensions:
-            dims.setdefault(d.column, d.hierarchy)
-    terms = {t for x in table_specs for t in x.terms}
     first = table_specs[0]
-    return TableSpec(dims, crossings=[sorted(t, key=list(dims).index) for t in terms],
-                     null_code=first.null_code, total=first.total)
+    return union_spec(table_specs, null_code=first.null_code, total=first.total)
 
 
 def _summary(result: pl.DataFrame, chosen: list[dict[str, Any]]) -> str:

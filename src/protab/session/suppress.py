@@ -14,7 +14,7 @@ import polars as pl
 
 from protab._frames import as_polars, require_columns
 from protab.errors import SpecError, show_values
-from protab.table import TableSpec
+from protab.table import TableSpec, union_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine
@@ -308,10 +308,8 @@ def linked_spec(specs: Sequence[TableSpec]) -> TableSpec:
                     "common cell must mean the same in every table"
                 )
             dims.setdefault(d.column, d.hierarchy)
-    terms = {t for x in specs for t in x.terms}
-    return TableSpec(dims, crossings=[sorted(t, key=list(dims).index) for t in terms], weight=first.weight,
-                     sums=first.sums, freq=first.freq, null_code=first.null_code, total=first.total,
-                     drop_empty=first.drop_empty, null_sums=first.null_sums)
+    return union_spec(specs, weight=first.weight, sums=first.sums, freq=first.freq, null_code=first.null_code,
+                      total=first.total, drop_empty=first.drop_empty, null_sums=first.null_sums)
 
 
 def cells_of(frame: pl.DataFrame, combined: TableSpec, spec: TableSpec) -> pl.DataFrame:
