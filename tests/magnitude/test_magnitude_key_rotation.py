@@ -13,6 +13,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 from cases import rotation_cell
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import protab as pt
 from protab.rollup.magnitude_ckm import rotate_sql
@@ -47,3 +49,24 @@ def test_magnitude_cell_with_zero_in_its_key():
         cell = rotation_cell(s)
     assert cell["v"].item() == 170.0
     assert cell["v_pert"].item() == pytest.approx(173.5, abs=1e-9)
+
+
+def _printed_rotation(key: int, d: int, times: int) -> int:
+    """R cellKey's rotation as string work: the key's d digits, trailing zeros dropped, rotated."""
+    digits = str(key).zfill(d).rstrip("0")
+    if not digits:
+        return 0
+    r = times % len(digits)
+    return int((digits[r:] + digits[:r]).ljust(d, "0"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(d=st.integers(1, 16), times=st.integers(0, 40), data=st.data())
+def test_decimal_rotation_equals_the_printed_digits_rotated(d, times, data):
+    # keys with every count of trailing zeros, the extremes too
+    keys = data.draw(st.lists(st.tuples(st.integers(0, d - 1), st.integers(0, 10**d - 1)), min_size=1, max_size=40))
+    keys = [k - k % 10**z for z, k in keys] + [0, 10**d - 1, 10 ** (d - 1)]
+    got = duckdb.connect().execute(
+        f"SELECT list({rotate_sql('k', 10**d, times)} ORDER BY i) FROM "
+        "(SELECT unnest(?::BIGINT[]) AS k, unnest(range(?)) AS i)", [keys, len(keys)]).fetchone()[0]
+    assert got == [_printed_rotation(k, d, times) for k in keys]
