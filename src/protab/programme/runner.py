@@ -144,13 +144,15 @@ class Programme:
         digests = {c.name: cube_digest(key, common, c, depths[c.name], hierarchies) for c in self.cubes}
         state = State(folder)
         state.forget_others(digests)
+        columns = {n: list(c["columns"]) for n, c in self.cfg["classifications"].items() if "columns" in c}
+        cut_cache: dict[tuple[str, int], Any] = {}
         done = []
         for k, cube in enumerate(track(self.cubes, "protecting hypercubes", total=len(self.cubes), unit="hypercube")):
             entry = state.finished(cube.name, digests[cube.name])
             if entry is None:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}) …")
                 frames, row = protect_cube(s, self.source, cube, depths[cube.name], hierarchies, ptable,
-                                           self.cfg.get("threshold"))
+                                           self.cfg.get("threshold"), columns, cut_cache)
                 state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats), row)
                 entry = state.cubes[cube.name]
             else:
