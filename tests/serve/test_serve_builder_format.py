@@ -1,7 +1,8 @@
-"""The web table builder's display rules (src/protab/serve/static/app.js), run under node: counts
+"""The web table builder's display rules (src/protab/serve/static/format.js), run under node: counts
 as whole numbers, sums and means with thousands separators and fewer decimals the larger they
-are, a dimension shown at a chosen level named by that level, and the active filters in the
-caption. The browser test (tests/serve/test_serve_browser.py) checks the same on the real page."""
+are, blanked cells marked, a dimension shown at a chosen level named by that level, the active
+filters in the caption, and a refusal's message, rule and advice. The browser test
+(tests/serve/test_serve_browser.py) checks the same on the real page."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parents[2] / "src" / "protab" / "serve" / "static" / "app.js"
+APP = Path(__file__).resolve().parents[2] / "src" / "protab" / "serve" / "static" / "format.js"
 NODE = shutil.which("node") or shutil.which("nodejs")
 pytestmark = pytest.mark.skipif(NODE is None, reason="needs node to run the page's script")
 
@@ -21,7 +22,7 @@ REQUEST = {"dataset": "persons", "dims": ["municipality", "sex"], "levels": {"mu
 
 
 def _run(calls: list[list]) -> list:
-    """Call functions of app.js under node: each call is [name, *arguments]; their results."""
+    """Call functions of format.js under node: each call is [name, *arguments]; their results."""
     script = (f"const app = require({json.dumps(str(APP))});\n"
               f"const calls = {json.dumps(calls)};\n"
               "process.stdout.write(JSON.stringify(calls.map(([f, ...a]) => app[f](...a))));\n")
@@ -34,7 +35,7 @@ def _run(calls: list[list]) -> list:
     (12345, "count", "en-US", "12,345"),
     (7, "count", "en-US", "7"),
     (0, "count", "en-US", "0"),
-    (None, "count", "en-US", "\u2014"),
+    (None, "count", "en-US", "x"),
     (1234567.891, "sum", "en-US", "1,234,568"),
     (-4321.5, "sum", "en-US", "-4,322"),
     (512.345, "mean", "en-US", "512.3"),
@@ -66,3 +67,23 @@ def test_caption_shows_the_active_filters():
     assert "filters: agegroup = 15-19, 20-24; region = R1" in text and text.endswith("(30 cells)")
     (text,) = _run([["caption", {"dataset": "persons", "dims": ["sex"]}, 3]])
     assert "no filter" in text and "filters:" not in text
+
+
+def test_marks_tell_a_blanked_cell_from_an_undefined_mean():
+    # a null count is blanked (its sum and mean too); a null mean beside a published count has no records
+    assert _run([["cellText", None, None, "count", "en-US"], ["cellText", None, None, "mean", "en-US"],
+                 ["cellText", None, 0, "mean", "en-US"], ["cellText", 1234.5, 7, "sum", "en-US"],
+                 ["cellText", 0, 0, "count", "en-US"]]) == ["x", "x", "..", "1,235", "0"]
+
+
+def test_refusal_shows_the_message_and_any_rule_and_advice():
+    (plain,) = _run([["refusalParts", 400, "Bad Request", {"error": "the filter is refused"}]])
+    assert plain == {"title": "The service refused this request (400)", "message": "the filter is refused (400)",
+                     "rule": "", "advice": ""}
+    (full,) = _run([["refusalParts", 403, "Forbidden",
+                     {"error": "you may not use 'age'", "rule": "rights", "advice": "ask the office"}]])
+    assert full["title"] == "Outside your rights (403)"
+    assert (full["rule"], full["advice"]) == ("rights", "ask the office")
+    # an answer that is not JSON (a proxy's page): the status line
+    (bare,) = _run([["refusalParts", 502, "Bad Gateway", None]])
+    assert bare["message"] == "502 Bad Gateway" and bare["title"] == "The request failed (502)"

@@ -1,50 +1,62 @@
 // protab table builder: a small page over the query service's API (/v1/catalog, /v1/table).
 // The token lives in sessionStorage only and travels in the Authorization header, never in a URL.
+// The answer's cells are laid out in the browser (pivot.js, views.js); nothing is computed from them.
 "use strict";
 
 const TOKEN_KEY = "protab.token";
-const BLANK = "\u2014"; // how a blanked cell (null in the answer) is shown
+const VIEWS = ["crosstab", "list", "bars", "map"];
 
 const $ = (id) => document.getElementById(id);
 let catalog = []; // [{name, description, dims: [{name, levels, codes}], measures: [...]}] from GET /v1/catalog
+let shown = null; // the answer on the page: {answer, request}
 
-function showError(message) {
+// The alert: a refusal's title, the API's message, and its rule and advice when it gives them.
+function showError(parts) {
   const box = $("error");
-  box.textContent = message;
-  box.hidden = !message;
-  if (message) box.scrollIntoView({ block: "nearest" });
+  const fill = (id, text, label) => {
+    $(id).textContent = text ? (label || "") + text : "";
+    $(id).hidden = !text;
+  };
+  fill("error-title", parts && parts.title);
+  fill("error-message", parts && parts.message);
+  fill("error-rule", parts && parts.rule, "Rule: ");
+  fill("error-advice", parts && parts.advice, "What you can do: ");
+  box.hidden = !parts;
+  if (parts) box.scrollIntoView({ block: "nearest" });
 }
 
-// An API refusal: its message in the error area; a token refused (401) signs the page out.
+// An API refusal: shown in the alert; a token refused (401) signs the page out.
 function refused(error) {
   if (error.status === 401) signOut();
   setStatus("");
-  showError(error.message);
+  showError(error.parts || { title: "The request failed", message: error.message });
 }
 
 function setStatus(message) {
   $("status").textContent = message;
 }
 
-// One call to the API; resolves to the Response, throws an Error carrying the API's message.
-async function api(path, body) {
+// One call to the API (GET, or POST of `body`, or `method`); resolves to the Response, throws an
+// Error carrying the API's refusal.
+async function api(path, body, method) {
   const token = sessionStorage.getItem(TOKEN_KEY);
-  const init = { method: body === undefined ? "GET" : "POST", headers: { Authorization: "Bearer " + token } };
+  const init = { method: method || (body === undefined ? "GET" : "POST"), headers: { Authorization: "Bearer " + token } };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   const response = await fetch(path, init);
   if (!response.ok) {
-    let message = response.status + " " + response.statusText;
+    let answer = null;
     try {
-      const answer = await response.json();
-      if (answer && answer.error) message = answer.error + " (" + response.status + ")";
+      answer = await response.json();
     } catch (_) {
-      // not JSON: keep the status line
+      // not JSON: the status line only
     }
-    const error = new Error(message);
+    const parts = refusalParts(response.status, response.statusText, answer);
+    const error = new Error(parts.message);
     error.status = response.status;
+    error.parts = parts;
     throw error;
   }
   return response;
@@ -71,13 +83,23 @@ function currentDataset() {
   return catalog.find((ds) => ds.name === $("dataset").value);
 }
 
-// One row per dimension: a checkbox, a level choice (hierarchies only) and a filter.
+function labelled(control, id, text) {
+  control.id = id;
+  const label = document.createElement("label");
+  label.htmlFor = id;
+  label.className = "visually-hidden";
+  label.textContent = text;
+  return [label, control];
+}
+
+// One row per dimension: a checkbox, its place (rows, columns, wafers), a level choice
+// (hierarchies only) and a filter.
 function renderDims() {
   const ds = currentDataset();
   const body = $("dims").tBodies[0];
   body.replaceChildren();
   $("measure").replaceChildren(option("", "count"));
-  $("result").hidden = true;
+  hideAnswer();
   $("description").textContent = ds ? ds.description : "";
   if (!ds) return;
   ds.dims.forEach((dim, i) => {
@@ -93,25 +115,52 @@ function renderDims() {
     label.textContent = dim.name;
     row.insertCell().append(pick, " ", label);
 
+    const place = document.createElement("select");
+    place.className = "dim-place";
+    place.disabled = true;
+    place.append(option("rows", "rows"), option("cols", "columns"), option("wafers", "wafers"));
+    row.insertCell().append(...labelled(place, "place-" + i, "Place " + dim.name + " in"));
+    pick.addEventListener("change", () => placeTicked(row));
+    place.addEventListener("change", relayout);
+
     const levelCell = row.insertCell();
     if (dim.levels.length) {
       const level = document.createElement("select");
       level.className = "dim-level";
-      level.setAttribute("aria-label", "Level of " + dim.name);
       level.append(option("", "all levels"));
       dim.levels.forEach((name) => level.append(option(name, name)));
-      levelCell.append(level);
+      levelCell.append(...labelled(level, "level-" + i, "Level of " + dim.name));
     }
 
     const filter = document.createElement("input");
     filter.type = "text";
     filter.className = "dim-filter";
-    filter.setAttribute("aria-label", "Filter on " + dim.name + " (codes separated by commas)");
     const some = dim.codes.slice(0, 4).join(", ");
     filter.placeholder = some ? "all codes (" + some + (dim.codes.length > 4 ? ", \u2026)" : ")") : "all codes";
-    row.insertCell().append(filter);
+    row.insertCell().append(...labelled(filter, "filter-" + i, "Filter on " + dim.name + " (codes separated by commas)"));
   });
   ds.measures.forEach((m) => $("measure").append(option(m, m + " (sum and mean)")));
+}
+
+// A dimension ticked goes to the rows if none is there, else to the columns if none is there,
+// else to the wafers; unticked, its place is off.
+function placeTicked(row) {
+  const place = row.querySelector(".dim-place");
+  place.disabled = !row.querySelector(".dim-pick").checked;
+  if (place.disabled) return;
+  const taken = [...$("dims").tBodies[0].rows]
+    .filter((r) => r !== row && r.querySelector(".dim-pick").checked)
+    .map((r) => r.querySelector(".dim-place").value);
+  place.value = !taken.includes("rows") ? "rows" : !taken.includes("cols") ? "cols" : "wafers";
+}
+
+// The place chosen for each ticked dimension: {dim: "rows" | "cols" | "wafers"}.
+function chosenPlaces() {
+  const places = {};
+  for (const row of $("dims").tBodies[0].rows) {
+    if (row.querySelector(".dim-pick").checked) places[row.dataset.dim] = row.querySelector(".dim-place").value;
+  }
+  return places;
 }
 
 // The body of POST /v1/table from the form.
@@ -135,112 +184,119 @@ function tableRequest() {
   return request;
 }
 
-// What a column of a /v1/table answer holds: "code" (a dimension), "level", "count" (n_pert),
-// "mean" (<m>_mean_pert) or "sum" (<m>_pert).
-function columnKind(column, request) {
-  if (request.dims.includes(column)) return "code";
-  if (column.endsWith("_level") && request.dims.includes(column.slice(0, -6))) return "level";
-  if (column === "n_pert") return "count";
-  if (column.endsWith("_mean_pert")) return "mean";
-  if (column.endsWith("_pert")) return "sum";
-  return "code";
+function hideAnswer() {
+  shown = null;
+  $("answer").hidden = true;
 }
 
-// The heading of a column: a dimension shown at a chosen level is named by that level.
-function columnHeader(column, request) {
-  const levels = request.levels || {};
-  switch (columnKind(column, request)) {
-    case "code":
-      return levels[column] || column;
-    case "level":
-      return "level of " + (levels[column.slice(0, -6)] || column.slice(0, -6));
-    case "count":
-      return "count";
-    case "mean":
-      return "mean " + column.slice(0, -10);
-    default:
-      return "sum " + column.slice(0, -5);
+// The values an answer offers: the count, and the sum and mean of its measure.
+function offerValues(answer, request) {
+  const previous = $("value").value;
+  const columns = answer.columns.filter((c) => ["count", "sum", "mean"].includes(columnKind(c, request)));
+  $("value").replaceChildren(...columns.map((c) => option(c, columnHeader(c, request))));
+  if (columns.includes(previous)) $("value").value = previous;
+}
+
+// The views an answer allows: bars for one dimension, a map when a dimension holds grid codes.
+function offerViews(answer, request) {
+  const allowed = { crosstab: true, list: true, bars: request.dims.length === 1,
+    map: gridDim(answer, request) !== null };
+  for (const o of $("view").options) o.disabled = !allowed[o.value];
+  if (!allowed[$("view").value]) $("view").value = "crosstab";
+}
+
+// Draw the answer on the page in the chosen view, value and layout.
+function render() {
+  if (!shown) return;
+  const { answer, request } = shown;
+  const view = $("view").value;
+  const column = $("value").value || "n_pert";
+  const kind = columnKind(column, request);
+  const label = columnHeader(column, request);
+  for (const v of VIEWS) {
+    $(v === "list" ? "result" : v).replaceChildren(...(v === "list" ? [document.createElement("caption"),
+      document.createElement("thead"), document.createElement("tbody")] : []));
+    $(v).hidden = v !== view;
   }
-}
-
-// A value as the page shows it: counts as whole numbers and sums and means with thousands
-// separators, to fewer decimals the larger they are (perturbed values: more digits are noise).
-function formatValue(value, kind, locale) {
-  if (value === null || value === undefined) return BLANK;
-  if (typeof value !== "number" || kind === "code" || kind === "level") return String(value);
-  const size = Math.abs(value);
-  const decimals = kind === "count" || size >= 1000 ? 0 : size >= 100 ? 1 : 2;
-  return new Intl.NumberFormat(locale, { minimumFractionDigits: decimals, maximumFractionDigits: decimals })
-    .format(value);
-}
-
-// The table's caption: dataset, dimensions (with their chosen levels), filters and size.
-function caption(request, cells) {
-  const levels = request.levels || {};
-  const dims = request.dims.map((d) => (levels[d] ? d + " (" + levels[d] + " level)" : d));
-  const filters = Object.entries(request.filters || {}).map(
-    ([d, codes]) => d + " = " + (Array.isArray(codes) ? codes.join(", ") : codes));
-  return (
-    request.dataset + " by " + (dims.join(" \u00d7 ") || "total") +
-    (request.measure ? ", " + request.measure : "") +
-    (filters.length ? "; filters: " + filters.join("; ") : "; no filter") +
-    " (" + cells + " cells)"
-  );
-}
-
-function renderTable(answer, request) {
-  const table = $("result");
-  table.caption.textContent = caption(request, answer.rows.length);
-  const kinds = answer.columns.map((c) => columnKind(c, request));
-  const head = table.tHead;
-  head.replaceChildren();
-  const headRow = head.insertRow();
-  answer.columns.forEach((c, i) => {
-    const th = document.createElement("th");
-    th.scope = "col";
-    th.textContent = columnHeader(c, request);
-    th.title = c; // the column's name in the API's answer and in the CSV
-    if (kinds[i] !== "code") th.className = "num";
-    headRow.append(th);
-  });
-  const body = table.tBodies[0];
-  body.replaceChildren();
-  for (const values of answer.rows) {
-    const row = body.insertRow();
-    values.forEach((v, i) => {
-      const td = row.insertCell();
-      td.textContent = formatValue(v, kinds[i]);
-      if (v === null) {
-        td.className = "blank";
-        td.title = "blanked: not published (a small count)";
-      } else if (typeof v === "number") {
-        td.className = "num";
-      }
-    });
+  let marks;
+  let totals = true;
+  if (view === "list") {
+    marks = renderList($("result"), answer, request);
+  } else if (view === "bars") {
+    const dim = request.dims[0];
+    marks = renderBars($("bars"), barItems(answer, dim, column), request, dim, kind, label);
+  } else if (view === "map") {
+    const dim = gridDim(answer, request);
+    const squares = gridSquares(answer, request, dim, column);
+    const others = request.dims.filter((d) => d !== dim);
+    marks = squares ? renderMap($("map"), squares, dim, others, kind, label) : new Set();
+    if (!squares) $("map").textContent = "No map: another dimension of the table has no total.";
+    totals = false;
+  } else {
+    marks = renderCrosstabs($("crosstab"), pivot(answer, request, chosenPlaces(), column), request, kind, label);
   }
-  table.hidden = false;
+  renderLegend($("legend"), marks, totals, shown.withheld);
+  $("answer").hidden = false;
+}
+
+// A place changed: lay the answer on the page out again (no new request) if it has the ticked dimensions.
+function relayout() {
+  if (!shown) return;
+  const ticked = Object.keys(chosenPlaces());
+  if (ticked.length === shown.request.dims.length && ticked.every((d) => shown.request.dims.includes(d))) render();
+  else setStatus("Show the table again to use the dimensions ticked now.");
 }
 
 async function showTable(event) {
   event.preventDefault();
-  showError("");
+  showError(null);
   const request = tableRequest();
   setStatus("Computing the protected table\u2026");
+  $("answer").setAttribute("aria-busy", "true");
   try {
-    const answer = await (await api("/v1/table", request)).json();
-    renderTable(answer, request);
-    setStatus("Protected table ready. " + BLANK + " marks a blanked cell.");
+    const response = await jobAnswer(await api("/v1/table", request));
+    const answer = await response.json();
+    shown = { answer, request, withheld: withheldCodes(response) };
+    offerValues(answer, request);
+    offerViews(answer, request);
+    render();
+    setStatus("Protected table ready: " + caption(request, answer.rows.length) + ".");
   } catch (error) {
-    $("result").hidden = true;
+    hideAnswer();
     refused(error);
+  } finally {
+    $("answer").removeAttribute("aria-busy");
+  }
+}
+
+// A large table is answered as a job (202 with {"job": {id, result}}): its result is fetched
+// again (in `format`, e.g. "?format=csv") after the Retry-After seconds until it is ready (200)
+// or refused.
+async function jobAnswer(response, format = "") {
+  while (response.status === 202) {
+    const job = (await response.json()).job;
+    const wait = Math.min(Math.max(Number(response.headers.get("Retry-After")) || 1, 0.2), 30);
+    setStatus("A large table: computing it as job " + job.id + " (" + (job.cells || "?") + " cells)\u2026");
+    await new Promise((done) => setTimeout(done, wait * 1000));
+    response = await api(job.result + format);
+  }
+  return response;
+}
+
+// The codes the disclosure rules withheld from an answer (header Protab-Withheld: {column: [codes]}).
+function withheldCodes(response) {
+  try {
+    return JSON.parse(response.headers.get("Protab-Withheld") || "{}");
+  } catch (_) {
+    return {};
   }
 }
 
 async function downloadCsv() {
-  showError("");
+  showError(null);
   const request = tableRequest();
   try {
-    const blob = await (await api("/v1/table?format=csv", request)).blob();
+    const blob = await (await jobAnswer(await api("/v1/table?format=csv", request), "?format=csv")).blob();
     const url = URL.createObjectURL(blob);
     const link = document.createElement("a");
     link.href = url;
@@ -257,7 +313,7 @@ async function downloadCsv() {
 
 async function signIn(event) {
   if (event) event.preventDefault();
-  showError("");
+  showError(null);
   const field = $("token");
   if (field.value) sessionStorage.setItem(TOKEN_KEY, field.value.trim());
   field.value = "";
@@ -273,15 +329,16 @@ async function signIn(event) {
   $("signin").hidden = true;
   $("builder").hidden = false;
   setStatus(catalog.length ? "" : "No dataset is open to this token.");
+  await loadSaved();
 }
 
 function signOut() {
   sessionStorage.removeItem(TOKEN_KEY);
   catalog = [];
-  $("result").hidden = true;
+  hideAnswer();
   $("builder").hidden = true;
   $("signin").hidden = false;
-  showError("");
+  showError(null);
   setStatus("");
 }
 
@@ -291,8 +348,7 @@ if (typeof document !== "undefined") document.addEventListener("DOMContentLoaded
   $("dataset").addEventListener("change", renderDims);
   $("request").addEventListener("submit", showTable);
   $("download").addEventListener("click", downloadCsv);
+  $("view").addEventListener("change", render);
+  $("value").addEventListener("change", render);
   if (sessionStorage.getItem(TOKEN_KEY)) signIn();
 });
-
-// For tests under node (tests/test_serve_builder_format.py); in a browser `module` is undefined.
-if (typeof module !== "undefined") module.exports = { columnKind, columnHeader, formatValue, caption, BLANK };
