@@ -10,7 +10,8 @@ there is to read.
 - ``<!-- not run: why -->`` on the line before a fence marks a block that cannot run here.
 - The blocks of one document run in order, in one folder of their own: the demo of the test
   session (``protab demo --persons 20000``: ``protab.duckdb``, ``protab_output/``, and its
-  persons also as ``persons/persons.parquet``) and ``sql/`` (a link to the repository's). A
+  persons also as ``persons/persons.parquet``), ``sql/`` and ``benchmarks/`` (links to the
+  repository's). A
   document that runs ``protab demo`` itself starts from the folder without the demo.
 - python: executed in one namespace per document (tracebacks give the document's lines), with
   ``PROTAB_SEED`` and ``SWAP_SEED`` set, and ``TOKEN`` as the shell has it.
@@ -74,7 +75,8 @@ curl() {
 __docs_wait() {  # port, pid[, PostgreSQL port]
   local i
   for i in $(seq 600); do
-    if command curl -s -f -o /dev/null "http://127.0.0.1:$1/healthz" &&
+    if { command curl -s -f -o /dev/null "http://127.0.0.1:$1/healthz" ||
+         command curl -s -f -k -o /dev/null "https://127.0.0.1:$1/healthz"; } &&
        { [ -z "$3" ] || (exec 3<>"/dev/tcp/127.0.0.1/$3") 2>/dev/null; }; then return 0; fi
     kill -0 "$2" 2>/dev/null || { echo "@@ the service stopped"; return 1; }
     sleep 0.1
@@ -159,6 +161,7 @@ def doc_folder(demo: Path, folder: Path, doc: str) -> Path:
     else:
         shutil.copytree(demo, folder)
     (folder / "sql").symlink_to(ROOT / "sql", target_is_directory=True)
+    (folder / "benchmarks").symlink_to(ROOT / "benchmarks", target_is_directory=True)
     return folder
 
 
@@ -264,7 +267,7 @@ class DocRun:
         """The documented ports in ``line`` replaced by those of the running services."""
         for doc_port, real in self.ports.items():
             line = re.sub(rf"(127\.0\.0\.1|localhost):{doc_port}\b", rf"\g<1>:{real}", line)
-            line = re.sub(rf"(\s-p\s+){doc_port}\b", rf"\g<1>{real}", line)
+            line = re.sub(rf"(\s-p\s+|\bport=){doc_port}\b", rf"\g<1>{real}", line)
         return line
 
     def run(self, block: Block, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,9 +13,12 @@ the app's concern (:func:`protab.serve.app.create_app`'s ``body_timeout``).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+if TYPE_CHECKING:
+    from protab.serve.tls import TLSFiles
 
 #: seconds a client has to send the request line and headers (of a new connection, or of the
 #: next request on a kept-alive one)
@@ -68,10 +71,13 @@ def protocol(header_timeout: float = HEADER_SECONDS) -> type[asyncio.Protocol]:
     return type("ProtabHTTPProtocol", (_HeaderDeadline,), {"header_timeout": float(header_timeout)})
 
 
-def run(app: Any, host: str, port: int, header_timeout: float = HEADER_SECONDS) -> None:
+def run(app: Any, host: str, port: int, header_timeout: float = HEADER_SECONDS, *,
+        tls: TLSFiles | None = None) -> None:
     """Serve ``app`` on uvicorn until interrupted: no access log (the audit log records every
-    request), no Server header, the header deadline above."""
+    request), no Server header, the header deadline above; HTTPS only with ``tls`` (checked
+    files: uvicorn's context of Python's defaults, TLS 1.2 and later)."""
     import uvicorn
 
+    files = {} if tls is None else {"ssl_certfile": tls.cert, "ssl_keyfile": tls.key}
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
-                http=protocol(header_timeout))
+                http=protocol(header_timeout), **files)

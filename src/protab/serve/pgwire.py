@@ -26,10 +26,14 @@ Answered without the broker, because they tell nothing about the data: ``SET`` (
 ignored), ``SHOW`` of the server's parameters, ``BEGIN``/``COMMIT``/``ROLLBACK`` (the service is
 read-only), ``SELECT version()``, ``current_schema()``, ``current_database()``, ``current_user``.
 Anything else, such as the ``pg_catalog`` look-ups of graphical clients, reaches the validator
-and is refused with its message. No TLS: clients are told so and continue in clear (libpq's
-default ``sslmode=prefer``), and the token travels as a cleartext password; PostgreSQL clients
-negotiate TLS inside the protocol, so a plain TLS proxy does not help: serve on localhost and let
-remote analysts come through an SSH tunnel (docs/pgwire_evaluation.md).
+and is refused with its message.
+
+TLS (``protab serve --tls-cert --tls-key``, :mod:`protab.serve.tls`): an SSLRequest is answered
+``S`` and the connection upgraded before the start-up message, as PostgreSQL does; bytes sent in
+clear after the request are refused (08P01). Without the files, SSLRequest is answered ``N`` and
+clients continue in clear (libpq's default ``sslmode=prefer``); GSSENCRequest is always answered
+``N``. ``require_tls = true`` in serve.toml refuses a start-up in clear (28000) before any
+password is asked. A client whose handshake fails is closed; the others go on.
 
 ``python -m protab.serve.pgwire`` is ``protab serve`` with this front on (:func:`main`).
 """
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import ssl
 import struct
 import threading
 from collections.abc import AsyncIterator, Sequence
@@ -50,6 +55,7 @@ from protab.serve.broker import Broker
 from protab.serve.config import UserConfig
 from protab.serve.pgconnection import INTERNAL, SERVER_VERSION, Connection
 from protab.serve.pgproto import PgError, _cstr, _error_msg, _msg
+from protab.serve.tls import PG_ALPN, TLSFiles, has_unread_data
 
 _SSL_REQUEST, _GSS_REQUEST, _CANCEL_REQUEST, _PROTOCOL_3 = 80877103, 80877104, 80877102, 196608
 _MAX_STARTUP = 10_000
@@ -78,8 +84,12 @@ class PgWireServer:
                  port: int = 5432, *, max_connections: int = 64, login_seconds: float = LOGIN_SECONDS,
                  idle_seconds: float = IDLE_SECONDS, max_waiting: int = MAX_WAITING,
                  max_waiting_per_peer: int = MAX_WAITING_PER_PEER,
-                 max_connections_per_user: int = MAX_CONNECTIONS_PER_USER) -> None:
+                 max_connections_per_user: int = MAX_CONNECTIONS_PER_USER, tls: ssl.SSLContext | None = None,
+                 require_tls: bool = False) -> None:
+        if require_tls and tls is None:
+            raise ProtabError("require_tls = true in the serve config needs TLS: start with --tls-cert and --tls-key")
         self.broker, self.tokens, self.audit = broker, tokens, audit
+        self.tls, self.require_tls = tls, require_tls
         self.host, self.port = host, port
         self.max_message = max(broker.config.max_body_bytes, broker.config.max_sql_length + 1024)
         self.max_statements, self.max_stored_bytes = MAX_STATEMENTS, MAX_STORED_BYTES
@@ -159,8 +169,8 @@ class PgWireServer:
                     await Connection(self, user, reader, writer).run()
                 finally:
                     self._release(user)
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, asyncio.CancelledError):
+            pass  # gone, or a TLS handshake that failed: nothing to answer
         except PgError as exc:
             writer.write(_error_msg(exc.code, str(exc), fatal=True))
         except (struct.error, ValueError):
@@ -179,7 +189,7 @@ class PgWireServer:
                 await writer.drain()
                 writer.close()
                 await writer.wait_closed()
-            except (ConnectionError, asyncio.CancelledError, RuntimeError):
+            except (ConnectionError, ssl.SSLError, asyncio.CancelledError, RuntimeError):
                 pass
 
     def _wait(self, task: asyncio.Task[None], writer: asyncio.StreamWriter) -> None:
@@ -208,9 +218,15 @@ class PgWireServer:
                 raise PgError("08P01", "invalid start-up packet")
             body = await reader.readexactly(length - 4)
             (code,) = struct.unpack_from("!i", body)
+            on_tls = writer.get_extra_info("ssl_object") is not None
             if code in (_SSL_REQUEST, _GSS_REQUEST):
-                writer.write(b"N")  # no TLS, no GSSAPI: the client goes on in clear or gives up
-                await writer.drain()
+                if on_tls:
+                    raise PgError("08P01", "a second encryption request on a connection already over TLS")
+                if code == _SSL_REQUEST and self.tls is not None:
+                    await self._upgrade(reader, writer)
+                else:
+                    writer.write(b"N")  # no TLS (no files given), no GSSAPI: the client goes on in clear or gives up
+                    await writer.drain()
                 continue
             if code == _CANCEL_REQUEST:
                 return None  # statements are not cancelled: the connection just closes
@@ -219,7 +235,21 @@ class PgWireServer:
             parts = body[4:].split(b"\x00")
             params = {parts[k].decode("utf-8", "replace"): parts[k + 1].decode("utf-8", "replace")
                       for k in range(0, len(parts) - 1, 2) if parts[k]}
+            if self.require_tls and not on_tls:
+                await self.write_audit(status=403, reason=f"login as {params.get('user', '')[:60]!r} refused: "
+                                       "not over TLS (require_tls)")
+                raise PgError("28000", "this server requires TLS: connect with sslmode=require (JDBC: ssl=true)",
+                              fatal=True)
             return await self._login(reader, writer, params)
+
+    async def _upgrade(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer an SSLRequest with ``S`` and run the TLS handshake (a failed one raises ssl.SSLError)."""
+        if has_unread_data(reader):  # sent in clear after the request: never read as if over TLS
+            raise PgError("08P01", "received unencrypted data after the SSL request", fatal=True)
+        writer.write(b"S")
+        await writer.drain()
+        assert self.tls is not None
+        await writer.start_tls(self.tls)
 
     async def _login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                      params: dict[str, str]) -> UserConfig:
@@ -303,15 +333,20 @@ def attach(app: Any, host: str = "127.0.0.1", port: int = 5432, *,
     """Start the front for a :func:`~protab.serve.app.create_app` app, on its broker, with a token
     store and an audit log of its config (the audit lines of both fronts go to the same file),
     and stop it when the app shuts down, before the app closes its broker.
-    ``max_connections_per_user``: ``protab serve --pg-connections-per-user``."""
+    ``max_connections_per_user``: ``protab serve --pg-connections-per-user``; TLS with the
+    :class:`~protab.serve.tls.TLSFiles` in ``app.state.tls`` (``--tls-cert``, ``--tls-key``), if
+    any, and the config's ``require_tls``."""
     from contextlib import asynccontextmanager
 
     from starlette.concurrency import run_in_threadpool
 
     cfg = app.state.config
+    files: TLSFiles | None = getattr(app.state, "tls", None)
+    tls = None if files is None else files.context(alpn=PG_ALPN)
     audit = AuditLog(cfg.audit_log)
     server = PgWireServer(app.state.broker, TokenStore(cfg), audit, host, port,
-                          max_connections_per_user=max_connections_per_user)
+                          max_connections_per_user=max_connections_per_user, tls=tls,
+                          require_tls=getattr(cfg, "require_tls", False))
     try:
         server.start()
     except OSError as exc:

@@ -22,6 +22,7 @@ examples:
   protab serve --config serve.toml                      # http://127.0.0.1:8000/
   protab serve --db census.duckdb --config serve.toml --host 0.0.0.0 --port 8080
   protab serve --config serve.toml --pg-port 5432       # also psql -h 127.0.0.1 -p 5432 -U alice
+  protab serve --config serve.toml --pg-port 5432 --tls-cert cert.pem --tls-key key.pem   # https, sslmode=require
   protab serve-token add --config serve.toml --user alice --expires 2027-06-30
   protab serve-token list --config serve.toml
   protab serve-token revoke --config serve.toml --id 3fa2c9e1
@@ -50,6 +51,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="seconds a client has to send a request's body before the request is refused with "
                         "408 (default 10)")
+    p.add_argument("--tls-cert", metavar="FILE",
+                   help="serve both fronts over TLS (1.2 and later) with this PEM certificate (chain); needs --tls-key")
+    p.add_argument("--tls-key", metavar="FILE", help="the certificate's unencrypted PEM private key (with --tls-cert)")
 
 
 def _check_limits(header_timeout: float, body_timeout: float, pg_connections_per_user: int) -> None:
@@ -63,13 +67,16 @@ def _check_limits(header_timeout: float, body_timeout: float, pg_connections_per
 def serve(
     config: str, database: str | None = None, host: str = "127.0.0.1", port: int = 8000, pg_port: int | None = None,
     *, header_timeout: float = 10.0, body_timeout: float = 10.0, pg_connections_per_user: int = 8,
-    attach: Attach,
+    tls_cert: str | None = None, tls_key: str | None = None, attach: Attach,
 ) -> None:
     """Check the config and the database, then serve on uvicorn until interrupted; with
-    ``pg_port``, also the PostgreSQL front, started by ``attach``."""
+    ``pg_port``, also the PostgreSQL front, started by ``attach``; with ``tls_cert`` and
+    ``tls_key``, both fronts over TLS (the files are checked before anything else)."""
     try:
         from protab.serve import httpd
         from protab.serve.app import create_app
+        from protab.serve.config import load_config
+        from protab.serve.tls import tls_files
     except ModuleNotFoundError as exc:
         raise ProtabError(
             f"protab serve needs the serve extra (missing: {exc.name}); install it with "
@@ -81,22 +88,27 @@ def serve(
     if pg_port is not None and not 0 < pg_port < 65536:
         raise ProtabError(f"--pg-port must be from 1 to 65535, not {pg_port}")
     _check_limits(header_timeout, body_timeout, pg_connections_per_user)
-    app = create_app(config, database=database, body_timeout=body_timeout)
+    tls = tls_files(tls_cert, tls_key)
+    cfg = load_config(config, database=database)
+    if cfg.require_tls and tls is None:
+        raise ProtabError("require_tls = true in the serve config: start the service with --tls-cert and --tls-key")
+    app = create_app(cfg, body_timeout=body_timeout)
+    app.state.tls = tls  # the PostgreSQL front's TLS (protab.serve.pgwire.attach)
     pg = ""
     if pg_port is not None:
         front = attach(app, host, pg_port, max_connections_per_user=pg_connections_per_user)
-        pg = f" and postgresql://{host}:{front.port}/"
-    cfg = app.state.config
+        pg = f" and postgresql://{host}:{front.port}/" + (" (TLS)" if tls else "")
     print(f"protab serve: {len(cfg.datasets)} dataset(s) from {cfg.database}, audit log {cfg.audit_log}; "
-          f"listening on http://{host}:{port}/{pg}", file=sys.stderr, flush=True)
+          f"listening on http{'s' if tls else ''}://{host}:{port}/{pg}", file=sys.stderr, flush=True)
     # no access log: the audit log records every request (and uvicorn's would add nothing safe)
-    httpd.run(app, host, port, header_timeout)
+    httpd.run(app, host, port, header_timeout, tls=tls)
 
 
 def serve_args(args: argparse.Namespace, attach: Attach) -> None:
     """:func:`serve` with the options of ``protab serve``."""
     serve(args.config, args.db, args.host, args.port, args.pg_port, header_timeout=args.header_timeout,
-          body_timeout=args.body_timeout, pg_connections_per_user=args.pg_connections_per_user, attach=attach)
+          body_timeout=args.body_timeout, pg_connections_per_user=args.pg_connections_per_user,
+          tls_cert=args.tls_cert, tls_key=args.tls_key, attach=attach)
 
 
 def main(argv: Sequence[str] | None, attach: Attach) -> int:
