@@ -10,6 +10,12 @@ many cells, the minimum-population rule, a body cut short by its client), 401, 4
 seconds), 413 (body too large), 429 (more requests than the user's rate allows, with
 Retry-After), 500 (the service's own failure; its cause goes to the audit log only).
 
+Answers with data carry an ETag and ``Cache-Control`` (:mod:`protab.serve.caching`); a request
+whose ``If-None-Match`` names it gets 304, after its token and rights are checked, without being
+counted against the rate. Requests above ``job_cells`` cells get 202 and run as jobs
+(:mod:`protab.serve.jobs`: ``GET /v1/jobs``, ``GET /v1/jobs/{id}``); saved tables
+(:mod:`protab.serve.saved`: ``/v1/saved``) are requests kept per user and run again on demand.
+
 ``create_app(config)`` builds it from a serve.toml path or a loaded :class:`ServeConfig`, so
 that a platform can mount it in its own ASGI server; ``python -m protab.serve`` runs it on
 uvicorn.
@@ -36,15 +42,20 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from protab.errors import InputError
-from protab.serve import formats
+from protab.serve import caching, formats
 from protab.serve.audit_log import AuditLog
 from protab.serve.auth import AuthError, TokenStore
-from protab.serve.broker import Answer, Broker
+from protab.serve.broker import Answer, Broker, JobNeeded
 from protab.serve.config import ServeConfig, UserConfig, load_config
-from protab.serve.validator import QueryError
+from protab.serve.jobs import POLL_SECONDS, JobFailed, JobStore, JobUnknown
+from protab.serve.query import QueryRefused
+from protab.serve.saved import SavedTables, check_name
+from protab.serve.table_request import check_table_request
+from protab.serve.validator import QueryError, validate
 
 STATIC = Path(__file__).parent / "static"
-ENDPOINTS = "GET /v1/catalog, POST /v1/query, POST /v1/table"
+ENDPOINTS = ("GET /v1/catalog, POST /v1/query, POST /v1/table, GET /v1/jobs, GET /v1/jobs/{id}, GET|POST /v1/saved, "
+             "GET|DELETE /v1/saved/{name}")
 _NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 #: the page loads its own script and styles only, and is not framed by other sites
 _PAGE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
@@ -69,8 +80,11 @@ def _max_digits() -> int:
     return getattr(sys, "get_int_max_str_digits", lambda: 4300)()
 
 
-def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers={**_NO_STORE, **(headers or {})})
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None,
+           extra: Mapping[str, str] | None = None) -> JSONResponse:
+    """``{"error": message}`` (with ``extra`` fields, e.g. a disclosure rule's ``rule`` and ``advice``)."""
+    return JSONResponse({"error": message, **(extra or {})}, status_code=status,
+                        headers={**_NO_STORE, **(headers or {})})
 
 
 def _refusal(exc: Exception) -> tuple[int, str, Response]:
@@ -80,8 +94,9 @@ def _refusal(exc: Exception) -> tuple[int, str, Response]:
         return 401, str(exc), _error(401, str(exc), {"WWW-Authenticate": 'Bearer realm="protab"'})
     if isinstance(exc, QueryError):
         retry = getattr(exc, "retry_after", None)
+        extra = {k: str(getattr(exc, k)) for k in ("rule", "advice") if getattr(exc, k, None)}
         return exc.status, str(exc), _error(exc.status, str(exc),
-                                            {"Retry-After": str(retry)} if retry is not None else None)
+                                            {"Retry-After": str(retry)} if retry is not None else None, extra)
     if isinstance(exc, _HTTPError):
         return exc.status, str(exc), _error(exc.status, str(exc), {"Connection": "close"} if exc.close else None)
     if isinstance(exc, InputError):  # an unknown ?format=
@@ -89,13 +104,28 @@ def _refusal(exc: Exception) -> tuple[int, str, Response]:
     return 500, f"{type(exc).__name__}: {exc}", _error(500, _INTERNAL)
 
 
+#: a request's computation: (user, payload[, direct]) → an Answer, a JSON-able value or a Response
+Work = Callable[..., Any]
+#: a request's ETag before it is answered: (user, payload, format) → (tag, audit summary) or None
+Tagger = Callable[[UserConfig, Any, str], "tuple[str, str | None] | None"]
+
+
+def _summary(payload: Any) -> str:
+    """What the audit log records of a request body (its SQL, or its JSON, cut)."""
+    summary = payload.get("sql", payload) if isinstance(payload, dict) else payload
+    return summary if isinstance(summary, str) else json.dumps(summary, ensure_ascii=False)[:4000]
+
+
 class _Service:
-    """The request handlers around one broker, token store and audit log."""
+    """The request handlers around one broker, token store and audit log, with the ETags, jobs
+    and saved tables of the service's state folder."""
 
     def __init__(self, config: ServeConfig, broker: Broker, tokens: TokenStore, audit: AuditLog,
-                 body_timeout: float = BODY_SECONDS) -> None:
+                 body_timeout: float = BODY_SECONDS, *, etags: caching.ETags, jobs: JobStore,
+                 saved: SavedTables) -> None:
         self.config, self.broker, self.tokens, self.audit = config, broker, tokens, audit
         self.body_timeout = body_timeout
+        self.etags, self.jobs, self.saved = etags, jobs, saved
 
     async def _read(self, request: Request, limit: int) -> bytes:
         """The body's bytes, up to ``limit`` (413 beyond), within :attr:`body_timeout` seconds
@@ -142,30 +172,35 @@ class _Service:
             raise _HTTPError(400, f"malformed JSON: a number has more than {_max_digits():,} "
                              "digits; send codes as strings") from None
 
-    async def _serve(self, request: Request, work: Callable[[UserConfig, Any], Any], *, body: bool) -> Response:
-        """Authenticate, read the body, run ``work`` in a worker thread, render, audit, answer."""
+    async def _serve(self, request: Request, work: Work, *, body: bool = False,
+                     source: Callable[[UserConfig], Any] | None = None, tag: Tagger | None = None) -> Response:
+        """Authenticate, read the body (or the saved request of ``source``), answer 304 when
+        ``If-None-Match`` names the answer's ETag (``tag``), else run ``work`` in a worker thread
+        (a request above ``job_cells`` becomes a job: 202), render, audit, answer."""
         t0 = time.perf_counter()
         endpoint = f"{request.method} {request.url.path}"
         seen: dict[str, Any] = {"user": None, "query": None, "format": "json", "cells": None, "cached": None}
         try:
-            response = await self._answer(request, work, body, seen)
-            status, reason = 200, None
+            response = await self._answer(request, work, seen, body=body, source=source, tag=tag)
+            status, reason = response.status_code, None
         except Exception as exc:  # a refusal, or the service's own failure (its cause to the audit log only)
             status, reason, response = _refusal(exc)
         record = {
             "user": seen["user"], "endpoint": endpoint, "query": seen["query"],
-            "status": status, "accepted": status == 200, "reason": reason, "cells": seen["cells"],
-            "cached": seen["cached"], "format": seen["format"] if status == 200 else None,
+            "status": status, "accepted": status < 400, "reason": reason, "cells": seen["cells"],
+            "cached": seen["cached"], "format": seen["format"] if status < 400 else None,
             "ms": round(1000 * (time.perf_counter() - t0), 1),
         }
+        if seen.get("job"):
+            record["job"] = seen["job"]
         try:
             await run_in_threadpool(self.audit.write, **record)
         except Exception:  # no line, no answer
             return _error(500, "the service could not write its audit log; the request was not answered")
         return response
 
-    async def _answer(self, request: Request, work: Callable[[UserConfig, Any], Any], body: bool,
-                      seen: dict[str, Any]) -> Response:
+    async def _answer(self, request: Request, work: Work, seen: dict[str, Any], *, body: bool,
+                      source: Callable[[UserConfig], Any] | None, tag: Tagger | None) -> Response:
         """The answer of an authenticated request; ``seen`` gets what its audit line records (the
         user, the query, the format, and the answer's cells and whether it came from the cache)."""
         try:
@@ -179,35 +214,184 @@ class _Service:
         payload = None
         if body:
             payload = await self._body(request)
-            summary = payload.get("sql", payload) if isinstance(payload, dict) else payload
-            seen["query"] = summary if isinstance(summary, str) else json.dumps(summary, ensure_ascii=False)[:4000]
-        result = await run_in_threadpool(work, user, payload)
+        elif source is not None:
+            payload = await run_in_threadpool(source, user)
+        if payload is not None:
+            seen["query"] = _summary(payload)
+        etag = await run_in_threadpool(tag, user, payload, fmt) if tag is not None else None
+        if etag is not None:
+            seen["query"] = etag[1] or seen["query"]  # the canonical request
+            if caching.matches(request.headers.get("if-none-match"), etag[0]):  # not counted against the rate
+                return Response(status_code=304, headers=self.etags.headers(etag[0]))
+        try:
+            result = await run_in_threadpool(work, user, payload)
+        except JobNeeded as need:
+            return await self._submit(work, user, payload, seen, need.cells)
+        headers = self.etags.headers(etag[0]) if etag is not None else dict(_NO_STORE)
+        if isinstance(result, Response):
+            return result
         if not isinstance(result, Answer):
-            return JSONResponse(result, headers=_NO_STORE)
+            return JSONResponse(result, headers=headers)
         seen.update(query=result.summary, cells=result.cells, cached=result.cached)
         content = await run_in_threadpool(formats.render, result.frame, fmt)
-        headers = dict(_NO_STORE)
         if fmt != "json":
             headers["Content-Disposition"] = f'attachment; filename="protab-answer{formats.SUFFIXES[fmt]}"'
+        if result.withheld:  # areas the disclosure rules withheld (protab.serve.rules), in every format
+            headers["Protab-Withheld"] = json.dumps(result.withheld, ensure_ascii=True, separators=(",", ":"))
         return Response(content, media_type=formats.MEDIA_TYPES[fmt], headers=headers)
+
+    async def _submit(self, work: Work, user: UserConfig, payload: Any, seen: dict[str, Any], cells: int) -> Response:
+        """A request above ``job_cells`` (about ``cells`` cells): queued as a job (the same
+        computation, not counted against the rate again); 202 with the job and where to fetch it."""
+        def run() -> tuple[Any, dict[str, list[str]]]:
+            answer = work(user, payload, False)
+            return answer.frame, answer.withheld
+
+        job = await run_in_threadpool(self.jobs.submit, user.name, seen["query"], cells, run)
+        seen["job"] = job["id"]
+        return JSONResponse({"job": job}, status_code=202,
+                            headers={**_NO_STORE, "Location": job["result"], "Retry-After": str(POLL_SECONDS)})
+
+    def job_finished(self, job: dict[str, Any], reason: str | None) -> None:
+        """The audit line of a job that finished (called in its worker thread)."""
+        ok = job["http_status"] == 200
+        self.audit.write(user=job["user"], endpoint=f"JOB /v1/jobs/{job['id']}", query=job["request"],
+                         status=job["http_status"], accepted=ok, reason=reason, cells=job["cells"] if ok else None,
+                         cached=False, format=None, ms=round(1000 * (job["finished"] - job["created"]), 1),
+                         job=job["id"])
+
+    # -- the computations and their ETags ------------------------------------------------------
+    def _table(self, user: UserConfig, payload: Any, direct: bool = True) -> Answer:
+        """A table request; ``direct``: counted against the rate, a job above ``job_cells``."""
+        return self.broker.table(payload, user, admit=direct, job_cells=self.config.job_cells if direct else None)
+
+    def _query(self, user: UserConfig, payload: Any, direct: bool = True) -> Answer:
+        if not isinstance(payload, dict) or "sql" not in payload:
+            raise _HTTPError(400, 'the body must be a JSON object {"sql": "SELECT ..."}')
+        extra = [k for k in payload if k != "sql"]
+        if extra:
+            raise _HTTPError(400, f'unknown key {str(extra[0])[:60]!r}: the body is {{"sql": "SELECT ..."}}')
+        return self.broker.query(payload["sql"], user, admit=direct,
+                                 job_cells=self.config.job_cells if direct else None)
+
+    @staticmethod
+    def _rights(user: UserConfig, dataset: str) -> list[Any]:
+        r = user.rights[dataset]
+        return [r.dims, r.measures]
+
+    def _tag_table(self, user: UserConfig, payload: Any, fmt: str) -> tuple[str, str | None] | None:
+        """The ETag of a table request the user may make (None if it is refused: it is then
+        answered, and refused, as without one)."""
+        try:
+            req = check_table_request(payload, self.broker.datasets, self.broker.user_rights(user))
+        except Exception:
+            return None
+        summary = json.dumps(req, sort_keys=True, ensure_ascii=False)
+        return self.etags.tag(user.name, "table", req, self._rights(user, req["dataset"]), fmt), summary
+
+    def _tag_query(self, user: UserConfig, payload: Any, fmt: str) -> tuple[str, str | None] | None:
+        if not isinstance(payload, dict) or set(payload) != {"sql"}:
+            return None
+        c = self.config
+        try:
+            q = validate(payload["sql"], self.broker.catalog_rights, self.broker.user_rights(user),
+                         max_length=c.max_sql_length, max_limit=c.max_limit)
+        except Exception:
+            return None
+        return self.etags.tag(user.name, "query", q.normalised, self._rights(user, q.dataset), fmt), q.normalised
+
+    def _tag_catalog(self, user: UserConfig, payload: Any, fmt: str) -> tuple[str, str | None]:
+        rights = {ds: self._rights(user, ds) for ds in user.rights}
+        return self.etags.tag(user.name, "catalog", None, rights, "json"), None
 
     # -- endpoints ---------------------------------------------------------------------------
     async def catalog(self, request: Request) -> Response:
-        return await self._serve(request, lambda user, _: self.broker.catalog(user), body=False)
+        return await self._serve(request, lambda user, _: self.broker.catalog(user), tag=self._tag_catalog)
 
     async def query(self, request: Request) -> Response:
-        def work(user: UserConfig, payload: Any) -> Answer:
-            if not isinstance(payload, dict) or "sql" not in payload:
-                raise _HTTPError(400, 'the body must be a JSON object {"sql": "SELECT ..."}')
-            extra = [k for k in payload if k != "sql"]
-            if extra:
-                raise _HTTPError(400, f'unknown key {str(extra[0])[:60]!r}: the body is {{"sql": "SELECT ..."}}')
-            return self.broker.query(payload["sql"], user)
+        return await self._serve(request, self._query, body=True, tag=self._tag_query)
+
+    async def table(self, request: Request) -> Response:
+        return await self._serve(request, self._table, body=True, tag=self._tag_table)
+
+    # -- jobs ----------------------------------------------------------------------------------
+    async def job_list(self, request: Request) -> Response:
+        def work(user: UserConfig, _: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            return JSONResponse({"jobs": self.jobs.listing(user.name)}, headers=_NO_STORE)
+
+        return await self._serve(request, work)
+
+    async def job(self, request: Request) -> Response:
+        """A job's answer in the format asked (200, with an ETag), its state while it runs (202),
+        the refusal or failure it ended with, or 404 (also for another user's job)."""
+        job_id = request.path_params["id"]
+
+        def tag(user: UserConfig, _: Any, fmt: str) -> tuple[str, str | None] | None:
+            job = self.jobs.get(user.name, job_id)
+            if job is None or job["status"] != "done":
+                return None
+            return self.etags.tag(user.name, "job", job_id, None, fmt), job["request"]
+
+        def work(user: UserConfig, _: Any) -> Any:
+            self.broker.rate.admit(user.name)
+            job = self.jobs.get(user.name, job_id)
+            if job is None:
+                raise JobUnknown(f"no job {job_id[:64]!r} of yours (finished jobs are kept "
+                                 f"{self.config.job_keep_hours:g} hours); GET /v1/jobs lists yours")
+            if job["status"] == "failed":
+                raise JobFailed(job["http_status"], f"job {job_id} failed: {job['error']}")
+            if job["status"] != "done":
+                return JSONResponse({"job": self.jobs.view(job)}, status_code=202,
+                                    headers={**_NO_STORE, "Retry-After": str(POLL_SECONDS)})
+            return Answer(self.jobs.frame(job_id), job["request"] or f"job {job_id}", withheld=job.get("withheld") or {})
+
+        return await self._serve(request, work, tag=tag)
+
+    # -- saved tables --------------------------------------------------------------------------
+    async def saved_list(self, request: Request) -> Response:
+        def work(user: UserConfig, _: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            return JSONResponse({"saved": self.saved.listing(user.name)}, headers=_NO_STORE)
+
+        return await self._serve(request, work)
+
+    async def saved_add(self, request: Request) -> Response:
+        """``{"name": ..., "request": {table request}}``: the request checked now (400, 403) and kept."""
+        def work(user: UserConfig, payload: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            shape = '{"name": "...", "request": {a table request, as POST /v1/table takes}}'
+            if not isinstance(payload, dict):
+                raise QueryRefused(f"the body must be a JSON object {shape}")
+            for key in payload:
+                if key not in ("name", "request"):
+                    raise QueryRefused(f"unknown key {str(key)[:60]!r}: the body is {shape}")
+            for key in ("name", "request"):
+                if key not in payload:
+                    raise QueryRefused(f"the key {key!r} is missing: the body is {shape}")
+            check_name(payload["name"])
+            check_table_request(payload["request"], self.broker.datasets, self.broker.user_rights(user))
+            entry = self.saved.save(user.name, payload["name"], payload["request"])
+            return JSONResponse(entry, status_code=201,
+                                headers={**_NO_STORE, "Location": f"/v1/saved/{payload['name']}"})
 
         return await self._serve(request, work, body=True)
 
-    async def table(self, request: Request) -> Response:
-        return await self._serve(request, lambda user, payload: self.broker.table(payload, user), body=True)
+    async def saved_run(self, request: Request) -> Response:
+        """A saved table, run again as POST /v1/table runs it (rights, rate, cache, ETag, jobs)."""
+        name = request.path_params["name"]
+        return await self._serve(request, self._table, source=lambda user: self.saved.get(user.name, name)["request"],
+                                 tag=self._tag_table)
+
+    async def saved_delete(self, request: Request) -> Response:
+        name = request.path_params["name"]
+
+        def work(user: UserConfig, _: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            self.saved.delete(user.name, name)
+            return JSONResponse({"deleted": name}, headers=_NO_STORE)
+
+        return await self._serve(request, work)
 
     async def http_error(self, request: Request, exc: Exception) -> Response:
         """404 and 405 of the router (and the static files), as JSON, audited."""
@@ -251,15 +435,27 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
     tokens = TokenStore(cfg)
     audit = AuditLog(cfg.audit_log)
     try:
-        broker = Broker(cfg)
+        folder = caching.state_folder(cfg)
+        etags = caching.ETags(caching.load_key(folder), caching.version(cfg), cfg.cache_max_age)
+        saved = SavedTables(folder, cfg.saved_per_user)
+        jobs = JobStore(folder / "jobs", workers=cfg.job_workers, keep_hours=cfg.job_keep_hours,
+                        per_user=cfg.jobs_per_user)
     except BaseException:
         audit.close()
         raise
-    service = _Service(cfg, broker, tokens, audit, body_timeout)
+    try:
+        broker = Broker(cfg)
+    except BaseException:
+        jobs.close()
+        audit.close()
+        raise
+    service = _Service(cfg, broker, tokens, audit, body_timeout, etags=etags, jobs=jobs, saved=saved)
+    jobs.on_finish = service.job_finished
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
+        jobs.close()
         broker.close()
         audit.close()
 
@@ -269,10 +465,17 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
         Route("/v1/catalog", service.catalog, methods=["GET"]),
         Route("/v1/query", service.query, methods=["POST"]),
         Route("/v1/table", service.table, methods=["POST"]),
+        Route("/v1/jobs", service.job_list, methods=["GET"]),
+        Route("/v1/jobs/{id}", service.job, methods=["GET"]),
+        Route("/v1/saved", service.saved_list, methods=["GET"]),
+        Route("/v1/saved", service.saved_add, methods=["POST"]),
+        Route("/v1/saved/{name}", service.saved_run, methods=["GET"]),
+        Route("/v1/saved/{name}", service.saved_delete, methods=["DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: service.http_error})
     app.state.broker = broker
     app.state.engine = broker  # its name in docs/serve.md before the class Engine became Broker
     app.state.config = cfg
+    app.state.jobs, app.state.saved = jobs, saved
     return app

@@ -53,7 +53,10 @@ import polars as pl
 from protab.errors import ProtabError, SpecError, show_values
 from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
+from protab.serve.groups import Ledger, group_hierarchy
+from protab.serve.groups import check_request as check_groups
 from protab.serve.query import ALLOWED_FORM, DatasetRights, Query, QueryRefused, QueryThrottled
+from protab.serve.rules import Withheld, check_query, check_table, notice, withheld_areas
 from protab.serve.table_request import check_table_request
 from protab.serve.validator import validate
 from protab.sqltools import FLOAT_TYPES, quote_ident
@@ -84,6 +87,14 @@ _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINY
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 
 
+class JobNeeded(Exception):
+    """A request of more than ``job_cells`` cells (raised before any scan): the app runs it as a job."""
+
+    def __init__(self, cells: int) -> None:
+        super().__init__(f"about {cells:,} cells: answered as a job")
+        self.cells = cells
+
+
 @dataclass
 class Answer:
     """A protected answer: the frame, its number of cells, and what the audit log records."""
@@ -91,6 +102,10 @@ class Answer:
     frame: pl.DataFrame
     summary: str
     cached: bool = False
+    #: areas the disclosure rule area.min_population withheld from this answer: level column → codes
+    withheld: dict[str, list[str]] = field(default_factory=dict)
+    #: the same as text (the PostgreSQL front sends it as a NOTICE), or None
+    notice: str | None = None
 
     @property
     def cells(self) -> int:
@@ -107,6 +122,8 @@ class _Dataset:
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
     #: the key-sum table of the dataset's dims in every session (Session.key_sums), or None
     counts_table: str | None = None
+    #: the areas withheld by the dataset's rules (protab.serve.rules), set at start-up
+    withheld: Withheld | None = None
 
     @property
     def name(self) -> str:
@@ -193,6 +210,7 @@ class Broker:
             with self.session() as s:
                 self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
             self._key_sums()
+            self._withheld()
             for name, ds in self.datasets.items():
                 if ds.conf.magnitude is not None:
                     try:
@@ -206,6 +224,7 @@ class Broker:
                                for n, d in self.datasets.items()}
         self._cache = _LRU(config.cache_size)
         self.rate = _RateLimit(config.requests_per_minute)
+        self._ledger = Ledger()  # the custom groups each user asked for (protab.serve.groups)
         self._flat = _LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
         self._warm_up()
 
@@ -263,6 +282,12 @@ class Broker:
             for s in others:
                 s.key_sums(ds.conf.table, ds.conf.dims, name=name)
             ds.counts_table = name
+
+    def _withheld(self) -> None:
+        """The areas each dataset's rules withhold (protab.serve.rules.withheld_areas), once, before any answer."""
+        with self.session() as s:
+            for ds in self.datasets.values():
+                ds.withheld = withheld_areas(s, ds, self.ptable)
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
@@ -340,11 +365,16 @@ class Broker:
                 "limits": {"max_cells": c.max_cells, "max_limit": c.max_limit, "max_sql_length": c.max_sql_length}}
 
     # -- checks before a scan ----------------------------------------------------------------
-    def _check_cells(self, cells: int) -> None:
-        if cells > self.config.max_cells:
+    def _check_cells(self, cells: int, job_cells: int | None = None, ds: _Dataset | None = None) -> None:
+        own = ds.conf.rules.max_cells if ds is not None and ds.conf.rules is not None else None
+        most = own or self.config.max_cells  # the dataset's rule max_cells, else the service's
+        if job_cells and job_cells < cells <= most:
+            raise JobNeeded(cells)
+        if cells > most:
+            rule = f" (the disclosure rule max_cells of dataset {ds.name!r})" if own and ds is not None else ""
             raise QueryRefused(
                 f"the request asks for about {cells:,} cells; the service answers at most "
-                f"{self.config.max_cells:,}: use fewer or coarser dimensions, or filter"
+                f"{most:,}{rule}: use fewer or coarser dimensions, or filter"
             )
 
     @staticmethod
@@ -357,7 +387,8 @@ class Broker:
                 codes = [c for c in codes if (c in vals) == (op == "in")]
         return codes
 
-    def _min_population(self, frame: pl.DataFrame, dims: Sequence[str], filters: Sequence[object]) -> None:
+    def _min_population(self, frame: pl.DataFrame, dims: Sequence[str], filters: Sequence[object],
+                        ds: _Dataset | None = None) -> None:
         """The minimum-population rule: the filtered population, as its *perturbed* total (the
         table's grand total, published by the same cell key method in every answer over the same
         records), must be at least ``min_population``. A verdict from perturbed values tells no
@@ -365,7 +396,8 @@ class Broker:
         if not filters:
             return
         total = frame.filter(pl.all_horizontal([pl.col(f"{d}_level") == 0 for d in dims]))["n_pert"]
-        if total.is_empty() or total[0] is None or total[0] < self.config.min_population:
+        own = ds.conf.rules.min_population if ds is not None and ds.conf.rules is not None else None
+        if total.is_empty() or total[0] is None or total[0] < (own or self.config.min_population):
             raise QueryRefused(MIN_POPULATION_MESSAGE)
 
     @staticmethod
@@ -402,9 +434,11 @@ class Broker:
         return frame
 
     # -- POST /v1/query ----------------------------------------------------------------------
-    def query(self, sql: Any, user: UserConfig) -> Answer:
-        """An analyst's SQL, validated and answered with protected values (see the module doc)."""
-        self.rate.admit(user.name)
+    def query(self, sql: Any, user: UserConfig, *, admit: bool = True, job_cells: int | None = None) -> Answer:
+        """An analyst's SQL, validated and answered with protected values (see the module doc).
+        ``admit``: count it against the user's rate; ``job_cells``: raise JobNeeded above that many cells."""
+        if admit:
+            self.rate.admit(user.name)
         c = self.config
         q = validate(sql, self.catalog_rights, self.user_rights(user), max_length=c.max_sql_length,
                      max_limit=c.max_limit)
@@ -419,11 +453,21 @@ class Broker:
         if loose:
             raise QueryRefused(f"{SET_FILTER_MESSAGE} (filter on {loose[0]!r}). {ALLOWED_FORM}")
         codes = {d: self._codes(ds, d, filters) for d in q.dims}
-        self._check_cells(sum(math.prod(len(codes[d]) for d in g) for g in q.grouping_sets))
-        return self._cached(("query", q.normalised), lambda: self._answer_query(q, ds, codes, filters), q.normalised)
+        area, note = check_query(ds.withheld, q.grouping_sets, q.dims, filters, codes)  # the rules
+        self._check_cells(sum(math.prod(len(codes[d]) for d in g) for g in q.grouping_sets), job_cells, ds)
+        answer = self._cached(("query", q.normalised), lambda: self._answer_query(q, ds, codes, filters, area),
+                              q.normalised)
+        return self._noted(answer, ds, note)
+
+    @staticmethod
+    def _noted(answer: Answer, ds: _Dataset, note: dict[str, list[str]]) -> Answer:
+        """The answer with the areas its rules withheld (``Answer.withheld``, ``Answer.notice``)."""
+        if note:
+            answer.withheld, answer.notice = note, notice(ds.name, note)
+        return answer
 
     def _answer_query(self, q: Query, ds: _Dataset, codes: Mapping[str, list[str]],
-                      filters: list[tuple[str, str, tuple[str, ...]]]) -> pl.DataFrame:
+                      filters: list[tuple[str, str, tuple[str, ...]]], area: Mapping[str, int | None]) -> pl.DataFrame:
         from protab.table import TableSpec
 
         dims = list(q.dims) or [ds.conf.dims[0]]
@@ -436,7 +480,8 @@ class Broker:
                 where=[(col, op, list(v)) for col, op, v in filters],
             )
             frame = self._protect(s, ds, spec, bool(sums))
-        self._min_population(frame, dims, filters)
+        self._min_population(frame, dims, filters, ds)
+        frame = ds.withheld.drop(frame, area)  # the areas the rules withhold, before ORDER BY and LIMIT
         values = []
         for m in q.measures:
             src = "n_pert" if m.func == "count" else f"{m.column}_pert" if m.func == "sum" else f"{m.column}_mean_pert"
@@ -457,28 +502,14 @@ class Broker:
         return out.select(list(q.columns))
 
     # -- POST /v1/table ----------------------------------------------------------------------
-    def table(self, body: Any, user: UserConfig) -> Answer:
-        """A table request (``dataset``, ``dims``, ``formula``, ``filters``, ``measure``, ``levels``)
-        answered as ``Session.cell_key``: dims, ``<dim>_level``, ``n_pert`` (and the measure's
-        ``<m>_pert``, ``<m>_mean_pert``)."""
-        from protab.table import TableSpec
-
-        self.rate.admit(user.name)
-        req = check_table_request(body, self.datasets, self.user_rights(user))
-        ds = self.datasets[req["dataset"]]
-        rights = self.user_rights(user)[ds.name]
-        filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
-        picked = self._set_filters(filters)  # shown at their finest level only
-        loose = [c for c in picked if c not in req["dims"] or c in req["levels"]]
-        if loose:
-            raise QueryRefused(
-                f"a filter with several values may only be on a dimension of the table, shown at its finest "
-                f"level (the answer then holds that level only); on other dimensions filter with one value "
-                f"(filter on {loose[0]!r})"
-            )
+    def _table_dims(self, ds: _Dataset, req: Mapping[str, Any], rights: DatasetRights,
+                    grouped: tuple[str, Any] | None, filters: Sequence[tuple[str, str, Sequence[str]]]
+                    ) -> dict[str, Any]:
+        """The hierarchy of each dimension of a table request: its custom groups, its configured
+        hierarchy (when the user may use every level) or its codes, flat (those its filters pass)."""
         dims: dict[str, Any] = {}
         for d in req["dims"]:
-            h = self._hierarchy_for(ds, d, rights)
+            h = group_hierarchy(grouped[1]) if grouped and d == grouped[0] else self._hierarchy_for(ds, d, rights)
             if h is None:
                 codes = self._codes(ds, d, filters)
                 if not codes:  # its own filter lets no code pass: no records
@@ -488,23 +519,54 @@ class Broker:
         flat = [d for d in req["levels"] if dims[d] is not ds.hierarchies.get(d)]
         if flat:
             raise QueryRefused(f"levels: dimension {flat[0]!r} is served without hierarchy levels")
+        return dims
+
+    def table(self, body: Any, user: UserConfig, *, admit: bool = True, job_cells: int | None = None) -> Answer:
+        """A table request (``dataset``, ``dims``, ``formula``, ``filters``, ``measure``, ``levels``)
+        answered as ``Session.cell_key``: dims, ``<dim>_level``, ``n_pert`` (and the measure's
+        ``<m>_pert``, ``<m>_mean_pert``)."""
+        from protab.table import TableSpec
+
+        if admit:  # ``admit`` and ``job_cells`` as for query()
+            self.rate.admit(user.name)
+        req = check_table_request(body, self.datasets, self.user_rights(user))
+        ds = self.datasets[req["dataset"]]
+        rights = self.user_rights(user)[ds.name]
+        grouped = next(iter(req["groups"].items()), None)  # a dimension with custom groups, or None
+        filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
+        picked = self._set_filters(filters)  # shown at their finest level only
+        loose = [c for c in picked if c not in req["dims"] or c in req["levels"]]
+        if loose:
+            raise QueryRefused(
+                f"a filter with several values may only be on a dimension of the table, shown at its finest "
+                f"level (the answer then holds that level only); on other dimensions filter with one value "
+                f"(filter on {loose[0]!r})"
+            )
+        dims = self._table_dims(ds, req, rights, grouped, filters)
+        where = filters + ([(grouped[0], "in", tuple(c for cs in grouped[1].values() for c in cs))] if grouped else [])
         try:
             spec = TableSpec(dims, formula=req["formula"], sums=[req["measure"]] if req["measure"] else (),
                              null_sums=ds.conf.null_sums, null_code=ds.conf.null_code,
-                             where=[(d, op, list(v)) for d, op, v in filters])
+                             where=[(d, op, list(v)) for d, op, v in where])
         except SpecError as exc:
             raise QueryRefused(str(exc)) from None
+        area, note = check_table(ds, spec.terms, dims, req["levels"], filters, grouped, self._codes)  # the rules
         size = {d: len(h) - 1 for d, h in dims.items()}  # codes below the total
-        self._check_cells(sum(math.prod(size[d] for d in sub) for sub in spec.published_subsets()))
+        self._check_cells(sum(math.prod(size[d] for d in sub) for sub in spec.published_subsets()), job_cells, ds)
+        if grouped:  # the differencing rule, against the published cells and the user's other groups
+            with self.session() as s:
+                check_groups(s, self.config.min_population, ds, user.name, self._ledger, *grouped,
+                             [d for d in dims if d != grouped[0]], filters, self.ptable)
         summary = json.dumps(req, sort_keys=True, ensure_ascii=False)
 
         def compute() -> pl.DataFrame:
             with self.session() as s:
                 frame = self._protect(s, ds, spec, bool(req["measure"]))
-            self._min_population(frame, list(dims), filters)
+            self._min_population(frame, list(dims), where, ds)
+            frame = ds.withheld.drop(frame, area)
             for d in picked:
                 frame = frame.filter(pl.col(f"{d}_level") == pl.col(f"{d}_level").max())
-            for d, level in req["levels"].items():
+            for d, level in {**req["levels"], **({grouped[0]: 1} if grouped else {})}.items():
                 frame = frame.filter(pl.col(f"{d}_level").is_in([0, level]))
             cols = list(dims) + [f"{d}_level" for d in dims] + ["n_pert"]
             if req["measure"]:
@@ -513,4 +575,4 @@ class Broker:
 
         # the dimensions served with their hierarchy depend on the user's rights: part of the key
         served_with = tuple(d for d in dims if dims[d] is ds.hierarchies.get(d))
-        return self._cached(("table", summary, served_with), compute, summary)
+        return self._noted(self._cached(("table", summary, served_with), compute, summary), ds, note)

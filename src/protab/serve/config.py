@@ -22,6 +22,7 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.loaders import read_toml
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
+from protab.serve.rules import RULES, attach
 
 FORMAT = """\
 serve.toml (paths relative to the file):
@@ -35,6 +36,11 @@ serve.toml (paths relative to the file):
   max_sql_length = 10000  max_limit = 1000000  max_body_bytes = 1048576
   sessions = 4  threads = 2  cache_size = 256  memory_limit = "4GB"
   requests_per_minute = 600        # per user (catalogue, queries, tables); 0: no limit
+  cache_max_age = 0                # Cache-Control max-age of answers, seconds (they carry an ETag)
+  state_dir = "serve_state"        # jobs, saved tables, ETag key (default: beside the audit log)
+  job_cells = 5000                 # answer requests above this many cells as jobs (default 0: never)
+  job_workers = 2  job_keep_hours = 24  jobs_per_user = 4  saved_per_user = 100
+  require_tls = true               # refuse PostgreSQL logins in clear (needs --tls-cert/--tls-key)
 
   [ptable]                         # secret: file = "ptable.csv" or maximum_entropy = {D, V, js}
   maximum_entropy = { D = 5, V = 3, js = 2 }
@@ -51,6 +57,8 @@ serve.toml (paths relative to the file):
                                    # region, a level of municipality's hierarchy, takes its codes
   null_code = "Unknown"            # optional: NULL dimension values as this (declared) code
   [datasets.persons.magnitude]     # optional, secret: as [magnitude] of a protect request
+  [datasets.persons.rules]         # optional: disclosure rules (or in rules_file = "rules.toml")
+  blocked = [["age", "municipality"]]   # also max_cells, max_dims, min_population, [...rules.area]
 
   [users.alice]
   datasets = ["persons"]           # every dimension and measure of these datasets
@@ -71,10 +79,18 @@ DEFAULTS: dict[str, Any] = {
     "sessions": 4,
     "cache_size": 256,
     "requests_per_minute": 600,
+    "require_tls": False,
+    "cache_max_age": 0,
+    "job_cells": 0,
+    "job_workers": 2,
+    "job_keep_hours": 24,
+    "jobs_per_user": 4,
+    "saved_per_user": 100,
+    "state_dir": None,
 }
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_SECRET_SECTIONS = ("ptable", "magnitude")
+_SECRET_SECTIONS = ("ptable", "magnitude", "rules")
 
 
 @dataclass
@@ -122,6 +138,7 @@ DATASET = schema.Table(
         "null_code": schema.Str(),
         "null_sums": schema.Str(choices=("error", "zero", "omit")),
         "magnitude": schema.MAGNITUDE,
+        "rules": RULES,
         "description": schema.Str(nonempty=False),
     },
     required=("dims",),
@@ -144,8 +161,17 @@ SERVE = schema.Table(
         "cache_size": schema.Int(0, 1_000_000),
         "requests_per_minute": schema.Int(0, 1_000_000),
         "memory_limit": schema.Str(),
+        "require_tls": schema.Bool(),
+        "cache_max_age": schema.Int(0, 31_536_000),
+        "state_dir": schema.Str(),
+        "job_cells": schema.Int(0, 100_000_000),
+        "job_workers": schema.Int(1, 64),
+        "job_keep_hours": schema.Num(0.001, 87_600),
+        "jobs_per_user": schema.Int(1, 1000),
+        "saved_per_user": schema.Int(0, 100_000),
         "datasets": schema.Dict(DATASET),
         "users": schema.Dict(USER),
+        "rules_file": schema.Str(),
     },
     required=("audit_log", "ptable", "datasets"),
 )
@@ -185,6 +211,8 @@ class DatasetConfig:
     null_sums: str = "error"
     magnitude: Mapping[str, Any] | None = field(default=None, repr=False)
     description: str = ""
+    #: the disclosure rules (protab.serve.rules.Rules), set by load_config
+    rules: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -210,6 +238,17 @@ class ServeConfig:
     cache_size: int = 256
     memory_limit: str | None = None
     requests_per_minute: int = 600
+    #: refuse PostgreSQL-front logins that are not over TLS (protab serve --tls-cert/--tls-key)
+    require_tls: bool = False
+    cache_max_age: int = 0
+    job_cells: int = 0
+    job_workers: int = 2
+    job_keep_hours: float = 24
+    jobs_per_user: int = 4
+    saved_per_user: int = 100
+    #: the folder of jobs, saved tables and the ETag key, as written (relative to ``base``);
+    #: None: ``serve_state`` beside the audit log
+    state_dir: str | None = None
 
 
 def parse_expiry(value: Any) -> dt.datetime:
@@ -270,6 +309,7 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
     datasets = {name: _dataset(name, ds, base, where) for name, ds in cfg["datasets"].items()}
     if not datasets:
         raise SpecError(f"{where}: [datasets] is empty; configure at least one dataset")
+    datasets = attach(datasets, cfg, base, where)
     users = {name: _user(name, u, datasets, where) for name, u in cfg.get("users", {}).items()}
     kw = {k: cfg.get(k, v) for k, v in DEFAULTS.items()}
     tokens = cfg.get("tokens_file")

@@ -363,6 +363,8 @@ class Connection:
                 loop = asyncio.get_running_loop()
                 answer = await loop.run_in_executor(None, self.server.broker.query, sql, self.user)
                 record.update(query=answer.summary, cells=answer.cells, cached=answer.cached)
+                if answer.notice:  # areas the disclosure rules withheld: a NoticeResponse before the rows
+                    self.writer.write(_msg(b"N", b"SNOTICE\0VNOTICE\0C01000\0M" + _cstr(answer.notice) + b"\0"))
                 oids = [_TEXT if dt == pl.String else _FLOAT8 if dt.is_float() else _INT8 if dt.is_integer() else _TEXT
                         for dt in answer.frame.dtypes]
                 result = _Result(list(zip(answer.frame.columns, oids)), answer.frame.rows(),

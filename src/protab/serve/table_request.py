@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from protab.errors import show_values
+from protab.serve.groups import check_groups
 from protab.serve.query import DatasetRights, QueryForbidden, QueryRefused
 
-KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels")
+KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels", "groups")
 MAX_FILTER_VALUES = 1000
 MAX_TABLE_DIMS = 12
 
@@ -18,7 +19,7 @@ MAX_TABLE_DIMS = 12
 def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[str, DatasetRights]) -> dict[str, Any]:
     """The table request of ``body`` for a user with ``rights``, over the broker's ``datasets``:
     ``dataset``, ``dims``, ``formula``, ``filters`` (dimension: sorted codes), ``measure`` and
-    ``levels`` (dimension: level number)."""
+    ``levels`` (dimension: level number) and ``groups`` (one dimension: group name → codes)."""
     if not isinstance(body, dict):
         raise QueryRefused("the request must be a JSON object with dataset and dims")
     unknown = [k for k in body if k not in KEYS]
@@ -41,13 +42,14 @@ def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[
     if measure is not None:
         check.column(measure, "measure", "measure")
     levels = _levels(body.get("levels") or {}, dims, ds.conf.hierarchies)
+    groups = check_groups(body.get("groups"), dims, filters, levels, ds.codes)  # custom groups (protab.serve.groups)
     if check.forbidden:
         raise QueryForbidden(f"you may not use {show_values(list(dict.fromkeys(check.forbidden)))} of dataset {name!r}")
     if measure is not None and ds.magnitude is None:
         raise QueryRefused(f"measures of dataset {name!r} are not available: the service protects its counts "
                            "only (no magnitude parameters are configured for it)")
     return {"dataset": name, "dims": dims, "formula": formula, "filters": filters, "measure": measure,
-            "levels": levels}
+            "levels": levels, "groups": groups}
 
 
 class _Names:
