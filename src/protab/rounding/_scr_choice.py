@@ -92,9 +92,10 @@ def _forward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np
     is followed by a backward step."""
     m = XR.shape[1]
     need = n_up
+    by_tie = np.argsort(tie, kind="stable")
     while need > 0:
         score = XR @ (crit(g + b) - crit(g))
-        win = inc.winners(_rank(score, tie), ~up)
+        win = inc.winners(_rank(score, tie, by_tie), ~up)
         idx = np.flatnonzero(win)
         cap = need if s1 <= 1 else min(need, s1)
         if idx.size > cap:

@@ -39,9 +39,12 @@ class _Incidence:
         return active & (bad == 0)
 
 
-def _rank(score: np.ndarray, tie: np.ndarray) -> np.ndarray:
-    """Rank (0 = best) by ascending score, ties by the random order ``tie``."""
-    order = np.lexsort((tie, score))
+def _rank(score: np.ndarray, tie: np.ndarray, by_tie: np.ndarray | None = None) -> np.ndarray:
+    """Rank (0 = best) by ascending score, ties by the random order ``tie`` (then by position),
+    as ``np.lexsort((tie, score))``; ``by_tie``, the stable order of ``tie`` if known, saves a sort."""
+    if by_tie is None:
+        by_tie = np.argsort(tie, kind="stable")
+    order = by_tie[np.argsort(score[by_tie], kind="stable")]
     rank = np.empty(score.size, dtype=np.int64)
     rank[order] = np.arange(score.size)
     return rank
@@ -55,14 +58,15 @@ def _col_counts(XR: sparse.csr_matrix, rows: np.ndarray, m: int) -> np.ndarray:
 
 def _batch(
     XR: sparse.csr_matrix, g: np.ndarray, b: int, down: np.ndarray, upj: np.ndarray, measures: list, totals: list
-) -> tuple[np.ndarray, list[float], bool]:
-    """Published values after a batch of swaps, the measures' totals, and whether the first
-    fell and none of the others exceeds its cap (``totals[1:]``)."""
+) -> tuple[np.ndarray, list[float], bool, list[np.ndarray]]:
+    """Published values after a batch of swaps, the measures' totals, whether the first
+    fell and none of the others exceeds its cap (``totals[1:]``), and the measures per cell."""
     m = XR.shape[1]
     g_new = g - b * _col_counts(XR, down, m) + b * _col_counts(XR, upj, m)
-    new = [float(mf(g_new).sum()) for mf in measures]
+    per_cell = [mf(g_new) for mf in measures]
+    new = [float(v.sum()) for v in per_cell]
     ok = new[0] < totals[0] - 1e-12 and all(v <= t + 1e-12 for v, t in zip(new[1:], totals[1:]))
-    return g_new, new, ok
+    return g_new, new, ok, per_cell
 
 
 def _swaps(
@@ -109,7 +113,8 @@ class _SwapSweeps:
                  caps: list[float] | None) -> None:
         self.XR, self.b, self.measures, self.conflict, self.tie = XR, b, measures, conflict, tie
         self.rows_nz, self.cols_nz, self.by_col, self.caps = rows_nz, cols_nz, by_col, caps
-        self.col_sorted = np.sort(cols_nz, kind="stable")
+        self.cells = np.sort(cols_nz, kind="stable")[by_col.starts]  # the cell of each group of by_col
+        self._known: tuple[np.ndarray, list[np.ndarray]] | None = None  # g and the measures of it
 
     def sweep(self, up: np.ndarray, g: np.ndarray, dirty: np.ndarray,
               totals: list[float]) -> tuple[np.ndarray, list[float]] | None:
@@ -135,8 +140,9 @@ class _SwapSweeps:
         # large cells (more than conflict_max candidates) are too small to count here
         active = (XR @ (dirty & self.conflict).astype(np.float64)) > 0
         dns, ups_ = [], []
-        for mf in self.measures:
-            base_c = mf(g)
+        known = self._known[1] if self._known is not None and self._known[0] is g else None
+        for k, mf in enumerate(self.measures):
+            base_c = mf(g) if known is None else known[k]  # the last batch computed it
             dns.append(mf(g - b) - base_c)
             ups_.append(mf(g + b) - base_c)
         sup = XR @ ups_[0]
@@ -163,11 +169,12 @@ class _SwapSweeps:
         """The best raisable partner in each published cell (smallest ``sup``; ties: last in
         order); −1 where none."""
         by_col = self.by_col
-        sv = np.where(up[by_col.items], np.inf, sup[by_col.items])
+        sv = np.where(up, np.inf, sup)[by_col.items]
         cmin = np.repeat(np.minimum.reduceat(sv, by_col.starts), by_col.lengths)
-        hit = np.isfinite(sv) & (sv == cmin)
+        # items ascend within a cell: the last of the best is the largest
+        best = np.maximum.reduceat(np.where(np.isfinite(sv) & (sv == cmin), by_col.items, -1), by_col.starts)
         partner = np.full(self.XR.shape[1], -1, dtype=np.int64)
-        partner[self.col_sorted[hit]] = by_col.items[hit]
+        partner[self.cells] = best
         return partner
 
     def _batch(self, g: np.ndarray, pi: np.ndarray, pj: np.ndarray, delta: np.ndarray,
@@ -182,11 +189,12 @@ class _SwapSweeps:
         keys = np.concatenate([Xi.col[ci], Xj.col[cj], m + pi, m + pj])
         prank = _rank(delta, self.tie[pi])
         win = np.flatnonzero(_Incidence(items, keys, P).winners(prank, np.ones(P, dtype=bool)))
-        g_new, new_totals, ok = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+        g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
         while not ok and win.size > 1:
             # interactions through large cells spoilt the batch: keep its better half
             win = win[np.argsort(prank[win])[: win.size // 2]]
-            g_new, new_totals, ok = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+            g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+        self._known = (g_new, per_cell) if ok else None
         return (win if ok else None), g_new, new_totals
 
 
