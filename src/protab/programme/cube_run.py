@@ -11,6 +11,7 @@ import polars as pl
 
 from protab.hierarchy import Hierarchy
 from protab.measures import hellinger_utility, share_changed
+from protab.programme.dataflows import SUFFIXES, file_name, write_dataflow
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.programme.definition import CubeTable, Hypercube
@@ -142,8 +143,10 @@ def summary_row(name: str, tables: int, n: pl.Series, n_pert: pl.Series) -> dict
 
 
 def file_names(cube: Hypercube, formats: list[str]) -> list[str]:
-    """The output files of a hypercube: ``<hypercube>.<table>.<format>``."""
-    return [f"{cube.name}.{t.name}.{fmt}" for t in cube.tables for fmt in formats]
+    """The output files of a hypercube: ``<hypercube>.<table>.<csv|parquet>`` per table, and one
+    ``<hypercube>.sdmx.csv`` / ``<hypercube>.stat.json`` for the whole hypercube."""
+    tables = [f"{cube.name}.{t.name}.{fmt}" for t in cube.tables for fmt in formats if fmt not in SUFFIXES]
+    return tables + [file_name(cube, fmt) for fmt in formats if fmt in SUFFIXES]
 
 
 def write_cube(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], formats: list[str]) -> list[str]:
@@ -153,7 +156,11 @@ def write_cube(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], f
     folder.mkdir(parents=True, exist_ok=True)
     for t in cube.tables:
         for fmt in formats:
-            write_frame(frames[t.name], folder / f"{cube.name}.{t.name}.{fmt}")
+            if fmt not in SUFFIXES:
+                write_frame(frames[t.name], folder / f"{cube.name}.{t.name}.{fmt}")
+    for fmt in formats:
+        if fmt in SUFFIXES:
+            write_dataflow(folder, cube, frames, fmt)
     return file_names(cube, formats)
 
 

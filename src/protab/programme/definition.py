@@ -42,7 +42,7 @@ PROGRAMME = Table(
     {
         "database": Str(),
         "output": Str(),
-        "formats": List(Str(choices=("csv", "parquet")), unique=True),
+        "formats": List(Str(choices=("csv", "parquet", "sdmx-csv", "json-stat")), unique=True),
         "source": Str(),
         "threshold": Num(0),
         "max_cells": Int(1),

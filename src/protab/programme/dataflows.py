@@ -1,0 +1,64 @@
+"""A hypercube as one exchange dataset (docs/census.md, docs/exchange.md): its tables' cells
+in one frame over all its dimensions, written as one SDMX-CSV 2.0 dataflow or one JSON-stat
+2.0 dataset named by the hypercube, as Eurostat's Census Hub takes them.
+
+A table without one of the hypercube's dimensions publishes that dimension's total, and so
+does a table's level-0 code (its classification's root): both become the total code ``_T``.
+Cells that several tables publish (a margin table's cells are also cells of the full table)
+have one value in a programme, so they are kept once; a cell published with two different
+values would be a defect of the programme and stops the writing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from protab.errors import SpecError
+
+if TYPE_CHECKING:
+    from protab.programme.definition import Hypercube
+
+#: the programme's exchange formats and the suffix of their one file per hypercube
+SUFFIXES = {"sdmx-csv": ".sdmx.csv", "json-stat": ".stat.json"}
+
+
+def file_name(cube: Hypercube, fmt: str) -> str:
+    """``<hypercube>.sdmx.csv`` or ``<hypercube>.stat.json``."""
+    return f"{cube.name}{SUFFIXES[fmt]}"
+
+
+def cube_frame(cube: Hypercube, frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The cells of all tables of ``cube`` over all its dimensions (null: the total), each once."""
+    names = [d.variable for d in cube.dims]
+    parts = []
+    for t in cube.tables:
+        f = frames[t.name]
+        parts.append(f.select(
+            *[(pl.when(pl.col(f"{v}_level") == 0).then(None).otherwise(pl.col(v).cast(pl.String)).alias(v)
+               if v in t.dims else pl.lit(None, pl.String).alias(v)) for v in names],
+            pl.col("n_pert"),
+        ))
+    cells = pl.concat(parts, how="vertical_relaxed")
+    values = cells.group_by(names, maintain_order=True).agg(pl.col("n_pert").n_unique().alias("_k"))
+    clash = values.filter(pl.col("_k") > 1)
+    if clash.height:
+        raise SpecError(f"hypercube {cube.name!r}: {clash.height} cells have two values across its tables "
+                        f"(first {clash.row(0)[:len(names)]}); a programme publishes one value per cell")
+    return cells.unique(subset=names, keep="first", maintain_order=True)
+
+
+def write_dataflow(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], fmt: str) -> str:
+    """Write the hypercube as one dataset of format ``fmt`` into ``folder``; its file name."""
+    from protab.exchange import write_json_stat, write_sdmx_csv
+
+    frame = cube_frame(cube, frames)
+    dims = [d.variable for d in cube.dims]
+    name = file_name(cube, fmt)
+    if fmt == "sdmx-csv":
+        write_sdmx_csv(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
+    else:
+        write_json_stat(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
+    return name
