@@ -24,6 +24,7 @@ import argparse
 import resource
 import time
 
+import measurements
 import polars as pl
 
 import protab as pt
@@ -92,7 +93,9 @@ def run(n: int, repeat: int, threads: int | None, occupations: int) -> dict[str,
         print(f"    key-sum floor at {n:,}: GROUP BY {t_base2:.3f} s, with the key sum {t_floor:.3f} s "
               f"= {t_floor / t_base2:.2f}x", flush=True)
         out: pl.DataFrame = cells["out"]
-        return result(n, cells["inner"].num_rows, out.height, t_base, t_protab)
+        r = result(n, cells["inner"].num_rows, out.height, t_base, t_protab)
+        r["floor_s"] = t_floor
+        return r
 
 
 def result(records: int, inner: int, published: int, t_base: float, t_protab: float) -> dict[str, float]:
@@ -115,11 +118,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--occupations", type=int, default=40, help="occupation codes (4 per group)")
+    measurements.add_option(ap)
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes] + ([50_000_000] if args.large else [])
     print(HEADER)
     for n in sizes:
-        print(line(run(n, args.repeat, args.threads, args.occupations)), flush=True)
+        r = run(n, args.repeat, args.threads, args.occupations)
+        print(line(r), flush=True)
+        if args.record:
+            measurements.append(args.record, [recorded("ckm_scale", "counts", "GROUP BY + key sum", r)])
+
+
+def recorded(benchmark: str, method: str, floor: str, r: dict[str, float]) -> dict[str, object]:
+    """The measurements row of one size (protab against the floor, the bare GROUP BY beside)."""
+    return measurements.row(benchmark, method, "duckdb", r["records"], r["protab_s"], floor, r["floor_s"],
+                            inner_cells=int(r["inner_cells"]), published_cells=int(r["published_cells"]),
+                            groupby_s=r["baseline_s"], peak_rss_gib=r["peak_rss_gib"])
 
 
 HEADER = (f"{'records':>12}{'inner':>10}{'published':>11}{'GROUP BY s':>12}{'protab s':>10}"

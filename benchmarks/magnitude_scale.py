@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import argparse
 
-from ckm_scale import GEN, HEADER, best_pair, hierarchies, line, result
+import measurements
+from ckm_scale import GEN, HEADER, best_pair, hierarchies, line, recorded, result
 
 import protab as pt
 
@@ -72,7 +73,9 @@ def run(n: int, repeat: int, threads: int | None) -> dict[str, float]:
         t_base2, t_floor = best_pair(baseline, floor, repeat)
         print(f"    top-k floor at {n:,}: GROUP BY {t_base2:.3f} s, with the top-6 lists {t_floor:.3f} s "
               f"= {t_floor / t_base2:.2f}x", flush=True)
-        return result(n, cells["inner"].num_rows, cells["out"].height, t_base, t_protab)
+        r = result(n, cells["inner"].num_rows, cells["out"].height, t_base, t_protab)
+        r["floor_s"] = t_floor
+        return r
 
 
 def main() -> None:
@@ -80,10 +83,14 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="*", type=float, default=[1e6, 1e7])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
+    measurements.add_option(ap)
     args = ap.parse_args()
     print(HEADER)
     for n in [int(x) for x in args.sizes]:
-        print(line(run(n, args.repeat, args.threads)), flush=True)
+        r = run(n, args.repeat, args.threads)
+        print(line(r), flush=True)
+        if args.record:
+            measurements.append(args.record, [recorded("magnitude_scale", "magnitudes", "top-k floor", r)])
 
 
 if __name__ == "__main__":

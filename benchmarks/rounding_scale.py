@@ -40,6 +40,7 @@ import subprocess
 import tempfile
 import time
 
+import measurements
 import numpy as np
 import polars as pl
 
@@ -90,8 +91,8 @@ def r_available() -> bool:
     return ok.returncode == 0
 
 
-def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> None:
-    """protab's small_count against R's PLSrounding on the same inner cells."""
+def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> tuple[float, float] | None:
+    """protab's small_count against R's PLSrounding on the same inner cells: (protab s, R s)."""
     h = spec.dimensions[0].hierarchy
     region = {m: h.parent_of(m) for m in frame["municipality"].unique().to_list()}
     data = frame.with_columns(pl.col("municipality").replace_strict(region).alias("region"))
@@ -106,7 +107,7 @@ def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> None:
         run_r = subprocess.run(["Rscript", script, src, dst], capture_output=True, text=True)
         if run_r.returncode != 0:
             print(f"  R PLSrounding failed: {run_r.stderr.strip()[-300:]}")
-            return
+            return None
         t_r = float(run_r.stdout.split()[-1])
         rounded = pl.read_csv(dst, schema_overrides={"age": pl.String, "sex": pl.String})
     keys = ["municipality", "age", "sex"]
@@ -123,9 +124,11 @@ def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> None:
           f"{res.hellinger_utility:.5f} vs {pt.measures.hellinger_utility(z, zr):.5f}  "
           f"mean |diff| published {pt.measures.mean_absolute_deviation(z, zp):.5f} vs "
           f"{pt.measures.mean_absolute_deviation(z, zr):.5f}  R's published cells in 1..2: {r_small}")
+    return t_py, t_r
 
 
-def run(size: int, time_limit: float, whole_max: int, methods: list[str], with_r: bool = False) -> None:
+def run(size: int, time_limit: float, whole_max: int, methods: list[str], with_r: bool = False,
+        record: str | None = None) -> None:
     frame, spec = census(size)
     # baseline: X and one product
     t0 = time.perf_counter()
@@ -139,14 +142,22 @@ def run(size: int, time_limit: float, whole_max: int, methods: list[str], with_r
           f"X + Xᵀy: {t_base:.2f} s")
 
     if "scr" in methods:
-        scr(X, y, z, t_base)
-        if with_r:
-            scr_vs_r(frame, spec)
+        t_scr = scr(X, y, z, t_base)
+        peer = scr_vs_r(frame, spec) if with_r else None
+        if record:
+            cells = {"inner_cells": n_in, "published_cells": n_pub}
+            rows = [measurements.row("rounding_scale", "small count rounding", "python", None, t_scr,
+                                     "X + Xᵀy", t_base, **cells)]
+            if peer:  # the whole small_count call (X included) beside R's PLSrounding
+                rows.append(measurements.row("rounding_scale", "small count rounding, whole call", "python", None,
+                                             peer[0], "X + Xᵀy", t_base, peer="R PLSrounding", peer_s=peer[1],
+                                             **cells))
+            measurements.append(record, rows)
     if "controlled" in methods:
         crp(frame, spec, time_limit, whole_max)
 
 
-def scr(X: object, y: np.ndarray, z: np.ndarray, t_base: float) -> None:
+def scr(X: object, y: np.ndarray, z: np.ndarray, t_base: float) -> float:
     t0 = time.perf_counter()
     yr, passes = rnd.small_count_matrix(X, y, 3)
     t_scr = time.perf_counter() - t0
@@ -155,6 +166,7 @@ def scr(X: object, y: np.ndarray, z: np.ndarray, t_base: float) -> None:
     print(f"  SCR         {t_scr:8.2f} s  ratio {t_scr / t_base:6.2f}  passes {passes}  "
           f"changed {int((yr != y).sum()):,}  HU published {pt.measures.hellinger_utility(z, zr):.5f}  "
           f"inner {pt.measures.hellinger_utility(y, yr):.5f}  total {int(yr.sum() - y.sum()):+d}")
+    return t_scr
 
 
 def crp(frame: pl.DataFrame, spec: pt.TableSpec, time_limit: float, whole_max: int) -> None:
@@ -192,14 +204,16 @@ def main() -> None:
     ap.add_argument("--whole-max", type=int, default=20_000)
     ap.add_argument("--methods", nargs="+", choices=["scr", "controlled"], default=["scr", "controlled"])
     ap.add_argument("--r", action="store_true", help="also run R's SmallCountRounding (needs Rscript)")
+    measurements.add_option(ap)
     args = ap.parse_args()
     with_r = args.r and "scr" in args.methods
     if with_r and not r_available():
-        raise SystemExit("--r: Rscript with the R package SmallCountRounding is not installed")
+        print("--r: Rscript with the R package SmallCountRounding is not installed: protab's figures only")
+        with_r = False
     run(1000, args.time_limit, args.whole_max, args.methods)  # warm-up (imports, DuckDB, HiGHS)
     print("\n--- timed runs ---")
     for s in args.sizes:
-        run(int(s), args.time_limit, args.whole_max, args.methods, with_r)
+        run(int(s), args.time_limit, args.whole_max, args.methods, with_r, args.record)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import measurements
 import polars as pl
 from polars.testing import assert_frame_equal
 
@@ -154,6 +155,17 @@ def run_size(spark, n: int, tmp: Path, repeat: int) -> dict[str, float]:
     return r
 
 
+def recorded(r: dict[str, float], driver_gib: float) -> list[dict[str, object]]:
+    """The measurements rows of one size: counts and magnitudes on Spark against Spark's floors."""
+    common = {"inner_cells": int(r["inner"]), "published_cells": int(r["cells"]), "peak_rss_gib": driver_gib}
+    return [
+        measurements.row("spark_scale", "counts", "spark", r["records"], r["spark"], "Spark GROUP BY + key sum",
+                         r["floor"], **common),
+        measurements.row("spark_scale", "magnitudes", "spark", r["records"], r["mag spark"], "Spark top-k floor",
+                         r["topk floor"], **common),
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", nargs="*", type=float, default=None)
@@ -162,6 +174,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=None,
                     help="spark.sql.shuffle.partitions (default: protab's local defaults, docs/spark.md)")
     ap.add_argument("--repeat", type=int, default=2)
+    measurements.add_option(ap)
     args = ap.parse_args()
     sizes = [int(x) for x in (args.sizes or ([1e6, 1e7] if args.large else [1e6]))]
     tmp = Path(tempfile.mkdtemp(prefix="protab-spark-bench-"))
@@ -176,6 +189,8 @@ def main() -> None:
               f"{r['spark'] / r['floor']:>8.2f}{r['duckdb']:>10.2f}{r['spark'] / r['duckdb']:>11.1f}"
               f"{r['topk floor']:>13.2f}{r['mag spark']:>12.2f}{r['mag spark'] / r['topk floor']:>8.2f}"
               f"{r['mag duckdb']:>11.2f}{r['to parquet']:>13.2f}{driver:>11.0f}{jvm_peak_kib() / 1024:>9.0f}", flush=True)
+        if args.record:
+            measurements.append(args.record, recorded(r, driver / 1024))
     spark.stop()
 
 
