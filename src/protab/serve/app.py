@@ -14,7 +14,9 @@ Answers with data carry an ETag and ``Cache-Control`` (:mod:`protab.serve.cachin
 whose ``If-None-Match`` names it gets 304, after its token and rights are checked, without being
 counted against the rate. Requests above ``job_cells`` cells get 202 and run as jobs
 (:mod:`protab.serve.jobs`: ``GET /v1/jobs``, ``GET /v1/jobs/{id}``); saved tables
-(:mod:`protab.serve.saved`: ``/v1/saved``) are requests kept per user and run again on demand.
+(:mod:`protab.serve.saved`: ``/v1/saved``) are requests kept per user and run again on demand;
+saved custom groups (:mod:`protab.serve.saved_groups`: ``/v1/groups``) are used by name in table
+requests.
 
 ``create_app(config)`` builds it from a serve.toml path or a loaded :class:`ServeConfig`, so
 that a platform can mount it in its own ASGI server; ``python -m protab.serve`` runs it on
@@ -50,12 +52,13 @@ from protab.serve.config import ServeConfig, UserConfig, load_config
 from protab.serve.jobs import POLL_SECONDS, JobFailed, JobStore, JobUnknown
 from protab.serve.query import QueryRefused
 from protab.serve.saved import SavedTables, check_name
+from protab.serve.saved_groups import SavedGroups, check_saved, resolve
 from protab.serve.table_request import check_table_request
 from protab.serve.validator import QueryError, validate
 
 STATIC = Path(__file__).parent / "static"
 ENDPOINTS = ("GET /v1/catalog, POST /v1/query, POST /v1/table, GET /v1/jobs, GET /v1/jobs/{id}, GET|POST /v1/saved, "
-             "GET|DELETE /v1/saved/{name}")
+             "GET|DELETE /v1/saved/{name}, GET|POST /v1/groups, GET|DELETE /v1/groups/{dataset}/{dim}/{name}")
 _NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 #: the page loads its own script and styles only, and is not framed by other sites
 _PAGE = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
@@ -122,10 +125,10 @@ class _Service:
 
     def __init__(self, config: ServeConfig, broker: Broker, tokens: TokenStore, audit: AuditLog,
                  body_timeout: float = BODY_SECONDS, *, etags: caching.ETags, jobs: JobStore,
-                 saved: SavedTables) -> None:
+                 saved: SavedTables, groups: SavedGroups) -> None:
         self.config, self.broker, self.tokens, self.audit = config, broker, tokens, audit
         self.body_timeout = body_timeout
-        self.etags, self.jobs, self.saved = etags, jobs, saved
+        self.etags, self.jobs, self.saved, self.groups = etags, jobs, saved, groups
 
     async def _read(self, request: Request, limit: int) -> bytes:
         """The body's bytes, up to ``limit`` (413 beyond), within :attr:`body_timeout` seconds
@@ -262,7 +265,9 @@ class _Service:
 
     # -- the computations and their ETags ------------------------------------------------------
     def _table(self, user: UserConfig, payload: Any, direct: bool = True) -> Answer:
-        """A table request; ``direct``: counted against the rate, a job above ``job_cells``."""
+        """A table request (its saved groups by name resolved); ``direct``: counted against the
+        rate, a job above ``job_cells``."""
+        payload = resolve(payload, user.name, self.groups)
         return self.broker.table(payload, user, admit=direct, job_cells=self.config.job_cells if direct else None)
 
     def _query(self, user: UserConfig, payload: Any, direct: bool = True) -> Answer:
@@ -283,7 +288,8 @@ class _Service:
         """The ETag of a table request the user may make (None if it is refused: it is then
         answered, and refused, as without one)."""
         try:
-            req = check_table_request(payload, self.broker.datasets, self.broker.user_rights(user))
+            req = check_table_request(resolve(payload, user.name, self.groups), self.broker.datasets,
+                                      self.broker.user_rights(user))
         except Exception:
             return None
         summary = json.dumps(req, sort_keys=True, ensure_ascii=False)
@@ -370,7 +376,8 @@ class _Service:
                 if key not in payload:
                     raise QueryRefused(f"the key {key!r} is missing: the body is {shape}")
             check_name(payload["name"])
-            check_table_request(payload["request"], self.broker.datasets, self.broker.user_rights(user))
+            check_table_request(resolve(payload["request"], user.name, self.groups), self.broker.datasets,
+                                self.broker.user_rights(user))  # saved groups stay names: their codes of the day
             entry = self.saved.save(user.name, payload["name"], payload["request"])
             return JSONResponse(entry, status_code=201,
                                 headers={**_NO_STORE, "Location": f"/v1/saved/{payload['name']}"})
@@ -390,6 +397,44 @@ class _Service:
             self.broker.rate.admit(user.name)
             self.saved.delete(user.name, name)
             return JSONResponse({"deleted": name}, headers=_NO_STORE)
+
+        return await self._serve(request, work)
+
+    # -- saved custom groups (protab.serve.saved_groups) ---------------------------------------
+    async def groups_list(self, request: Request) -> Response:
+        def work(user: UserConfig, _: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            return JSONResponse({"groups": self.groups.listing(user.name)}, headers=_NO_STORE)
+
+        return await self._serve(request, work)
+
+    async def groups_add(self, request: Request) -> Response:
+        """``{"dataset", "dim", "name", "groups"}``: checked now (400 naming the key, 403) and kept."""
+        def work(user: UserConfig, payload: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            dataset, dim, name, groups = check_saved(payload, self.broker.datasets, self.broker.user_rights(user))
+            entry = self.groups.save(user.name, dataset, dim, name, groups)
+            return JSONResponse(entry, status_code=201,
+                                headers={**_NO_STORE, "Location": f"/v1/groups/{dataset}/{dim}/{name}"})
+
+        return await self._serve(request, work, body=True)
+
+    async def groups_get(self, request: Request) -> Response:
+        p = request.path_params
+
+        def work(user: UserConfig, _: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            return JSONResponse(self.groups.get(user.name, p["dataset"], p["dim"], p["name"]), headers=_NO_STORE)
+
+        return await self._serve(request, work)
+
+    async def groups_delete(self, request: Request) -> Response:
+        p = request.path_params
+
+        def work(user: UserConfig, _: Any) -> Response:
+            self.broker.rate.admit(user.name)
+            self.groups.delete(user.name, p["dataset"], p["dim"], p["name"])
+            return JSONResponse({"deleted": p["name"]}, headers=_NO_STORE)
 
         return await self._serve(request, work)
 
@@ -423,6 +468,28 @@ async def _index(request: Request) -> Response:
     return FileResponse(page, headers=_PAGE)
 
 
+def _routes(service: _Service) -> list[Any]:
+    """The routes of the service (its page, health check, API and static files)."""
+    return [
+        Route("/", _index, methods=["GET"]),
+        Route("/healthz", _health, methods=["GET"]),
+        Route("/v1/catalog", service.catalog, methods=["GET"]),
+        Route("/v1/query", service.query, methods=["POST"]),
+        Route("/v1/table", service.table, methods=["POST"]),
+        Route("/v1/jobs", service.job_list, methods=["GET"]),
+        Route("/v1/jobs/{id}", service.job, methods=["GET"]),
+        Route("/v1/saved", service.saved_list, methods=["GET"]),
+        Route("/v1/saved", service.saved_add, methods=["POST"]),
+        Route("/v1/saved/{name}", service.saved_run, methods=["GET"]),
+        Route("/v1/saved/{name}", service.saved_delete, methods=["DELETE"]),
+        Route("/v1/groups", service.groups_list, methods=["GET"]),
+        Route("/v1/groups", service.groups_add, methods=["POST"]),
+        Route("/v1/groups/{dataset}/{dim}/{name}", service.groups_get, methods=["GET"]),
+        Route("/v1/groups/{dataset}/{dim}/{name}", service.groups_delete, methods=["DELETE"]),
+        Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
+    ]
+
+
 def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any], *,
                database: str | None = None, body_timeout: float = BODY_SECONDS) -> Starlette:
     """The service as an ASGI app. ``config``: a serve.toml path, its content as a mapping, or a
@@ -438,6 +505,7 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
         folder = caching.state_folder(cfg)
         etags = caching.ETags(caching.load_key(folder), caching.version(cfg), cfg.cache_max_age)
         saved = SavedTables(folder, cfg.saved_per_user)
+        groups = SavedGroups(folder, cfg.groups_per_user)
         jobs = JobStore(folder / "jobs", workers=cfg.job_workers, keep_hours=cfg.job_keep_hours,
                         per_user=cfg.jobs_per_user)
     except BaseException:
@@ -449,7 +517,8 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
         jobs.close()
         audit.close()
         raise
-    service = _Service(cfg, broker, tokens, audit, body_timeout, etags=etags, jobs=jobs, saved=saved)
+    service = _Service(cfg, broker, tokens, audit, body_timeout, etags=etags, jobs=jobs, saved=saved,
+                       groups=groups)
     jobs.on_finish = service.job_finished
 
     @asynccontextmanager
@@ -459,23 +528,10 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
         broker.close()
         audit.close()
 
-    routes = [
-        Route("/", _index, methods=["GET"]),
-        Route("/healthz", _health, methods=["GET"]),
-        Route("/v1/catalog", service.catalog, methods=["GET"]),
-        Route("/v1/query", service.query, methods=["POST"]),
-        Route("/v1/table", service.table, methods=["POST"]),
-        Route("/v1/jobs", service.job_list, methods=["GET"]),
-        Route("/v1/jobs/{id}", service.job, methods=["GET"]),
-        Route("/v1/saved", service.saved_list, methods=["GET"]),
-        Route("/v1/saved", service.saved_add, methods=["POST"]),
-        Route("/v1/saved/{name}", service.saved_run, methods=["GET"]),
-        Route("/v1/saved/{name}", service.saved_delete, methods=["DELETE"]),
-        Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
-    ]
+    routes = _routes(service)
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: service.http_error})
     app.state.broker = broker
     app.state.engine = broker  # its name in docs/serve.md before the class Engine became Broker
     app.state.config = cfg
-    app.state.jobs, app.state.saved = jobs, saved
+    app.state.jobs, app.state.saved, app.state.groups = jobs, saved, groups
     return app

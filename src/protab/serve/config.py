@@ -40,6 +40,7 @@ serve.toml (paths relative to the file):
   state_dir = "serve_state"        # jobs, saved tables, ETag key (default: beside the audit log)
   job_cells = 5000                 # answer requests above this many cells as jobs (default 0: never)
   job_workers = 2  job_keep_hours = 24  jobs_per_user = 4  saved_per_user = 100
+  groups_per_user = 100            # saved custom groups one user may keep (409 beyond)
   require_tls = true               # refuse PostgreSQL logins in clear (needs --tls-cert/--tls-key)
 
   [ptable]                         # secret: file = "ptable.csv" or maximum_entropy = {D, V, js}
@@ -86,6 +87,7 @@ DEFAULTS: dict[str, Any] = {
     "job_keep_hours": 24,
     "jobs_per_user": 4,
     "saved_per_user": 100,
+    "groups_per_user": 100,
     "state_dir": None,
 }
 
@@ -169,6 +171,7 @@ SERVE = schema.Table(
         "job_keep_hours": schema.Num(0.001, 87_600),
         "jobs_per_user": schema.Int(1, 1000),
         "saved_per_user": schema.Int(0, 100_000),
+        "groups_per_user": schema.Int(0, 100_000),
         "datasets": schema.Dict(DATASET),
         "users": schema.Dict(USER),
         "rules_file": schema.Str(),
@@ -246,6 +249,7 @@ class ServeConfig:
     job_keep_hours: float = 24
     jobs_per_user: int = 4
     saved_per_user: int = 100
+    groups_per_user: int = 100
     #: the folder of jobs, saved tables and the ETag key, as written (relative to ``base``);
     #: None: ``serve_state`` beside the audit log
     state_dir: str | None = None

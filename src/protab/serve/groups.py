@@ -58,9 +58,16 @@ def check_groups(raw: Any, dims: Sequence[str], filters: Mapping[str, Any], leve
         raise QueryRefused(f"{key}: {str(dim)[:60]!r} is not one of the table's dims")
     if dim in filters or dim in levels:
         raise QueryRefused(f"{key}: a grouped dimension takes no filter and no level; put the codes in the groups")
+    return {dim: check_group_set(groups, dim, codes[dim], key)}
+
+
+def check_group_set(groups: Any, dim: str, codes: Sequence[str], key: str) -> dict[str, list[str]]:
+    """One dimension's groups (group name → codes of ``codes``), checked as a table request's
+    (``key``: where they are in the body); QueryRefused naming the key for unknown or shared
+    codes, empty groups and names that are codes or the total."""
     if not isinstance(groups, dict) or not 1 <= len(groups) <= MAX_GROUPS:
         raise QueryRefused(f"{key} must be an object of 1 to {MAX_GROUPS} groups: {{name: [codes]}}")
-    known, owner, out = set(codes[dim]), {}, {}
+    known, owner, out = set(codes), {}, {}
     for name, members in sorted(groups.items()):
         where = f"{key}.{name[:MAX_NAME]}"
         if not name.strip() or len(name) > MAX_NAME or not name.isprintable() or name == MARGIN_NAME or name in known:
@@ -79,7 +86,7 @@ def check_groups(raw: Any, dims: Sequence[str], filters: Mapping[str, Any], leve
                                "not overlap")
         owner.update(dict.fromkeys(values, name))
         out[name] = values
-    return {dim: out}
+    return out
 
 
 def group_hierarchy(groups: Mapping[str, Sequence[str]]) -> Hierarchy:

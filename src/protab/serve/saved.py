@@ -45,20 +45,25 @@ class SavedUnknown(QueryError):
     status = 404
 
 
-def check_name(name: Any) -> str:
-    """A saved table's name: 1 to 64 letters, digits, ``.``, ``_``, ``-`` (a letter or digit first)."""
+def check_name(name: Any, what: str = "a saved table's") -> str:
+    """A saved table's (or ``what``'s) name: 1 to 64 letters, digits, ``.``, ``_``, ``-`` (a letter
+    or digit first)."""
     if not isinstance(name, str) or not NAME.match(name):
         shown = repr(name[:40]) if isinstance(name, str) else type(name).__name__
-        raise QueryRefused(f"name {shown} is not a saved table's name: use 1 to 64 letters, digits, '.', '_' "
+        raise QueryRefused(f"name {shown} is not {what} name: use 1 to 64 letters, digits, '.', '_' "
                            "or '-', starting with a letter or digit")
     return name
 
 
-class SavedTables:
-    """The saved table requests of every user, in ``folder/saved.json``."""
+class UserStore:
+    """What users keep, per user, in one JSON file of the state folder (``file``), read afresh and
+    replaced atomically under a lock at every change."""
+
+    file = FILE
+    what = "saved tables"
 
     def __init__(self, folder: Path, per_user: int = 100) -> None:
-        self.path = Path(folder) / FILE
+        self.path = Path(folder) / self.file
         self.per_user = per_user
         self._lock = threading.Lock()
         self._users: dict[str, dict[str, Any]] = self._read()
@@ -83,14 +88,18 @@ class SavedTables:
         except FileNotFoundError:
             return {}
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"cannot read the saved tables {str(self.path)!r}: {type(exc).__name__}") from None
+            raise InputError(f"cannot read the {self.what} {str(self.path)!r}: {type(exc).__name__}") from None
         if not isinstance(raw, dict) or not isinstance(raw.get("users"), dict):
-            raise InputError(f"{str(self.path)!r} is not a protab saved-tables file (no object 'users')")
+            raise InputError(f"{str(self.path)!r} is not a protab {self.what} file (no object 'users')")
         return raw["users"]
 
     def _save(self) -> None:
         text = json.dumps({"users": self._users}, ensure_ascii=True, indent=1)
         write_atomic(self.path, lambda fh: fh.write(text), "w")
+
+
+class SavedTables(UserStore):
+    """The saved table requests of every user, in ``folder/saved.json``."""
 
     def save(self, user: str, name: str, request: dict[str, Any]) -> dict[str, Any]:
         """Keep ``request`` as ``user``'s table ``name`` (replacing one of that name)."""

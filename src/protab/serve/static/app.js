@@ -1,4 +1,5 @@
-// protab table builder: a small page over the query service's API (/v1/catalog, /v1/table).
+// protab table builder: a small page over the query service's API (/v1/catalog, /v1/table;
+// saved tables in saved.js, custom groups in groups.js, jobs in jobs.js).
 // The token lives in sessionStorage only and travels in the Authorization header, never in a URL.
 // The answer's cells are laid out in the browser (pivot.js, views.js); nothing is computed from them.
 "use strict";
@@ -140,6 +141,7 @@ function renderDims() {
     row.insertCell().append(...labelled(filter, "filter-" + i, "Filter on " + dim.name + " (codes separated by commas)"));
   });
   ds.measures.forEach((m) => $("measure").append(option(m, m + " (sum and mean)")));
+  if (typeof resetGroups === "function") resetGroups(); // groups.js: no custom groups on a new dataset
 }
 
 // A dimension ticked goes to the rows if none is there, else to the columns if none is there,
@@ -181,6 +183,8 @@ function tableRequest() {
   if (Object.keys(levels).length) request.levels = levels;
   if (Object.keys(filters).length) request.filters = filters;
   if ($("measure").value) request.measure = $("measure").value;
+  const groups = typeof customGroups === "function" ? customGroups(request.dims) : undefined; // groups.js
+  if (groups) request.groups = groups;
   return request;
 }
 
@@ -330,6 +334,8 @@ async function signIn(event) {
   $("builder").hidden = false;
   setStatus(catalog.length ? "" : "No dataset is open to this token.");
   await loadSaved();
+  if (typeof loadSavedGroups === "function") await loadSavedGroups(); // groups.js
+  if (typeof loadJobs === "function") await loadJobs(); // jobs.js
 }
 
 function signOut() {

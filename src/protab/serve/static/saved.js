@@ -49,6 +49,7 @@ function applyRequest(request) {
     if (rows[dim]) rows[dim].querySelector(".dim-filter").value = [].concat(codes).join(", ");
   }
   $("measure").value = request.measure || "";
+  if (typeof applyGroups === "function") applyGroups(request); // groups.js: its custom groups, inline or by name
 }
 
 function openSaved() {
