@@ -10,8 +10,8 @@ there is to read.
 - ``<!-- not run: why -->`` on the line before a fence marks a block that cannot run here.
 - The blocks of one document run in order, in one folder of their own: the demo of the test
   session (``protab demo --persons 20000``: ``protab.duckdb``, ``protab_output/``, and its
-  persons also as ``persons/persons.parquet``), ``sql/`` and ``benchmarks/`` (links to the
-  repository's). A
+  persons also as ``persons/persons.parquet``), ``sql/``, ``benchmarks/`` and ``examples/``
+  (links to the repository's). A
   document that runs ``protab demo`` itself starts from the folder without the demo.
 - python: executed in one namespace per document (tracebacks give the document's lines), with
   ``PROTAB_SEED`` and ``SWAP_SEED`` set, and ``TOKEN`` as the shell has it.
@@ -162,6 +162,7 @@ def doc_folder(demo: Path, folder: Path, doc: str) -> Path:
         shutil.copytree(demo, folder)
     (folder / "sql").symlink_to(ROOT / "sql", target_is_directory=True)
     (folder / "benchmarks").symlink_to(ROOT / "benchmarks", target_is_directory=True)
+    (folder / "examples").symlink_to(ROOT / "examples", target_is_directory=True)
     return folder
 
 
