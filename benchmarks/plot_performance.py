@@ -48,8 +48,8 @@ def latest(path: Path) -> pl.DataFrame:
 
 def _scale_panels(axes, rows: pl.DataFrame) -> None:
     ratio_ax, time_ax = axes
-    scale = rows.filter(pl.struct("method", "engine").map_elements(
-        lambda r: (r["method"], r["engine"]) in COLOURS, return_dtype=pl.Boolean))
+    drawn = pl.DataFrame(list(COLOURS), schema=["method", "engine"], orient="row")
+    scale = rows.join(drawn, on=["method", "engine"], how="semi", maintain_order="left")
     for (method, engine), part in scale.group_by(["method", "engine"], maintain_order=True):
         part = part.sort("records")
         colour = COLOURS.get((method, engine), "tab:gray")
