@@ -161,6 +161,17 @@ def write_setup(folder: Path, db: str, **overrides: object) -> tuple[Path, dict[
     return config, tokens
 
 
+def starlette_client(app: object) -> object:
+    """Starlette's TestClient of ``app`` (its notice about the HTTP library it uses silenced)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+        return TestClient(app)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,7 +9,6 @@ census (tests/serve_fixtures.py): exactly one person is 19 years old."""
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 
@@ -22,14 +21,6 @@ AGES = [str(a) for a in range(20)]
 BANDS = {"young": ["a0-4", "a5-9"], "older": ["a10-14", "a15-19"]}
 
 
-def _client(app):
-    with warnings.catch_warnings():  # Starlette's notice about its test client's HTTP library
-        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-        from starlette.testclient import TestClient
-
-        return TestClient(app)
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     from protab.serve.app import create_app
@@ -37,7 +28,7 @@ def setup(tmp_path_factory):
     folder = tmp_path_factory.mktemp("saved_groups")
     db = F.build_database(folder / "micro.duckdb", persons=1500)
     config, tokens = F.write_setup(folder, db, groups_per_user=CAP, sessions=1)
-    with _client(create_app(config)) as client:
+    with F.starlette_client(create_app(config)) as client:
         yield {"client": client, "tokens": tokens, "folder": folder, "config": config}
 
 
@@ -159,6 +150,6 @@ def test_kept_on_disk_for_the_next_start(setup):
     assert _save(setup, "kept", BANDS).status_code == 201
     stored = json.loads((setup["folder"] / "serve_state" / "groups.json").read_text(encoding="utf-8"))
     assert stored["users"]["bob"]["persons"]["agegroup"]["kept"]["groups"] == BANDS
-    with _client(create_app(setup["config"])) as other:
+    with F.starlette_client(create_app(setup["config"])) as other:
         r = other.get("/v1/groups", headers={"Authorization": f"Bearer {setup['tokens']['bob']}"})
         assert [g["name"] for g in r.json()["groups"]] == ["kept"]

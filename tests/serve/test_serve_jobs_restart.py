@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import warnings
 
 import polars as pl
 import pytest
@@ -17,14 +16,6 @@ pytest.importorskip("starlette")
 import serve_fixtures as F
 
 BIG = {"dataset": "persons", "dims": ["municipality", "sex"]}
-
-
-def _client(app):
-    with warnings.catch_warnings():  # Starlette's notice about its test client's HTTP library
-        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-        from starlette.testclient import TestClient
-
-        return TestClient(app)
 
 
 def _wait(client, path, headers):
@@ -43,7 +34,7 @@ def test_restart_keeps_finished_jobs_and_fails_running_ones(tmp_path):
     config, tokens = F.write_setup(tmp_path, db, min_population=1, job_cells=20, job_workers=1, sessions=1)
     auth = {"Authorization": f"Bearer {tokens['alice']}"}
     first = create_app(config)
-    c1 = _client(first).__enter__()  # left open while the second starts, as a killed service leaves it
+    c1 = F.starlette_client(first).__enter__()  # left open while the second starts, as a killed service leaves it
     done = c1.post("/v1/table", json=BIG, headers=auth).json()["job"]["id"]
     kept = _wait(c1, f"/v1/jobs/{done}", auth)
     assert kept.status_code == 200
@@ -60,7 +51,7 @@ def test_restart_keeps_finished_jobs_and_fails_running_ones(tmp_path):
     (tmp_path / "serve_state" / "jobs" / f"owner-{first.state.jobs.owner}.lock").unlink()
     try:
         second = create_app(config)  # a restart over the state the first left
-        with _client(second) as c2:
+        with F.starlette_client(second) as c2:
             again = c2.get(f"/v1/jobs/{done}", headers=auth)
             assert again.status_code == 200 and again.content == kept.content
             assert again.headers["ETag"] == kept.headers["ETag"]

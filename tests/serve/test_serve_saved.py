@@ -9,7 +9,6 @@ The app in-process (Starlette's test client), as a platform mounts it (``create_
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 
@@ -22,14 +21,6 @@ TABLE = {"dataset": "persons", "dims": ["region", "sex"], "filters": {"agegroup"
 BIG = {"dataset": "persons", "dims": ["municipality", "sex"]}
 
 
-def _client(app):
-    with warnings.catch_warnings():  # Starlette's notice about its test client's HTTP library
-        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
-        from starlette.testclient import TestClient
-
-        return TestClient(app)
-
-
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     from protab.serve.app import create_app
@@ -37,7 +28,7 @@ def setup(tmp_path_factory):
     folder = tmp_path_factory.mktemp("saved")
     db = F.build_database(folder / "micro.duckdb", persons=1500)
     config, tokens = F.write_setup(folder, db, saved_per_user=CAP, job_cells=40, job_workers=1, sessions=1)
-    with _client(create_app(config)) as client:
+    with F.starlette_client(create_app(config)) as client:
         yield {"client": client, "tokens": tokens, "folder": folder, "config": config}
 
 
@@ -130,7 +121,7 @@ def test_saved_tables_survive_a_restart(setup):
     from protab.serve.app import create_app
 
     _call(setup, "POST", "/v1/saved", {"name": "kept", "request": TABLE})
-    with _client(create_app(setup["config"])) as other:
+    with F.starlette_client(create_app(setup["config"])) as other:
         auth = {"Authorization": f"Bearer {setup['tokens']['alice']}"}
         assert "kept" in {s["name"] for s in other.get("/v1/saved", headers=auth).json()["saved"]}
         assert other.get("/v1/saved/kept", headers=auth).content == _call(setup, "GET", "/v1/saved/kept").content
