@@ -25,7 +25,7 @@ from spark_fixtures import age_hierarchy, geo_hierarchy, require_spark
 
 import protab as pt
 from protab.engines import to_spark
-from protab.errors import InputError, ProtabError
+from protab.errors import InputError, ProtabError, SpecError
 
 require_spark()
 
@@ -238,6 +238,8 @@ def test_key_sums_on_both_engines(engines, table):
         assert not s.exists(coarse) and s.exists(fine)
         s.drop_key_sums(fine)
         assert not s.exists(fine)
+    with pytest.raises(SpecError, match="made on DuckDB only"):  # sums kept in key sums: DuckDB's list merge
+        sp.key_sums(table, ["muni"], sums=["w"])
 
 
 # -- grid hierarchies: the INSPIRE codes checked in Spark SQL (a Java regex for DuckDB's RE2 one)

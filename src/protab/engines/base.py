@@ -239,6 +239,14 @@ class Engine:
         """SQL of a DECIMAL(38, 8) ``value`` times an integer coefficient, keeping 8 decimals."""
         return f"{value} * {coef}"
 
+    def merged_list(self, lists: str, n: int, *, descending: bool) -> str:
+        """SQL of an aggregate merging sorted lists (column ``lists``) to the ``n`` largest
+        (``descending``) or smallest of all their values, in that order; NULL when every list
+        is NULL (the top lists of key sums, protab.rollup.partials)."""
+        order = "'DESC'" if descending else "'ASC'"
+        return (f"list_slice(list_sort(flatten(list({lists}) FILTER (WHERE {lists} IS NOT NULL)), {order}), "
+                f"1, {int(n)})")
+
     def hex_integer(self, digits: str) -> str:
         """SQL of up to 15 hexadecimal digits (text) as the whole number they write."""
         return f"CAST('0x' || {digits} AS UBIGINT)"

@@ -361,6 +361,10 @@ class SparkEngine(Engine):
         self._require_version((4, 2), "record swapping (the best donors of a class)")
         self._text_alike(table, cols, [household], "household id column")
 
+    def merged_list(self, lists: str, n: int, *, descending: bool) -> str:
+        raise SpecError("key sums with sums (Session.key_sums(..., sums=...)) are made on DuckDB only; "
+                        "on Spark ask the records' table for magnitudes")
+
     def hex_integer(self, digits: str) -> str:
         """``conv`` to base 10 (Spark has no hexadecimal literal cast); 15 digits fit a BIGINT."""
         return f"CAST(conv({digits}, 16, 10) AS BIGINT)"

@@ -146,7 +146,7 @@ class Checks:
         more over the table (an exact second look at the microdata, made only when the
         cheap bound of the scan does not rule it out)."""
         sources = self._value_sources()
-        if not sources:
+        if not sources or self.partials is not None:  # key sums: their whole table was checked when made
             return
         items = [
             f"coalesce(sum(abs(CAST({quote_ident(c)} AS DOUBLE))) "
@@ -163,9 +163,11 @@ class Checks:
                     "column in a larger unit (e.g. thousands or millions) and register it again"
                 )
 
-    def _bad_values(self, column: str, where: str) -> tuple[int, str]:
+    def _bad_values(self, column: str, where: str) -> tuple[int | str, str]:
         """How many records of a microdata column are bad, and the first few distinct bad
         values (error path only)."""
+        if self.partials is not None:  # key sums keep no record's value: the records' table has them
+            return "some", "the key sums keep no record's value: look in the records' table"
         q = quote_ident(column)
         cond = where.format(q=q)
         t = self.source
@@ -265,7 +267,7 @@ class Checks:
             if low is not None and low < 0:
                 n = self.eng.rows(
                     f"SELECT count(*) FROM {self.source} WHERE {quote_ident(col)} < 0"
-                )[0][0]
+                )[0][0] if self.partials is None else "some"
                 raise InputError(
                     f"sums column {col!r} of table {self.table!r} has negative values in {n} record(s); "
                     "the dominance and p% rules are defined for values of 0 or more (use min_frequency "

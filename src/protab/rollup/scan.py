@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from protab.errors import InputError
 from protab.rollup.cells import temp_name, wide_key, zero_sql
+from protab.rollup.partials import contribution, merged_magnitudes, merged_values
 from protab.sqltools import FLOAT_TYPES, code_sql, quote_ident
 
 
@@ -96,8 +97,11 @@ class Scan:
             "count(*) AS _n" if spec.freq is None
             else f"CAST(coalesce(sum({quote_ident(spec.freq)}), 0) AS BIGINT) AS _n"
         ]
-        checks = []
-        for internal, col, _ in self._value_sources():
+        checks: list[str] = []
+        if self.partials is not None:  # a key-sum table: its parts of the sums, merged
+            more, checks = merged_values(self.partials, tuple(spec.sums), quote_ident(spec.freq))
+            aggs += more
+        for internal, col, _ in self._value_sources() if self.partials is None else ():
             q = quote_ident(col)
             aggs += [
                 f"sum({self.eng.decimal8(q, self.types.get(col, '') in FLOAT_TYPES)}) AS {internal}",
@@ -115,7 +119,7 @@ class Scan:
         if spec.freq is not None:
             aggs.append(f"count(*) FILTER (WHERE {quote_ident(spec.freq)} < 0) AS _chk_f")
             checks.append("_chk_f")
-        if spec.sums and spec.null_sums == "error":
+        if spec.sums and spec.null_sums == "error" and self.partials is None:
             for k, col in enumerate(spec.sums):
                 aggs.append(f"count(*) - count({quote_ident(col)}) AS _chk_null{k}")
                 checks.append(f"_chk_null{k}")
@@ -144,16 +148,17 @@ class Scan:
         w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
         nonneg: set[int] = set()
         if spec.weight is None and spec.sums:
-            lows = self.eng.rows("SELECT " + ", ".join(f"min(CAST({quote_ident(c)} AS DOUBLE)) >= 0"
-                                                       for c in spec.sums) + f" FROM {self.source}")[0]
+            low = [quote_ident(c) if self.partials is None else self.partials.part(c, "lo") for c in spec.sums]
+            lows = self.eng.rows("SELECT " + ", ".join(f"min(CAST({c} AS DOUBLE)) >= 0" for c in low)
+                                 + f" FROM {self.source}")[0]
             nonneg = {k for k, low in enumerate(lows) if low is None or low}
+        if self.partials is not None:
+            aggs, params = merged_magnitudes(self.eng, self.partials, tuple(spec.sums), int(self.top_k or 1), nonneg,
+                                             self.key is not None, self.modulus)
+            return aggs, params, checks
         r = f"CAST({quote_ident(self.key[0])} AS BIGINT)" if self.key is not None else "0"  # non-zero key sum
         for k, col in enumerate(spec.sums):
-            q = quote_ident(col)
-            # + 0.0 turns -0.0 into 0.0: DuckDB's top lists hold 0.0 for it, Spark's max_by -0.0
-            x = (f"(CAST(coalesce({q}, 0) AS DOUBLE) + 0.0)" if spec.null_sums == "zero"
-                 else f"(CAST({q} AS DOUBLE) + 0.0)")
-            present = "TRUE" if spec.null_sums == "zero" else f"{q} IS NOT NULL"
+            x, present = contribution(col, spec.null_sums)
             if spec.weight is not None:
                 prod = f"TRY_CAST({x} * {w} AS DECIMAL(38, 8))"
                 aggs += [f"sum({prod}) AS _sw{k}",

@@ -41,6 +41,7 @@ from protab.rollup.levels import Levels
 from protab.rollup.magnitude_cells import MagnitudeCells
 from protab.rollup.matrix import Matrix
 from protab.rollup.order import Order
+from protab.rollup.partials import Partials
 from protab.rollup.perturb import Perturb
 from protab.rollup.relations import Relations
 from protab.rollup.scan import Scan
@@ -75,13 +76,15 @@ class TableRun(Relations, Scan, Checks, Codes, Levels, Order, Perturb, Magnitude
         rollup: bool = True,
         top_k: int | None = None,
         holding: str | None = None,
+        partials: Partials | None = None,
     ) -> None:
         """``types``: column → DuckDB type of the table (NaN codes of floating-point
         dimensions become NULL); ``max_cells``: refuse requests estimated to publish (or,
         with ``extend0``, to hold as inner cells) more cells than this; ``rollup=False``:
         only inner cells are wanted, so the estimate of published cells is skipped;
         ``top_k``: carry the magnitude columns of :func:`value_columns` with lists of the
-        ``top_k`` largest contributions (1..6)."""
+        ``top_k`` largest contributions (1..6); ``partials``: the table is a key-sum table
+        keeping these parts of the sums columns, merged by the scan (its ``freq`` counts records)."""
         if isinstance(eng, duckdb.DuckDBPyConnection):
             raise TypeError("TableRun takes an engine (protab.engines.DuckDBEngine(con)), not a DuckDB connection")
         self.eng = eng
@@ -101,7 +104,8 @@ class TableRun(Relations, Scan, Checks, Codes, Levels, Order, Perturb, Magnitude
         self.holding = holding
         #: a path: published tables are written there as Parquet by the engine (see _emit)
         self.sink: str | None = None
-        if top_k is not None and spec.sums and spec.freq is not None:
+        self.partials = partials
+        if top_k is not None and spec.sums and spec.freq is not None and partials is None:
             raise SpecError(
                 f"table {table!r}: magnitude tables need one row per contributor; the rows are "
                 f"aggregated (freq={spec.freq!r}), so contributions and their largest values are unknown"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from protab.errors import InputError, SpecError, show_values
+from protab.rollup.partials import Partials, check_measures, partial_aggregates
 from protab.session.arguments import INTEGER, NUMERIC, check_bits, check_seed
 from protab.sqltools import FLOAT_TYPES, quote_ident
 
@@ -21,6 +22,7 @@ class Keys:
     engine: Engine
     _keys: dict[str, tuple[str, int]]
     _key_sum_sources: dict[str, str]
+    _key_sum_partials: dict[str, Partials]
 
     def _forget(self, name: str) -> None:
         """Forget what the session knew of table ``name`` (its record keys, its key sums): it
@@ -207,7 +209,8 @@ class Keys:
     #: Columns of a key-sum table (see :meth:`key_sums`)
     KEY_SUM_RECORDS, KEY_SUM_KEY = "protab_records", "protab_key_sum"
 
-    def key_sums(self, table: str, columns: Sequence[str], *, name: str | None = None) -> str:
+    def key_sums(self, table: str, columns: Sequence[str], *, name: str | None = None,
+                 sums: Sequence[str] = (), top_k: int = 1, null_sums: str = "error") -> str:
         """Aggregate the records of ``table`` to one row per combination of ``columns`` with
         its number of records and its key sum modulo the key modulus, in a temporary table
         of this session; returns its name.
@@ -216,21 +219,25 @@ class Keys:
         and sums of residues are residues of sums, so :meth:`cell_key`, :meth:`tabulate` and
         :meth:`model_matrix` on this table give every count table of ``columns`` (any
         hierarchies, formula or ``where`` on them) byte for byte as they would on the records,
-        from far fewer rows. It holds counts only: weights and sums need the records. The key
+        from far fewer rows. Without ``sums`` it holds counts only; weights always need the records. The key
         sums are as secret as the keys: the table lives in this session only (TEMP) and is
         never a dimension of a table. It is a snapshot: new record keys (add_record_keys) or a
         new ``table`` (register) drop it; other changes to ``table`` are not seen.
-        ``table`` may itself be a key-sum table (its counts and key sums are summed)."""
+        ``table`` may itself be a key-sum table (its counts and key sums are summed).
+
+        ``sums`` (DuckDB): also keep, per sums column, what magnitude tables read of its
+        records — the exact DECIMAL sum, the non-zero contributors and their key sum, the
+        ``top_k`` (1..6) largest and smallest values, the checks — merged per cell by
+        :meth:`cell_key` and :meth:`tabulate` with ``top_k`` up to that many, unweighted, with
+        the same ``null_sums`` rule: the same cells as from the records (protab.rollup.partials).
+        Values no table could hold (NaN, ±inf, NULL under ``null_sums='error'``, sums beyond
+        exact decimals) are refused here."""
         columns = list(columns)
-        if not columns:
-            raise SpecError(f"key_sums: name at least one column of table {table!r} to keep")
-        if len(set(columns)) < len(columns):
-            raise SpecError(f"key_sums: columns {show_values(columns)} name a column twice")
-        if name is not None and (not isinstance(name, str) or not name):
-            raise SpecError("key_sums: name must be a non-empty table name (or None for a generated one)")
-        cols = self._require_columns(table, columns)
+        cols = self._key_sum_columns(table, columns, name)
         key, modulus = self.record_key(table)
-        clash = [c for c in columns if c in (key, self.KEY_SUM_RECORDS, self.KEY_SUM_KEY)]
+        parts = self._partials(table, columns, sums, top_k, null_sums)
+        taken = {key, self.KEY_SUM_RECORDS, self.KEY_SUM_KEY} | (parts.columns() if parts else set())
+        clash = [c for c in [*columns, *(parts.sums if parts else ())] if c in taken]
         if clash:
             raise SpecError(f"key_sums: column {clash[0]!r} of table {table!r} cannot be kept: it is the "
                             "record key or a name the key-sum table uses for itself")
@@ -242,6 +249,7 @@ class Keys:
         elif self.exists(name):
             raise SpecError(f"key_sums: a table or view named {name!r} exists already; choose another name")
         keep = ", ".join(quote_ident(c) for c in columns)
+        more, params = self._partial_sql(table, parts, key)
         # a float column groups by its text too: -0.0 and 0.0 (NaN and -NaN) are one value to
         # GROUP BY but two to a where-filter, which compares the text
         group = [quote_ident(c) for c in columns] + [
@@ -252,13 +260,62 @@ class Keys:
         k = f"CAST({quote_ident(key)} AS HUGEINT)" if modulus > 2**32 else quote_ident(key)
         self.engine.temp_table(
             name,
-            f"SELECT {keep}, {records} AS {self.KEY_SUM_RECORDS}, CAST(sum({k}) % ? AS BIGINT) AS {self.KEY_SUM_KEY} "
-            f"FROM {quote_ident(table)} GROUP BY {', '.join(group)}",
-            [modulus],
+            f"SELECT {keep}, {records} AS {self.KEY_SUM_RECORDS}, CAST(sum({k}) % ? AS BIGINT) AS {self.KEY_SUM_KEY}"
+            f"{''.join(', ' + a for a in more)} FROM {quote_ident(table)} GROUP BY {', '.join(group)}",
+            [modulus, *params],
         )
         self._keys[name] = (self.KEY_SUM_KEY, modulus)
         self._key_sum_sources[name] = table
+        if parts is not None:
+            self._key_sum_partials[name] = parts
         return name
+
+    def _key_sum_columns(self, table: str, columns: list[str], name: Any) -> dict[str, str]:
+        """The columns of ``table`` (catalog types) after the checks of the kept ``columns`` and the ``name``."""
+        if not columns:
+            raise SpecError(f"key_sums: name at least one column of table {table!r} to keep")
+        if len(set(columns)) < len(columns):
+            raise SpecError(f"key_sums: columns {show_values(columns)} name a column twice")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise SpecError("key_sums: name must be a non-empty table name (or None for a generated one)")
+        return self._require_columns(table, columns)
+
+    def _partials(self, table: str, columns: list[str], sums: Sequence[str], top_k: Any,
+                  null_sums: Any) -> Partials | None:
+        """The sums columns a key-sum table keeps (see :meth:`key_sums`), checked; None for none."""
+        from protab.magnitude import MAX_TOP_K
+
+        if isinstance(sums, str):
+            raise SpecError(f"key_sums: sums must be a list of column names, not the text {sums!r}")
+        sums = tuple(sums)
+        if null_sums not in ("error", "zero", "omit"):
+            raise SpecError(f"key_sums: null_sums must be 'error', 'zero' or 'omit', not {null_sums!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise SpecError(f"key_sums: top_k must be a whole number from 1 to {MAX_TOP_K}")
+        if not sums:
+            return None
+        if len(set(sums)) < len(sums):
+            raise SpecError(f"key_sums: sums {show_values(sums)} name a column twice")
+        self.engine.merged_list("x", 1, descending=True)  # refuses on an engine that cannot merge lists
+        if table in self._key_sum_sources:
+            raise SpecError(f"key_sums: table {table!r} is a key-sum table; sums are kept from the records' table")
+        types = self._require_columns(table, list(sums), "sums column")
+        both = [c for c in sums if c in columns]
+        if both:
+            raise SpecError(f"key_sums: column {both[0]!r} of table {table!r} is both kept as a code and summed")
+        not_numbers = [c for c in sums if not NUMERIC.match(types[c])]
+        if not_numbers:
+            raise InputError(f"key_sums: sums column {not_numbers[0]!r} of table {table!r} has type "
+                             f"{types[not_numbers[0]]}; sums must be numeric")
+        return Partials(sums, tuple(types[c] for c in sums), top_k, null_sums)
+
+    def _partial_sql(self, table: str, parts: Partials | None, key: str) -> tuple[list[str], list[Any]]:
+        """The aggregates (and their parameters) keeping ``parts``, after the checks of their values."""
+        if parts is None:
+            return [], []
+        nonneg = check_measures(self.engine, table, parts.sums, parts.null_sums)
+        modulus = self.record_key(table)[1]
+        return partial_aggregates(self.engine, parts, nonneg, f"CAST({quote_ident(key)} AS BIGINT)", modulus)
 
     def drop_key_sums(self, name: str) -> None:
         """Drop a key-sum table made by :meth:`key_sums` (it goes with the session anyway)."""
@@ -266,6 +323,7 @@ class Keys:
             raise SpecError(f"drop_key_sums: {name!r} is not a key-sum table of this session")
         self.engine.drop_temp_table(name)
         del self._key_sum_sources[name]
+        self._key_sum_partials.pop(name, None)
         self._keys.pop(name, None)
 
     def _drop_key_sums_of(self, table: str) -> None:

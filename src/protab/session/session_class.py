@@ -13,6 +13,7 @@ from typing import Any
 
 from protab.engines import DuckDBEngine, Engine, SparkEngine
 from protab.errors import InputError
+from protab.rollup.partials import Partials
 from protab.session.arguments import DEFAULT_DATABASE, DEFAULT_MAX_CELLS, check_max_cells
 from protab.session.catalog import Catalog
 from protab.session.census import Census
@@ -88,6 +89,7 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         self._read_paths: list[str] = []  # files registered in this session (outputs never replace them)
         self._keys: dict[str, tuple[str, int]] = {}
         self._key_sum_sources: dict[str, str] = {}  # key-sum tables (key_sums) → the table they sum
+        self._key_sum_partials: dict[str, Partials] = {}  # key-sum tables → the sums they keep
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
 
     @classmethod

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine
     from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
+    from protab.rollup.partials import Partials
 
 
 class Tables:
@@ -30,6 +31,7 @@ class Tables:
     engine: Engine
     max_cells: int | None
     _key_sum_sources: dict[str, str]
+    _key_sum_partials: dict[str, Partials]
     _hierarchies: dict[Any, tuple[str, str]]
     KEY_SUM_RECORDS: str
 
@@ -50,8 +52,11 @@ class Tables:
         if not isinstance(spec, TableSpec):
             raise SpecError(f"expected a protab.TableSpec, not {type(spec).__name__}")
         summed = table in self._key_sum_sources
+        partials = self._key_sum_partials.get(table)
         if summed:  # counts and key sums per cell (key_sums): the records' counts and cell keys
-            spec = self._key_sum_spec(table, spec, holding)
+            spec = self._key_sum_spec(table, spec, holding, top_k)
+            if partials is not None:  # the sums columns it keeps, typed as in the records' table
+                cols = {**cols, **dict(zip(partials.sums, partials.types))}
         self._check_columns(table, cols, spec, holding)
         key = None
         if keys:
@@ -69,19 +74,28 @@ class Tables:
         return TableRun(
             self.engine, table, spec, key=key, extend0=extend0, structural=structural,
             cache=self._hierarchies, types=cols, max_cells=self.max_cells, rollup=rollup, top_k=top_k,
-            holding=holding,
+            holding=holding, partials=partials if spec.sums else None,
         )
 
-    def _key_sum_spec(self, table: str, spec: TableSpec, holding: str | None) -> TableSpec:
-        """The request on a key-sum table (Session.key_sums): its record counts as frequencies."""
-        if spec.weight is not None or spec.sums or spec.freq is not None or holding is not None:
+    def _key_sum_spec(self, table: str, spec: TableSpec, holding: str | None, top_k: int | None) -> TableSpec:
+        """The request on a key-sum table (Session.key_sums): its record counts as frequencies,
+        its sums merged from the parts the table keeps (protab.rollup.partials)."""
+        partials = self._key_sum_partials.get(table)
+        if spec.weight is not None or spec.freq is not None or holding is not None or (spec.sums and not partials):
             raise SpecError(
                 f"table {table!r} holds record counts and key sums per cell (Session.key_sums); "
-                "weights, sums, frequencies and holdings need the records: ask the records' table"
+                "weights, frequencies, holdings and sums it was not made with need the records: ask the "
+                "records' table"
             )
         if self.KEY_SUM_RECORDS in [*spec.columns, *(c for c, _, _ in spec.where)]:
             raise SpecError(f"column {self.KEY_SUM_RECORDS!r} of table {table!r} counts the records of its "
                             "rows: it is neither a dimension nor a filter")
+        if partials is not None:
+            partials.check_request(table, tuple(spec.sums), spec.null_sums, top_k)
+            filtered = [c for c, _, _ in spec.where if c in partials.sums]
+            if filtered:
+                raise SpecError(f"table {table!r} keeps sums of {filtered[0]!r}, not its values: a where condition "
+                                "on it needs the records' table")
         return dataclasses.replace(spec, freq=self.KEY_SUM_RECORDS)
 
     def _check_columns(self, table: str, cols: dict[str, str], spec: TableSpec, holding: str | None) -> None:
