@@ -14,8 +14,8 @@ most requests differ (the answer cache is off unless `--cache N`; answers are de
 cache only hides the work). Prints throughput, p50/p95/max latency, the error count, and per
 query kind the ratio of its latency alone (one client, best of --repeat, each with new filters)
 to `Session.cell_key` of the same table on the records in this process (best of --repeat, after a
-warm-up). The service answers counts from the key sums of the dataset's dims (Session.key_sums,
-the same numbers), so its count queries can beat cell_key on the records; means read the records.
+warm-up). The service answers counts and means from the key sums of the dataset's dims (Session.key_sums
+with the measures' sums and top lists, the same numbers), so its queries can beat cell_key on the records.
 
     nice python benchmarks/serve_load.py --jobs 2            # and a second phase with 2 job clients
 

@@ -540,9 +540,9 @@ def test_no_secret_in_answers_errors_or_logs(served):
 # -- count requests read the key sums of the dataset's dims ------------------------------------
 @pytest.mark.parametrize("persons, used", [(F.PERSONS, True), (40, False)])
 def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, used):
-    """6,000 persons in 480 combinations of the dims: count requests read the key sums (the
-    same answers, compared with Session.cell_key on the records); 40 persons in about as many
-    combinations: the records, no key-sum table kept."""
+    """6,000 persons in 480 combinations of the dims: count and sum requests read the key sums
+    (the same answers, compared with Session.cell_key on the records); 40 persons in about as
+    many combinations: the records, no key-sum table kept."""
     from protab.serve.broker import Broker
     from protab.serve.config import load_config
 
@@ -550,6 +550,8 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
     spec = pt.TableSpec({"region": _codes(db, "region"), "sex": _codes(db, "sex")},
                         where=[("agegroup", "in", ["a5-9"])])
     want = _cell_key(db, spec)  # on the records, before the engine opens the database its own way
+    sums = pt.TableSpec({"agegroup": _codes(db, "agegroup")}, sums=["income"], where=[("region", "in", ["R1"])])
+    want_sums = _cell_key(db, sums).filter(pl.col("agegroup_level") == 1)
     config, _ = F.write_setup(tmp_path, db)
     engine = Broker(load_config(config))
     try:
@@ -562,9 +564,15 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
         for row in got.iter_rows(named=True):
             cell = want.filter((pl.col("region") == (row["region"] or "Total")) & (pl.col("sex") == (row["sex"] or "Total")))
             assert cell["n_pert"].to_list() == [row["n"]]
+        got_sums = engine.query("SELECT agegroup, count(*) AS n, sum(income) AS s, avg(income) AS a FROM persons "
+                                "WHERE region = 'R1' GROUP BY agegroup ORDER BY agegroup", user).frame
+        assert got_sums["s"].to_list() == want_sums.sort("agegroup")["income_pert"].to_list()  # exactly
+        assert got_sums["a"].to_list() == want_sums.sort("agegroup")["income_mean_pert"].to_list()
+        assert ds.sums_kept is used
         if used:
             with engine.session() as s:
                 assert s.exists(ds.counts_table)
+                assert "protab_m0_top" in s.columns(ds.counts_table)
     finally:
         engine.close()
 

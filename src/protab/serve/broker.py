@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from protab.errors import ProtabError, SpecError, show_values
+from protab.serve.caching import state_folder
 from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
 from protab.serve.groups import Ledger, group_hierarchy
@@ -122,6 +123,8 @@ class _Dataset:
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
     #: the key-sum table of the dataset's dims in every session (Session.key_sums), or None
     counts_table: str | None = None
+    #: whether that table keeps the measures' sums too (so magnitude requests read it)
+    sums_kept: bool = False
     #: the areas withheld by the dataset's rules (protab.serve.rules), set at start-up
     withheld: Withheld | None = None
 
@@ -199,6 +202,8 @@ class Broker:
             self.ptable: PTable = load_ptable(dict(config.ptable), config.base)
         except ProtabError as exc:
             raise type(exc)(f"[ptable] of the serve config: {exc}") from None
+        # the custom groups each user asked for (protab.serve.groups), kept in the state folder
+        self._ledger = Ledger(state_folder(config))
         self._pool: queue.LifoQueue[Session] = queue.LifoQueue()
         self._sessions: list[Session] = []
         try:
@@ -209,14 +214,14 @@ class Broker:
                 self._pool.put(s)
             with self.session() as s:
                 self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
-            self._key_sums()
-            self._withheld()
             for name, ds in self.datasets.items():
                 if ds.conf.magnitude is not None:
                     try:
                         ds.magnitude = load_magnitude(dict(ds.conf.magnitude), config.base)
                     except ProtabError as exc:
                         raise type(exc)(f"datasets.{name}.magnitude of the serve config: {exc}") from None
+            self._key_sums()  # after the magnitude parameters: their top_k decides the lists kept
+            self._withheld()
         except BaseException:
             self.close()
             raise
@@ -224,7 +229,6 @@ class Broker:
                                for n, d in self.datasets.items()}
         self._cache = _LRU(config.cache_size)
         self.rate = _RateLimit(config.requests_per_minute)
-        self._ledger = Ledger()  # the custom groups each user asked for (protab.serve.groups)
         self._flat = _LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
         self._warm_up()
 
@@ -264,8 +268,12 @@ class Broker:
         with their key sums (Session.key_sums: the same counts and cell keys, so the same
         answers byte for byte, from one row per combination of codes instead of one per
         record), when that is at least KEY_SUMS_GAIN times fewer rows (judged in the first
-        session before the others build theirs). A dataset with a dim named as a column of
-        the key sums is answered from its records."""
+        session before the others build theirs). With magnitude parameters they keep the
+        measures' sums and top lists too (Session.key_sums(sums=...): the same magnitudes byte
+        for byte), unless a measure holds values no table could hold, which the records' scan
+        then names per request. A dataset with a dim named as a column of the key sums is
+        answered from its records."""
+        from protab.errors import InputError
         from protab.session import Session
 
         first, others = self._sessions[0], self._sessions[1:]
@@ -273,15 +281,22 @@ class Broker:
             if {Session.KEY_SUM_RECORDS, Session.KEY_SUM_KEY} & set(ds.conf.dims):
                 continue
             name = f"_protab_serve_counts_{k}"
-            first.key_sums(ds.conf.table, ds.conf.dims, name=name)
+            sums: dict[str, Any] = {}
+            if ds.magnitude is not None and ds.conf.measures:
+                sums = {"sums": list(ds.conf.measures), "top_k": ds.magnitude.top_k, "null_sums": ds.conf.null_sums}
+            try:
+                first.key_sums(ds.conf.table, ds.conf.dims, name=name, **sums)
+            except InputError:  # a measure no table could hold: counts only, sums from the records
+                sums = {}
+                first.key_sums(ds.conf.table, ds.conf.dims, name=name)
             rows = first.sql(f"SELECT count(*) AS n FROM {quote_ident(name)}")["n"][0]
             records = first.sql(f"SELECT count(*) AS n FROM {quote_ident(ds.conf.table)}")["n"][0]
             if rows * KEY_SUMS_GAIN > records:  # hardly fewer rows than records: not worth the memory
                 first.drop_key_sums(name)
                 continue
             for s in others:
-                s.key_sums(ds.conf.table, ds.conf.dims, name=name)
-            ds.counts_table = name
+                s.key_sums(ds.conf.table, ds.conf.dims, name=name, **sums)
+            ds.counts_table, ds.sums_kept = name, bool(sums)
 
     def _withheld(self) -> None:
         """The areas each dataset's rules withhold (protab.serve.rules.withheld_areas), once, before any answer."""
@@ -424,7 +439,7 @@ class Broker:
     def _protect(self, s: Session, ds: _Dataset, spec: Any, sums: bool) -> pl.DataFrame:
         from protab.errors import NoRecordsError
 
-        table = ds.counts_table if ds.counts_table is not None and not sums else ds.conf.table
+        table = ds.counts_table if ds.counts_table is not None and (ds.sums_kept or not sums) else ds.conf.table
         try:
             frame = s.cell_key(table, spec, self.ptable, threshold=self.config.threshold or None,
                                magnitude=ds.magnitude if sums else None)
