@@ -7,13 +7,17 @@ The test census (tests/serve_fixtures.py): 6,000 persons, exactly one of them 19
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 import serve_fixtures as F
 
 import protab as pt
 from protab.serve.broker import Broker
+from protab.serve.caching import state_folder
 from protab.serve.config import load_config
+from protab.serve.groups import Ledger
 from protab.serve.query import QueryRefused
 
 httpx = pytest.importorskip("httpx")
@@ -29,9 +33,15 @@ def setup(tmp_path_factory):
     return {"config": config, "db": db, "tokens": tokens, "folder": folder}
 
 
+def _forget_groups(setup):
+    """Start with an empty ledger of the groups users asked for (kept in the state folder)."""
+    (state_folder(load_config(setup["config"])) / Ledger.file).unlink(missing_ok=True)
+
+
 @pytest.fixture
 def broker(setup):
     """A broker of its own for each test: the groups a user asked for start empty."""
+    _forget_groups(setup)
     b = Broker(load_config(setup["config"]))
     try:
         yield b
@@ -127,10 +137,32 @@ def test_a_group_may_not_differ_from_an_earlier_group_by_a_few_records(broker):
     assert _table(broker, {"dims": ["age"], "groups": {"age": {"wider": AGES[:15]}}}).height == 2
 
 
+def test_a_restart_forgets_no_earlier_group(setup):
+    """The ledger is in the state folder: a new broker (a restarted service) still refuses a
+    group a few records away from one asked before the restart; a refused group is not kept."""
+    _forget_groups(setup)
+    for attempt in range(2):
+        b = Broker(load_config(setup["config"]))
+        try:
+            if attempt == 0:
+                _table(b, {"dims": ["age"], "groups": {"age": {"young": AGES[:10]}}})
+                with pytest.raises(QueryRefused, match="differs from"):
+                    _table(b, {"dims": ["age"], "groups": {"age": {"near": [*AGES[:10], "19"]}}})
+            else:
+                with pytest.raises(QueryRefused, match=r"group 'young\+' differs from your earlier group"):
+                    _table(b, {"dims": ["age"], "groups": {"age": {"young+": [*AGES[:10], "19"]}}})
+                assert _table(b, {"dims": ["age"], "groups": {"age": {"young": AGES[:10]}}}).height == 2
+        finally:
+            b.close()
+    kept = json.loads((state_folder(load_config(setup["config"])) / Ledger.file).read_text())["users"]
+    assert kept == {"bob": {"persons": {"age": [sorted(AGES[:10])]}}}
+
+
 def test_the_differencing_attack_over_http_is_refused(setup):
     """An analyst tries to average out the noise of the one 19-year-old: each base group and the
     same group with age 19 added; every second group of a pair is refused, so no difference of
     the pair is ever published (bounded: five pairs, on 127.0.0.1)."""
+    _forget_groups(setup)
     server = F.Server(setup["config"])
     try:
         def ask(groups):

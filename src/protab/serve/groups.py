@@ -10,7 +10,7 @@ The differencing rule (``groups.min_difference``, the dataset's rule ``group_min
 default its minimum population): every group cell (each group, and their total) must differ
 from every published cell of the dimension (each code of each level, and the total), from the
 request's other group cells and from every group the user asked for before (per dataset and
-dimension, kept while the service runs) by at least that many records *after perturbation*, in
+dimension, kept in the state folder across restarts: :class:`Ledger`) by at least that many records *after perturbation*, in
 the whole filtered population and in every cell of its crossing with the table's other
 dimensions. Two groups that differ by a few records would otherwise publish their difference
 with fresh noise, again and again (the differencing attack; Hundepool et al. 2012, Statistical
@@ -20,8 +20,7 @@ are the same records, with the same value.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +30,7 @@ from protab.errors import show_values
 from protab.serve.classifications import MARGIN as MARGIN_NAME
 from protab.serve.query import QueryRefused
 from protab.serve.rules import Rules
+from protab.serve.saved import UserStore
 from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,26 +97,32 @@ def group_hierarchy(groups: Mapping[str, Sequence[str]]) -> Hierarchy:
     return Hierarchy.from_parent_child(pairs, root=MARGIN_NAME)
 
 
-class Ledger:
-    """The groups each user asked for, per (user, dataset, dimension), while the service runs
-    (bounded: :data:`MAX_REMEMBERED` each). Thread-safe."""
+class Ledger(UserStore):
+    """The groups each user asked for, per dataset and dimension (at most :data:`MAX_REMEMBERED`
+    each), in ``<state folder>/groups_used.json`` (user → dataset → dimension → code lists): a
+    restart forgets none, so the differencing rule keeps comparing new groups with them. A
+    request's groups are judged and recorded under the ledger's lock (:meth:`judge`), so that two
+    concurrent requests of one user cannot each pass against the list before the other."""
 
-    def __init__(self) -> None:
-        self._sets: dict[tuple[str, str, str], list[frozenset[str]]] = {}
-        self._lock = threading.Lock()
+    file = "groups_used.json"
+    what = "ledger of custom groups"
 
-    def before(self, key: tuple[str, str, str]) -> list[frozenset[str]]:
-        with self._lock:
-            return list(self._sets.get(key, ()))
-
-    def add(self, key: tuple[str, str, str], sets: Sequence[frozenset[str]]) -> None:
-        with self._lock:
-            kept = self._sets.setdefault(key, [])
-            new = [s for s in dict.fromkeys(sets) if s not in kept]
-            if len(kept) + len(new) > MAX_REMEMBERED:
-                raise QueryRefused(f"you have used {len(kept)} groups of {key[2]!r}; the service compares each new "
+    def judge(self, key: tuple[str, str, str], sets: Sequence[frozenset[str]],
+              check: Callable[[list[frozenset[str]]], None]) -> None:
+        """``check`` the groups ``sets`` of ``key`` (user, dataset, dimension) against the user's
+        earlier ones, then record them; nothing is recorded when ``check`` refuses."""
+        user, dataset, dim = key
+        with self._locked():
+            kept = self._users.setdefault(user, {}).setdefault(dataset, {}).setdefault(dim, [])
+            before = [frozenset(cs) for cs in kept]
+            new = [cs for cs in dict.fromkeys(sets) if cs not in before]
+            if len(before) + len(new) > MAX_REMEMBERED:
+                raise QueryRefused(f"you have used {len(before)} groups of {dim!r}; the service compares each new "
                                    f"group with them and keeps at most {MAX_REMEMBERED}: reuse groups you defined")
-            kept.extend(new)
+            check(before)
+            if new:
+                kept.extend(sorted(cs) for cs in new)
+                self._save()
 
 
 def _cells(groups: Mapping[str, Sequence[str]], all_codes: Sequence[str]) -> dict[str, frozenset[str]]:
@@ -229,7 +235,7 @@ def check_request(s: Session, broker_min: int, ds: Any, user: str, ledger: Ledge
     ds.withheld.check_members(dim, [c for cs in groups.values() for c in cs])
     rules = ds.withheld.rules
     least = rules.group_min_difference or rules.min_population or broker_min
-    key = (user, ds.name, dim)
-    check_differences(s, rules, least, ds.conf.table, dim, others, groups, ds.conf.code_lists[dim].table,
-                      ledger.before(key), filters, ptable, ds.conf.null_code)
-    ledger.add(key, [frozenset(cs) for cs in groups.values()])
+    ledger.judge((user, ds.name, dim), [frozenset(cs) for cs in groups.values()],
+                 lambda before: check_differences(s, rules, least, ds.conf.table, dim, others, groups,
+                                                  ds.conf.code_lists[dim].table, before, filters, ptable,
+                                                  ds.conf.null_code))
