@@ -59,6 +59,7 @@ threshold = {threshold}
 min_population = {min_population}
 max_cells = 50000
 sessions = {sessions}
+{threads}
 job_cells = {job_cells}
 cache_size = {cache}
 requests_per_minute = 0
@@ -267,6 +268,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of load per phase (at most 600)")
     ap.add_argument("--max-requests", type=int, default=5000, help="small requests per phase")
     ap.add_argument("--sessions", type=int, default=4, help="read-only sessions of the server")
+    ap.add_argument("--threads", type=int, default=None, help="DuckDB threads of the server (default: the cores)")
     ap.add_argument("--cache", type=int, default=0, help="answer cache size of the server (default 0: off)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--folder", default=str(Path(tempfile.gettempdir()) / "protab-serve-bench"))
@@ -290,7 +292,8 @@ def main() -> None:
     config = run / "serve.toml"
     declare_codes(run)
     config.write_text(CONFIG.format(db=db, threshold=THRESHOLD, min_population=MIN_POPULATION,
-                                    sessions=args.sessions, cache=args.cache, agegroups=json.dumps(AGEGROUPS),
+                                    sessions=args.sessions, cache=args.cache,
+                                    threads=f"threads = {args.threads}" if args.threads else "", agegroups=json.dumps(AGEGROUPS),
                                     job_cells=JOB_CELLS if jobs else 0))
     _, token = auth.add_token(load_config(config, database=":memory:"), "bench")
     with pt.Session(db, read_only=True) as s:

@@ -578,7 +578,7 @@ def test_engine_reads_key_sums_when_they_are_much_smaller(tmp_path, persons, use
 
 
 def test_rate_limit_buckets_are_per_user_and_refill():
-    from protab.serve.broker import _RateLimit
+    from protab.serve.limits import RateLimit as _RateLimit
     from protab.serve.validator import QueryThrottled
 
     limit = _RateLimit(3)

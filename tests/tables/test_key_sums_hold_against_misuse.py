@@ -176,7 +176,7 @@ def test_counts_tables_are_out_of_the_analysts_reach(engine):
 
 
 def test_one_bucket_per_user_for_catalog_query_and_table(engine, monkeypatch):
-    from protab.serve.broker import _RateLimit
+    from protab.serve.limits import RateLimit as _RateLimit
     from protab.serve.validator import QueryThrottled
 
     monkeypatch.setattr(engine, "rate", _RateLimit(3))
@@ -193,10 +193,10 @@ def test_one_bucket_per_user_for_catalog_query_and_table(engine, monkeypatch):
 
 
 def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch):
-    from protab.serve import broker as eng
+    from protab.serve import limits as eng
     from protab.serve.validator import QueryThrottled
 
-    limit = eng._RateLimit(50)
+    limit = eng.RateLimit(50)
     admitted, lock = [], threading.Lock()
 
     def hammer():
@@ -218,7 +218,7 @@ def test_rate_limit_is_exact_under_threads_and_retry_after_is_honest(monkeypatch
     now = [1000.0]
     monkeypatch.setattr(eng, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
     for per_minute, wait in ((7, 9), (1, 60), (600, 1)):
-        limit = eng._RateLimit(per_minute)
+        limit = eng.RateLimit(per_minute)
         for _ in range(per_minute):
             limit.admit("u")
         with pytest.raises(QueryThrottled) as err:

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from protab.errors import InputError, NoRecordsError, SpecError, show_values
 from protab.sqltools import FLOAT_TYPES, quote_ident
@@ -118,6 +119,7 @@ class Checks:
         InputError for missing codes, HierarchyError for codes a hierarchy lacks, SpecError
         for a flat dimension's code equal to its margin's name."""
         n_codes: list[int] = []
+        found = self._hierarchy_codes()
         for k, (d, (n_distinct, nulls, null_cells, codes)) in enumerate(zip(self.spec.dimensions, per_dim)):
             if null_cells:  # only without null_code
                 nan = " or NaN" if self.types.get(d.column) in FLOAT_TYPES else ""
@@ -127,7 +129,7 @@ class Checks:
                     "TableSpec(..., null_code='Unknown')"
                 )
             if d.hierarchy is not None:
-                codes = self.arrow(f"SELECT DISTINCT _d{k} AS code FROM {self.inner} WHERE _d{k} IS NOT NULL")["code"]
+                codes = found.filter(pl.col("k") == k)["code"]
                 n_distinct = codes.len()
             self._leaf_counts.append(int(d.hierarchy._is_leaf.sum()) if d.hierarchy is not None else int(n_distinct))
             n_codes.append(int(n_distinct))
@@ -140,6 +142,14 @@ class Checks:
                     "margin name"
                 )
         return n_codes
+
+    def _hierarchy_codes(self) -> pl.DataFrame:
+        """(k, code): the distinct codes of every dimension k with a hierarchy, in one query."""
+        parts = [f"SELECT DISTINCT {k} AS k, _d{k} AS code FROM {self.inner} WHERE _d{k} IS NOT NULL"
+                 for k, d in enumerate(self.spec.dimensions) if d.hierarchy is not None]
+        if not parts:
+            return pl.DataFrame({"k": [], "code": []}, schema={"k": pl.Int32, "code": pl.String})
+        return self.arrow(" UNION ALL ".join(parts))
 
     def _too_large(self) -> None:
         """InputError for the first weight/sums column whose |values| add up to SUM_LIMIT or

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
 from protab.rollup.cells import temp_name
@@ -57,6 +58,17 @@ class Codes:
             bridges_out.append(bridge)
             self.depths.append(self._depth(d.hierarchy))
         return codes_out, bridges_out
+
+    def _code_frame(self, codes: str) -> pl.DataFrame:
+        """(code, level) of a codes table in code-number order; of a hierarchy's codes table,
+        which the session keeps, read once and kept beside it (``forget_hierarchies`` drops both)."""
+        kept = codes in {v[0] for key, v in self.cache.items() if not isinstance(key, tuple)}
+        if kept and ("frame", codes) in self.cache:
+            return self.cache[("frame", codes)][0]
+        frame = self.arrow(f"SELECT code, level FROM {codes} ORDER BY ord")
+        if kept:
+            self.cache[("frame", codes)] = (frame,)
+        return frame
 
     def _hierarchy_tables(self, h: Any, signed: bool) -> tuple[str, str]:
         """``codes`` and ``bridge`` of hierarchy ``h`` from its relation (with ``signed``, a

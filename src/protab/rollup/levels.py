@@ -61,11 +61,11 @@ class Levels:
             up += extra
             levels = {j: f"r._l{j}" for j in range(k)}
             lists = [v for v in values if value_kind(v) in ("list", "list_asc")]
-            depth = self.depths[k] if not lists and not self.coef[k] else None
+            depth = self.depths[k] if not self.coef[k] else None
             if depth is None:
                 pieces = self._bridge_step(k, pieces, keep, up, levels, values, lists, params, steps)
                 continue
-            pieces = self._levelwise(k, pieces, keep, levels, values, params, depth, steps)
+            pieces = self._levelwise(k, pieces, keep, levels, values, lists, params, depth, steps)
             if not self.eng.union_pieces:
                 pieces = [f"SELECT * FROM {self._union(pieces, f'_step{k}', steps, inline=False)}"]
         last = self._union(pieces, f"_step{nd - 1}", steps, inline=False)
@@ -104,7 +104,7 @@ class Levels:
         if not lists:
             upper = f"SELECT {', '.join(up + aggs)} {source} GROUP BY ALL"
         else:
-            upper = self._merged_lists(k, up, aggs, values, lists, source, steps)
+            upper = self._merged_lists(f"_b{k}", up, aggs, values, lists, source, steps)
         steps.append(
             f"_step{k} AS (SELECT {', '.join(keep + ['r.' + v for v in values])} FROM {prev} r "
             f"JOIN {self.codes[k]} c ON r._o{k} = c.ord WHERE {keep_where} "
@@ -112,24 +112,22 @@ class Levels:
         )
         return [f"SELECT * FROM _step{k}"]
 
-    def _merged_lists(
-        self, k: int, up: list[str], aggs: list[str], values: list[str], lists: list[str], source: str,
-        steps: list[str],
-    ) -> str:
-        """The ancestors' rows of step ``k`` with top-k lists: the k largest of a union are
-        among its parts' k largest, so the parts' lists are unnested side by side and the k
-        largest kept (max(x, k)) — several times faster than list() + flatten + sort; joined
-        back to the other aggregates (CTEs ``_up<k>``, ``_ul<k>`` appended to ``steps``)."""
-        names = [e.rsplit(" AS ", 1)[-1].split(".")[-1] for e in up]
+    def _merged_lists(self, name: str, group: list[str], aggs: list[str], values: list[str], lists: list[str],
+                      rows: str, ctes: list[str]) -> str:
+        """A SELECT of the rows grouped by ``group`` over ``rows`` (a FROM … [WHERE …] clause)
+        with their top-k lists merged: the k largest of a union are among its parts' k largest,
+        so the parts' lists are unnested side by side and the k largest kept (max(x, k)) —
+        several times faster than list() + flatten + sort — and joined back to the other
+        aggregates (CTEs ``<name>_s``, ``<name>_l`` appended to ``ctes``)."""
+        names = [e.rsplit(" AS ", 1)[-1].split(".")[-1] for e in group]
         n = int(self.top_k or 1)
         unnest = ", ".join(f"unnest(r.{v}) AS _e_{v}" for v in lists)
-        merged = ", ".join(
-            f"{'min' if value_kind(v) == 'list_asc' else 'max'}(_e_{v}, {n}) AS {v}" for v in lists)
-        steps.append(f"_up{k} AS (SELECT {', '.join(up + aggs)} {source} GROUP BY ALL)")
-        steps.append(f"_ul{k} AS (SELECT {', '.join(names)}, {merged} FROM (SELECT {', '.join(up)}, {unnest} "
-                     f"{source}) GROUP BY ALL)")
+        merged = ", ".join(f"{'min' if value_kind(v) == 'list_asc' else 'max'}(_e_{v}, {n}) AS {v}" for v in lists)
+        ctes.append(f"{name}_s AS (SELECT {', '.join(group + aggs)} {rows} GROUP BY ALL)")
+        ctes.append(f"{name}_l AS (SELECT {', '.join(names)}, {merged} FROM (SELECT {', '.join(group)}, {unnest} "
+                    f"{rows}) GROUP BY ALL)")
         cols = [f"u.{c}" for c in names] + [f"l.{v}" if v in lists else f"u.{v}" for v in values]
-        return f"SELECT {', '.join(cols)} FROM _up{k} u LEFT JOIN _ul{k} l USING ({', '.join(names)})"
+        return f"SELECT {', '.join(cols)} FROM {name}_s u LEFT JOIN {name}_l l USING ({', '.join(names)})"
 
     @staticmethod
     def _union(pieces: list[str], name: str, steps: list[str], *, inline: bool = True) -> str:
@@ -171,7 +169,7 @@ class Levels:
 
     def _levelwise(
         self, k: int, pieces: list[str], keep: list[str], levels: dict[int, str], values: list[str],
-        params: list[Any], depth: int, ctes: list[str],
+        lists: list[str], params: list[Any], depth: int, ctes: list[str],
     ) -> list[str]:
         """Roll-up step ``k`` for a dimension whose leaves all sit at level ``depth`` of a tree:
         the rows of each level are summed from the rows one level below (through the parent
@@ -182,7 +180,8 @@ class Levels:
 
         ``pieces`` are SELECTs whose union are the rows so far; returned are the pieces of
         the rows after this step (each old piece at its leaf, then one per level above), the
-        level sums appended to ``ctes``."""
+        level sums appended to ``ctes``. Top-k ``lists`` of a level are merged from the lists
+        one level below (:meth:`_merged_lists`)."""
         names = [e.rsplit(" AS ", 1)[-1].split(".")[-1] for e in keep]
         parts = []
         where = published_filter(self.spec, {**levels, k: str(depth)})
@@ -194,12 +193,13 @@ class Levels:
             name = f"_u{k}_{level}"
             others = [e for e in keep if e != f"r._o{k}" and not e.startswith("c.level")]
             aggs = self._aggregates(values, params)
-            if level == 0:  # the root's code number is 1 (codes are numbered by level first)
-                ctes.append(f"{name} AS (SELECT {', '.join(others + ['1 AS _o' + str(k)] + aggs)} "
-                            f"FROM {src} r GROUP BY ALL)")
+            # the root's code number is 1 (codes are numbered by level first)
+            code, rows = ((f"1 AS _o{k}", f"FROM {src} r") if level == 0 else
+                          (f"p.parent AS _o{k}", f"FROM {src} r JOIN {self.codes[k]} p ON r._o{k} = p.ord"))
+            if lists:  # its lists merged from the lists one level below
+                ctes.append(f"{name} AS ({self._merged_lists(name, others + [code], aggs, values, lists, rows, ctes)})")
             else:
-                ctes.append(f"{name} AS (SELECT {', '.join(others + [f'p.parent AS _o{k}'] + aggs)} "
-                            f"FROM {src} r JOIN {self.codes[k]} p ON r._o{k} = p.ord GROUP BY ALL)")
+                ctes.append(f"{name} AS (SELECT {', '.join(others + [code] + aggs)} {rows} GROUP BY ALL)")
             where = published_filter(self.spec, {**levels, k: str(level)})
             cols = [f"{level} AS _l{k}" if c == f"_l{k}" else c for c in names]
             parts.append(f"SELECT {', '.join(cols + values)} FROM {name} r WHERE {where}")
@@ -214,7 +214,9 @@ class Levels:
             return True
         if any(d.hierarchy is not None and d.hierarchy._codes_without_leaves() for d in self.spec.dimensions):
             return False
-        return self._count(f"SELECT 1 FROM {self._ids or self.inner}") == int(np.prod(self._leaf_counts))
+        # the scan counted the inner cells (numbering them keeps every one); zero-extended ones are counted
+        inner = self._n_inner if not self.extend0 else self._count(f"SELECT 1 FROM {self._ids or self.inner}")
+        return inner == int(np.prod(self._leaf_counts))
 
     def _cells_source(self) -> tuple[str, str, list[Any]]:
         """(WITH clause, relation, parameters) that give the published cells in one query,

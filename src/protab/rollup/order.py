@@ -65,7 +65,7 @@ class Order:
         :meth:`_decode` gives them): sorted by the code numbers, which become codes by position
         in each codes table (numbers 1..n)."""
         nd = self.nd
-        codes = [self.arrow(f"SELECT code FROM {t} ORDER BY ord")["code"] for t in self.codes]
+        codes = [self._code_frame(t)["code"] for t in self.codes]
         frame = frame.sort([f"_o{k}" for k in range(nd)])
         decoded = [c.gather(frame[f"_o{k}"] - 1).alias(f"_d{k}") for k, c in enumerate(codes)]
         rest = [c for c in frame.columns if not c.startswith(("_o", "_l"))]

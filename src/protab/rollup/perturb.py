@@ -99,7 +99,7 @@ class Perturb:
         """The codes tables (code, level in code-number order) when the cells' code numbers fit
         one BIGINT in mixed radix: then the item ``_cell``, that number, is appended to
         ``items`` (its parameters to ``params``) for :meth:`_in_order`; else None."""
-        codes = [self.arrow(f"SELECT code, level FROM {t} ORDER BY ord") for t in self.codes]
+        codes = [self._code_frame(t) for t in self.codes]
         sizes = [c.height + 1 for c in codes]
         if math.prod(sizes) >= 2**62:
             return None

@@ -247,7 +247,8 @@ class _Service:
         """A request above ``job_cells`` (about ``cells`` cells): queued as a job (the same
         computation, not counted against the rate again); 202 with the job and where to fetch it."""
         def run() -> tuple[Any, dict[str, list[str]]]:
-            answer = work(user, payload, False)
+            with self.broker.as_job():  # on the jobs' own sessions
+                answer = work(user, payload, False)
             return answer.frame, answer.withheld
 
         job = await run_in_threadpool(self.jobs.submit, user.name, seen["query"], cells, run)

@@ -37,12 +37,10 @@ keyed by (dataset, normalised request) serves repeats.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import queue
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,7 +54,8 @@ from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
 from protab.serve.groups import Ledger, group_hierarchy
 from protab.serve.groups import check_request as check_groups
-from protab.serve.query import ALLOWED_FORM, DatasetRights, Query, QueryRefused, QueryThrottled
+from protab.serve.limits import LRU, RateLimit
+from protab.serve.query import ALLOWED_FORM, DatasetRights, Query, QueryRefused
 from protab.serve.rules import Withheld, check_query, check_table, notice, withheld_areas
 from protab.serve.table_request import check_table_request
 from protab.serve.validator import validate
@@ -86,6 +85,10 @@ KEY_SUMS_GAIN = 4
 KEEP_HIERARCHIES = 64
 _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
                    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
+
+
+#: true while a request runs as a job (Broker.as_job): it takes a session of the jobs' pool
+_IN_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar("protab_in_job", default=False)
 
 
 class JobNeeded(Exception):
@@ -133,57 +136,6 @@ class _Dataset:
         return self.conf.name
 
 
-class _LRU:
-    """A bounded, thread-safe least-recently-used cache."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            if key not in self._data:
-                return None
-            self._data.move_to_end(key)
-            return self._data[key]
-
-    def put(self, key: Any, value: Any) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-
-class _RateLimit:
-    """A token bucket per user: ``per_minute`` requests a minute on average, in bursts of up to
-    ``per_minute``; 0 turns it off. Thread-safe."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
-        self._buckets: dict[str, tuple[float, float]] = {}  # user → (tokens, time of last update)
-        self._lock = threading.Lock()
-
-    def admit(self, user: str) -> None:
-        if self.per_minute <= 0:
-            return
-        rate = self.per_minute / 60.0
-        with self._lock:
-            now = time.monotonic()
-            tokens, last = self._buckets.get(user, (float(self.per_minute), now))
-            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
-            if tokens < 1.0:
-                self._buckets[user] = (tokens, now)
-                wait = max(1, math.ceil((1.0 - tokens) / rate))
-                raise QueryThrottled(
-                    f"too many requests: the service answers each user at most {self.per_minute} requests a "
-                    f"minute; try again in {wait} s", wait)
-            self._buckets[user] = (tokens - 1.0, now)
-
-
 class Broker:
     """Sessions on the microdata (read-only), the datasets, the p-table and the answer cache.
 
@@ -207,11 +159,13 @@ class Broker:
         self._pool: queue.LifoQueue[Session] = queue.LifoQueue()
         self._sessions: list[Session] = []
         try:
-            for _ in range(config.sessions):
+            # jobs (protab.serve.jobs) take sessions of their own: small requests keep every one of theirs
+            self._job_pool: queue.LifoQueue[Session] | None = queue.LifoQueue() if config.job_cells else None
+            for k in range(config.sessions + (config.job_workers if self._job_pool is not None else 0)):
                 s = Session(config.database, read_only=True, progress=False, threads=config.threads,
                             memory_limit=config.memory_limit)
                 self._sessions.append(s)
-                self._pool.put(s)
+                (self._pool if k < config.sessions or self._job_pool is None else self._job_pool).put(s)
             with self.session() as s:
                 self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
             for name, ds in self.datasets.items():
@@ -227,9 +181,9 @@ class Broker:
             raise
         self.catalog_rights = {n: DatasetRights(frozenset(d.conf.dims), frozenset(d.conf.measures))
                                for n, d in self.datasets.items()}
-        self._cache = _LRU(config.cache_size)
-        self.rate = _RateLimit(config.requests_per_minute)
-        self._flat = _LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
+        self._cache = LRU(config.cache_size)
+        self.rate = RateLimit(config.requests_per_minute)
+        self._flat = LRU(1024)  # flat hierarchies by (dataset, dimension, codes): built once, found by identity
         self._warm_up()
 
     # -- start-up ----------------------------------------------------------------------------
@@ -333,12 +287,23 @@ class Broker:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """Borrow a session of the pool for one request."""
-        s = self._pool.get()
+        """Borrow a session of the pool for one request (of the jobs' pool inside :meth:`as_job`)."""
+        pool = self._job_pool if _IN_JOB.get() and self._job_pool is not None else self._pool
+        s = pool.get()
         try:
             yield s
         finally:
-            self._pool.put(s)
+            pool.put(s)
+
+    @staticmethod
+    @contextmanager
+    def as_job() -> Iterator[None]:
+        """Requests made inside run as a job: on the jobs' own sessions."""
+        token = _IN_JOB.set(True)
+        try:
+            yield
+        finally:
+            _IN_JOB.reset(token)
 
     # -- rights and catalogue ----------------------------------------------------------------
     @staticmethod

@@ -100,6 +100,21 @@ def write_atomic(path: Path, write: Callable[[Any], None], mode: str = "wb") -> 
         os.close(dfd)
 
 
+#: how much lower (in nice steps) the workers' threads run than the service's
+JOB_NICE = 10
+
+
+def _background() -> None:
+    """Lower the calling worker thread's CPU priority by JOB_NICE (Linux: the nice value is per
+    thread), so that small requests are served first while jobs run. Where the platform cannot,
+    the jobs run at the service's priority."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + JOB_NICE))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux, or not allowed
+        pass
+
+
 class JobStore:
     """The jobs of one service in ``folder``; :meth:`submit` queues one, :meth:`get` and
     :meth:`listing` show a user's own, :meth:`frame` reads a finished job's answer."""
@@ -125,7 +140,7 @@ class JobStore:
                     job.update(status="failed", http_status=503, error=RESTARTED, finished=now)
             self._expire(now)
             self._save()
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="protab-job")
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="protab-job", initializer=_background)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

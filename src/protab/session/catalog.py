@@ -31,6 +31,7 @@ class Catalog:
     _read_paths: list[str]
     _keys: dict[str, tuple[str, int]]
     _hierarchies: dict[Any, tuple[str, str]]
+    _key_sum_columns: dict[str, dict[str, str]]
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -61,6 +62,8 @@ class Catalog:
         """Column name → type (DuckDB's type names) of a registered table or view."""
         if not isinstance(table, str):
             self._require(table)
+        if table in self._key_sum_columns:  # a key-sum table of this session: made by protab, never altered
+            return dict(self._key_sum_columns[table])
         cols = self.engine.columns(table)
         if not cols:
             self._require(table)  # InputError naming the tables there are
@@ -167,7 +170,8 @@ class Catalog:
             return
         for tables in self._hierarchies.values():
             for t in tables:
-                self.engine.drop_table(t)
+                if isinstance(t, str):  # not the (code, level) frames kept beside them
+                    self.engine.drop_table(t)
         self._hierarchies.clear()
 
 

@@ -23,6 +23,7 @@ class Keys:
     _keys: dict[str, tuple[str, int]]
     _key_sum_sources: dict[str, str]
     _key_sum_partials: dict[str, Partials]
+    _key_sum_columns: dict[str, dict[str, str]]
 
     def _forget(self, name: str) -> None:
         """Forget what the session knew of table ``name`` (its record keys, its key sums): it
@@ -30,6 +31,8 @@ class Keys:
         self._keys.pop(name, None)
         self._drop_key_sums_of(name)
         self._key_sum_sources.pop(name, None)
+        self._key_sum_partials.pop(name, None)
+        self._key_sum_columns.pop(name, None)
 
     def add_record_keys(
         self,
@@ -230,10 +233,9 @@ class Keys:
         ``top_k`` (1..6) largest and smallest values, the checks — merged per cell by
         :meth:`cell_key` and :meth:`tabulate` with ``top_k`` up to that many, unweighted, with
         the same ``null_sums`` rule: the same cells as from the records (protab.rollup.partials).
-        Values no table could hold (NaN, ±inf, NULL under ``null_sums='error'``, sums beyond
-        exact decimals) are refused here."""
+        Values no table could hold (NaN, ±inf, NULL under ``null_sums='error'``, huge sums) are refused."""
         columns = list(columns)
-        cols = self._key_sum_columns(table, columns, name)
+        cols = self._check_kept(table, columns, name)
         key, modulus = self.record_key(table)
         parts = self._partials(table, columns, sums, top_k, null_sums)
         taken = {key, self.KEY_SUM_RECORDS, self.KEY_SUM_KEY} | (parts.columns() if parts else set())
@@ -265,12 +267,13 @@ class Keys:
             [modulus, *params],
         )
         self._keys[name] = (self.KEY_SUM_KEY, modulus)
+        self._key_sum_columns[name] = self.engine.columns(name)
         self._key_sum_sources[name] = table
         if parts is not None:
             self._key_sum_partials[name] = parts
         return name
 
-    def _key_sum_columns(self, table: str, columns: list[str], name: Any) -> dict[str, str]:
+    def _check_kept(self, table: str, columns: list[str], name: Any) -> dict[str, str]:
         """The columns of ``table`` (catalog types) after the checks of the kept ``columns`` and the ``name``."""
         if not columns:
             raise SpecError(f"key_sums: name at least one column of table {table!r} to keep")
@@ -324,6 +327,7 @@ class Keys:
         self.engine.drop_temp_table(name)
         del self._key_sum_sources[name]
         self._key_sum_partials.pop(name, None)
+        self._key_sum_columns.pop(name, None)
         self._keys.pop(name, None)
 
     def _drop_key_sums_of(self, table: str) -> None:

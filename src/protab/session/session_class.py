@@ -90,6 +90,7 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         self._keys: dict[str, tuple[str, int]] = {}
         self._key_sum_sources: dict[str, str] = {}  # key-sum tables (key_sums) → the table they sum
         self._key_sum_partials: dict[str, Partials] = {}  # key-sum tables → the sums they keep
+        self._key_sum_columns: dict[str, dict[str, str]] = {}  # key-sum tables → their columns (types)
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
 
     @classmethod
