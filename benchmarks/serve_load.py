@@ -24,6 +24,7 @@ twice for ``--duration``: the small requests alone, then the same clients while 
 each submit a job (municipality x agegroup x sex with the region level, about 24,000 cells), poll it
 until it is done (``Retry-After``, at most 0.5 s) and submit the next. It prints the p95 of the small
 requests, counts and means apart, in both phases, and the jobs' times (submission to answer).
+``--threads N`` and ``--job-workers N`` set the server's ``threads`` and ``job_workers``.
 ``--record [FILE]`` appends one row per phase and kind to benchmarks/measurements.csv
 (benchmarks/measurements.py): method ``service p95 counts`` / ``service p95 means`` (``... with
 jobs`` in the second phase, ``service job`` for the jobs' median), ``protab_s`` the p95 under load,
@@ -61,6 +62,7 @@ max_cells = 50000
 sessions = {sessions}
 {threads}
 job_cells = {job_cells}
+job_workers = {job_workers}
 cache_size = {cache}
 requests_per_minute = 0
 
@@ -269,6 +271,7 @@ def main() -> None:
     ap.add_argument("--max-requests", type=int, default=5000, help="small requests per phase")
     ap.add_argument("--sessions", type=int, default=4, help="read-only sessions of the server")
     ap.add_argument("--threads", type=int, default=None, help="DuckDB threads of the server (default: the cores)")
+    ap.add_argument("--job-workers", type=int, default=2, help="the server's job_workers (default 2)")
     ap.add_argument("--cache", type=int, default=0, help="answer cache size of the server (default 0: off)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--folder", default=str(Path(tempfile.gettempdir()) / "protab-serve-bench"))
@@ -294,7 +297,7 @@ def main() -> None:
     config.write_text(CONFIG.format(db=db, threshold=THRESHOLD, min_population=MIN_POPULATION,
                                     sessions=args.sessions, cache=args.cache,
                                     threads=f"threads = {args.threads}" if args.threads else "", agegroups=json.dumps(AGEGROUPS),
-                                    job_cells=JOB_CELLS if jobs else 0))
+                                    job_cells=JOB_CELLS if jobs else 0, job_workers=args.job_workers))
     _, token = auth.add_token(load_config(config, database=":memory:"), "bench")
     with pt.Session(db, read_only=True) as s:
         codes = {c: s.codes("persons", c) for c in ("region", "municipality", "sex", "agegroup")}
