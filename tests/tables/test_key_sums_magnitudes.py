@@ -123,6 +123,14 @@ def test_what_the_parts_cannot_give_is_refused():
                                         where=[("income", "in", [0])]))
         with pytest.raises(SpecError, match="weights"):
             s.tabulate(ks, pt.TableSpec({"region": None}, sums=["income"], null_sums="omit", weight="income"))
+        counts = pt.TableSpec({"region": None, "sex": None})  # counts only: the null rule of sums does not matter
+        assert s.cell_key(ks, counts, COUNTS, original=True).equals(s.cell_key("p", counts, COUNTS, original=True))
+        with pytest.raises(SpecError, match="'protab_m0_kz' of table .* neither a dimension nor a filter"):
+            s.tabulate(ks, pt.TableSpec({"protab_m0_kz": None}))  # key sums are secret
+        with pytest.raises(SpecError, match="'protab_m0_top' of table .* neither a dimension nor a filter"):
+            s.tabulate(ks, pt.TableSpec({"region": None}, where=[("protab_m0_top", "in", [1])]))
+        with pytest.raises(SpecError, match="keeps sums of 'income', not its values: a dimension"):
+            s.tabulate(ks, pt.TableSpec({"income": None}))
         counts_only = s.key_sums("p", ["region", "sex"])
         with pytest.raises(SpecError, match="sums it was not made with"):
             s.tabulate(counts_only, pt.TableSpec({"region": None}, sums=["income"], null_sums="omit"))

@@ -198,8 +198,15 @@ def test_forget_hierarchies_drops_their_tables_and_tables_still_work():
         want = [s.tabulate("t", spec) for spec in specs]
         kept = set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"]) - before
         assert kept  # code and bridge tables of the two hierarchies
-        s.forget_hierarchies(keep=2)  # not more than 2: kept
+        s.con.execute("ALTER TABLE t ADD COLUMN id INTEGER DEFAULT 0")
+        s.con.execute("UPDATE t SET id = rowid")
+        s.add_record_keys("t", id_column="id", seed="forget")
+        for spec in specs:  # the cell key method keeps each codes table's (code, level) frame beside it
+            s.cell_key("t", spec, pt.PTable.maximum_entropy(D=3, V=1))
+        assert len(s._hierarchies) == 4
+        s.forget_hierarchies(keep=2)  # not more than 2 hierarchies (their frames do not count): kept
         assert kept <= set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"])
+        assert len(s._hierarchies) == 4
         s.forget_hierarchies()
         assert set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"]) == before
         assert [s.tabulate("t", spec) for spec in specs][1].equals(want[1])

@@ -52,7 +52,7 @@ class Partials:
         if missing:
             raise SpecError(f"table {table!r} keeps the sums of {show_values(self.sums)} only (Session.key_sums); "
                             f"{show_values(missing)} need the records: ask the records' table")
-        if null_sums != self.null_sums:
+        if sums and null_sums != self.null_sums:  # a count table reads no sums: any rule
             raise SpecError(f"table {table!r} kept its sums with null_sums={self.null_sums!r}; the request says "
                             f"null_sums={null_sums!r}: ask the records' table, or make the key sums with that rule")
         if top_k is not None and top_k > self.top_k:

@@ -166,7 +166,7 @@ class Catalog:
         """Drop the code and bridge tables the session keeps per hierarchy (built on first
         use) when there are more than ``keep``: a long-lived session that sees ever new
         hierarchies (a query service) stays small."""
-        if len(self._hierarchies) <= keep:
+        if sum(not isinstance(h, tuple) for h in self._hierarchies) <= keep:  # hierarchies, not their frames
             return
         for tables in self._hierarchies.values():
             for t in tables:

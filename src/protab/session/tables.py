@@ -92,10 +92,15 @@ class Tables:
                             "rows: it is neither a dimension nor a filter")
         if partials is not None:
             partials.check_request(table, tuple(spec.sums), spec.null_sums, top_k)
-            filtered = [c for c, _, _ in spec.where if c in partials.sums]
-            if filtered:
-                raise SpecError(f"table {table!r} keeps sums of {filtered[0]!r}, not its values: a where condition "
-                                "on it needs the records' table")
+            named = [*spec.columns, *(c for c, _, _ in spec.where)]
+            parts = [c for c in named if c in partials.columns()]  # secret (key sums) or not codes
+            if parts:
+                raise SpecError(f"column {parts[0]!r} of table {table!r} holds parts of sums per row (Session.key_sums): "
+                                "it is neither a dimension nor a filter")
+            values = [c for c in named if c in partials.sums]
+            if values:
+                raise SpecError(f"table {table!r} keeps sums of {values[0]!r}, not its values: a dimension or where "
+                                "condition on it needs the records' table")
         return dataclasses.replace(spec, freq=self.KEY_SUM_RECORDS)
 
     def _check_columns(self, table: str, cols: dict[str, str], spec: TableSpec, holding: str | None) -> None:
