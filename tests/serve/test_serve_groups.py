@@ -182,3 +182,21 @@ def test_the_differencing_attack_over_http_is_refused(setup):
         assert ask({"other": AGES[:5]}).status_code == 200
     finally:
         server.stop()
+
+
+def test_a_group_recorded_meanwhile_is_judged_too(tmp_path):
+    """A request's groups are judged outside the ledger's lock; a group the user's other request
+    recorded meanwhile is judged under it before anything is recorded (here it refuses)."""
+    ledger, key, seen = Ledger(tmp_path), ("bob", "persons", "age"), []
+
+    def check(before):
+        seen.append(sorted(sorted(cs) for cs in before))
+        if len(seen) == 1:  # the other request records its group while this one is judged
+            Ledger(tmp_path).judge(key, [frozenset({"1", "2"})], lambda earlier: None)
+        elif before:
+            raise QueryRefused("too close to a group recorded meanwhile")
+
+    with pytest.raises(QueryRefused, match="recorded meanwhile"):
+        ledger.judge(key, [frozenset({"1", "2", "3"})], check)
+    assert seen == [[], [["1", "2"]]]
+    assert json.loads((tmp_path / Ledger.file).read_text())["users"] == {"bob": {"persons": {"age": [["1", "2"]]}}}

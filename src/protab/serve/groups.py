@@ -101,8 +101,9 @@ class Ledger(UserStore):
     """The groups each user asked for, per dataset and dimension (at most :data:`MAX_REMEMBERED`
     each), in ``<state folder>/groups_used.json`` (user → dataset → dimension → code lists): a
     restart forgets none, so the differencing rule keeps comparing new groups with them. A
-    request's groups are judged and recorded under the ledger's lock (:meth:`judge`), so that two
-    concurrent requests of one user cannot each pass against the list before the other."""
+    request's groups are judged against the list outside the lock (the check reads the records),
+    then recorded under it, judged first against any group recorded meanwhile (:meth:`judge`),
+    so that two concurrent requests of one user cannot each pass against the list before the other."""
 
     file = "groups_used.json"
     what = "ledger of custom groups"
@@ -111,18 +112,33 @@ class Ledger(UserStore):
               check: Callable[[list[frozenset[str]]], None]) -> None:
         """``check`` the groups ``sets`` of ``key`` (user, dataset, dimension) against the user's
         earlier ones, then record them; nothing is recorded when ``check`` refuses."""
-        user, dataset, dim = key
         with self._locked():
-            kept = self._users.setdefault(user, {}).setdefault(dataset, {}).setdefault(dim, [])
-            before = [frozenset(cs) for cs in kept]
-            new = [cs for cs in dict.fromkeys(sets) if cs not in before]
-            if len(before) + len(new) > MAX_REMEMBERED:
-                raise QueryRefused(f"you have used {len(before)} groups of {dim!r}; the service compares each new "
-                                   f"group with them and keeps at most {MAX_REMEMBERED}: reuse groups you defined")
-            check(before)
+            before = self._kept(key)
+        self._bound(key, before, sets)
+        check(before)
+        with self._locked():
+            now = self._kept(key)
+            since = [cs for cs in now if cs not in before]
+            if since:  # the user's other request recorded groups meanwhile (rare): judged here
+                check(since)
+            new = self._bound(key, now, sets)
             if new:
-                kept.extend(sorted(cs) for cs in new)
+                self._users[key[0]].setdefault(key[1], {}).setdefault(key[2], []).extend(sorted(cs) for cs in new)
                 self._save()
+
+    def _kept(self, key: tuple[str, str, str]) -> list[frozenset[str]]:
+        user, dataset, dim = key
+        return [frozenset(cs) for cs in self._users.setdefault(user, {}).get(dataset, {}).get(dim, [])]
+
+    @staticmethod
+    def _bound(key: tuple[str, str, str], kept: list[frozenset[str]],
+               sets: Sequence[frozenset[str]]) -> list[frozenset[str]]:
+        """The groups of ``sets`` not yet ``kept``; QueryRefused beyond MAX_REMEMBERED."""
+        new = [cs for cs in dict.fromkeys(sets) if cs not in kept]
+        if len(kept) + len(new) > MAX_REMEMBERED:
+            raise QueryRefused(f"you have used {len(kept)} groups of {key[2]!r}; the service compares each new "
+                               f"group with them and keeps at most {MAX_REMEMBERED}: reuse groups you defined")
+        return new
 
 
 def _cells(groups: Mapping[str, Sequence[str]], all_codes: Sequence[str]) -> dict[str, frozenset[str]]:
