@@ -13,10 +13,12 @@ import datetime as dt
 import hashlib
 import os
 import socket
+import ssl
 import struct
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -183,12 +185,15 @@ class Server:
     PostgreSQL front on a second one when ``pg``; waits until it answers; ``stop()`` ends it
     (``kill()`` by SIGKILL)."""
 
-    def __init__(self, config: Path, db: str | None = None, timeout: float = 60, *, pg: bool = False) -> None:
+    def __init__(self, config: Path, db: str | None = None, timeout: float = 60, *, pg: bool = False,
+                 extra: Sequence[str] = (), tls: ssl.SSLContext | None = None) -> None:
+        """``extra``: more options of ``protab.serve``; ``tls``: the client context that trusts the
+        server's certificate (its options in ``extra``): the HTTP front is then https."""
         self.port = free_port()
         self.pg_port = free_port() if pg else None
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.stderr_path = config.parent / f"server-{self.port}.err"
-        cmd = [sys.executable, "-m", "protab.serve", "--config", str(config), "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "protab.serve", "--config", str(config), "--port", str(self.port), *extra]
         if db is not None:
             cmd += ["--db", db]
         if pg:
@@ -198,7 +203,7 @@ class Server:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
+                if httpx.get(self.url + "/healthz", timeout=2, verify=tls or True).status_code == 200:
                     if self.pg_port is None:
                         return
                     with socket.create_connection(("127.0.0.1", self.pg_port), timeout=2):

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -27,37 +25,9 @@ TIMEOUT = 1  # --body-timeout and --header-timeout of the service under test, in
 WAIT = 10  # the longest any test waits for an answer or a close (well above TIMEOUT)
 
 
-class TimedServer:
+def TimedServer(config: Path) -> F.Server:
     """``python -m protab.serve`` with short body and header timeouts, on a free port."""
-
-    def __init__(self, config: Path) -> None:
-        self.port = F.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "protab.serve", "--config", str(config), "--port", str(self.port),
-               "--body-timeout", str(TIMEOUT), "--header-timeout", str(TIMEOUT)]
-        self.err = config.parent / "server.err"
-        with open(self.err, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the server did not start: {self.err.read_text(errors='replace')}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+    return F.Server(config, extra=["--body-timeout", str(TIMEOUT), "--header-timeout", str(TIMEOUT)])
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +40,7 @@ def served(tmp_path_factory):
         yield {"server": server, "tokens": tokens, "audit": folder / "audit.jsonl"}
     finally:
         server.stop()
-    assert "Traceback" not in server.err.read_text(errors="replace")
+    assert "Traceback" not in server.stderr()
 
 
 def _connect(served) -> socket.socket:

@@ -16,7 +16,6 @@ import socket
 import ssl
 import struct
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -63,38 +62,10 @@ def _ca(certs) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(certs["cert"]))
 
 
-class TLSServer:
+def TLSServer(config: Path, certs: dict, timeout: float = 60) -> F.Server:
     """``python -m protab.serve`` with both fronts over TLS, on free ports; waits for HTTPS."""
-
-    def __init__(self, config: Path, certs: dict, timeout: float = 60) -> None:
-        self.port, self.pg_port = F.free_port(), F.free_port()
-        self.url = f"https://127.0.0.1:{self.port}"
-        self.stderr_path = config.parent / "server.err"
-        cmd = [sys.executable, "-m", "protab.serve", "--config", str(config), "--port", str(self.port),
-               "--pg-port", str(self.pg_port), "--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"])]
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=config.parent)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", verify=_ca(certs), timeout=2).status_code == 200:
-                    socket.create_connection(("127.0.0.1", self.pg_port), timeout=2).close()
-                    return
-            except (httpx.TransportError, OSError):
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the server did not start: {self.stderr_path.read_text()}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+    return F.Server(config, timeout=timeout, pg=True, tls=_ca(certs),
+                    extra=["--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"])])
 
 
 @pytest.fixture(scope="module")
