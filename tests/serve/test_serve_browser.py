@@ -11,16 +11,14 @@ build/screenshots/ (kept after the run, for a person to look at; nothing asserts
 """
 
 import hashlib
-import os
 import re
 import time
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
+import browser_fixtures  # skips this module without chromium
 import httpx
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -29,16 +27,8 @@ from serve_fixtures import Server, served  # noqa: F401
 
 import protab as pt
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    pytest.skip(
-        f"the browser test needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER}); "
-        "`make test` installs them as root",
-        allow_module_level=True,
-    )
-
 BLANK = "x"  # how the page shows a blanked cell (null in the API answer)
+browser, downloads = browser_fixtures.browser, browser_fixtures.downloads  # the fixtures, module-scoped
 WAIT = 20
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"  # /build/ is in .gitignore
 
@@ -47,31 +37,6 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"  # /
 def server(request):
     """The real service (tests/serve/serve_fixtures.py): url, token (alice's), tokens of every user, dataset."""
     return request.getfixturevalue("served")
-
-
-@pytest.fixture(scope="module")
-def downloads(tmp_path_factory):
-    return tmp_path_factory.mktemp("downloads")
-
-
-@pytest.fixture(scope="module")
-def browser(downloads):
-    """Headless chromium through /usr/bin/chromedriver (no selenium-manager lookup or download)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "true")
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--lang=en-US"):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # for _console_errors
-        options.add_experimental_option(
-            "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
-        )
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _api(server, path, body=None, token=None):

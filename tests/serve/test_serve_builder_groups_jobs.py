@@ -7,26 +7,19 @@ job list shows each job's state, cells and creation, opens a finished job's answ
 it in each format as the API's bytes. Screenshots in build/screenshots/ (nothing asserts on pixels).
 """
 
-import os
 import time
 from pathlib import Path
 
+import browser_fixtures  # skips this module without chromium
 import httpx
 import pytest
 import serve_fixtures as F
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    pytest.skip(f"the browser test needs Debian's chromium and chromium-driver ({CHROMIUM}, {CHROMEDRIVER})",
-                allow_module_level=True)
-
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-
+browser, downloads = browser_fixtures.browser, browser_fixtures.downloads  # the fixtures, module-scoped
 WAIT = 20
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 BIG = {"dataset": "persons", "dims": ["municipality", "sex"]}  # above job_cells: a job
@@ -43,29 +36,6 @@ def server(tmp_path_factory):
         yield {"url": server.url, "token": tokens["bob"]}
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def downloads(tmp_path_factory):
-    return tmp_path_factory.mktemp("downloads")
-
-
-@pytest.fixture(scope="module")
-def browser(downloads):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SE_OFFLINE", "true")
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--lang=en-US"):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        options.add_experimental_option(
-            "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False})
-        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _api(server, path, body=None, method=None):
