@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import resource
+import runpy
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import protab as pt
 
@@ -44,12 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "census_programme"
 
 
-def _generator():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("eu_population", EXAMPLE / "eu_population.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _generator() -> SimpleNamespace:
+    """The example's generator (examples/ is not a package): its functions and code lists."""
+    return SimpleNamespace(**runpy.run_path(str(EXAMPLE / "eu_population.py")))
 
 
 def _reset_peak() -> None:

@@ -6,10 +6,11 @@ hypercubes share has one value."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
+import runpy
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import duckdb
 import polars as pl
@@ -22,12 +23,9 @@ EXAMPLE = ROOT / "examples" / "census_programme"
 PERSONS = 12_000
 
 
-def _generator():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("eu_population", EXAMPLE / "eu_population.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _generator() -> SimpleNamespace:
+    """The example's generator (examples/ is not a package): its functions and code lists."""
+    return SimpleNamespace(**runpy.run_path(str(EXAMPLE / "eu_population.py")))
 
 
 gen = _generator()
