@@ -23,6 +23,7 @@ from protab.errors import show_values
 from protab.serve.groups import check_group_set
 from protab.serve.query import DatasetRights, QueryForbidden, QueryRefused
 from protab.serve.saved import SavedFull, SavedUnknown, UserStore, check_name
+from protab.serve.table_request import dataset_of
 
 KEYS = ("dataset", "dim", "name", "groups")
 SHAPE = '{"dataset": ..., "dim": ..., "name": ..., "groups": {group name: [codes]}}'
@@ -40,12 +41,7 @@ def check_saved(body: Any, datasets: Mapping[str, Any], rights: Mapping[str, Dat
         if key not in body:
             raise QueryRefused(f"the key {key!r} is missing: the body is {SHAPE}")
     name, dim = body["dataset"], body["dim"]
-    if not isinstance(name, str) or name not in datasets:
-        shown = show_values(sorted(rights), 20) if rights else "none"
-        raise QueryRefused(f"dataset: unknown dataset {str(name)[:60]!r}; datasets you may query: {shown}")
-    if name not in rights:
-        raise QueryForbidden(f"you have no rights to dataset {name!r}")
-    ds = datasets[name]
+    ds = dataset_of(name, datasets, rights, "dataset: ")
     if not isinstance(dim, str) or dim not in ds.conf.dims:
         ok = sorted(rights[name].dims & set(ds.conf.dims))
         raise QueryRefused(f"dim: unknown dimension {str(dim)[:60]!r} of dataset {name!r}; you may use: "

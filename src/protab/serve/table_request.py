@@ -16,6 +16,17 @@ MAX_FILTER_VALUES = 1000
 MAX_TABLE_DIMS = 12
 
 
+def dataset_of(name: Any, datasets: Mapping[str, Any], rights: Mapping[str, Any], key: str = "") -> Any:
+    """The dataset a request names (``key``: how the message names the field, e.g. "dataset: "):
+    QueryRefused for an unknown one (listing the user's), QueryForbidden without rights to it."""
+    if not isinstance(name, str) or name not in datasets:
+        shown = show_values(sorted(rights), 20) if rights else "none"
+        raise QueryRefused(f"{key}unknown dataset {str(name)[:60]!r}; datasets you may query: {shown}")
+    if name not in rights:
+        raise QueryForbidden(f"you have no rights to dataset {name!r}")
+    return datasets[name]
+
+
 def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[str, DatasetRights]) -> dict[str, Any]:
     """The table request of ``body`` for a user with ``rights``, over the broker's ``datasets``:
     ``dataset``, ``dims``, ``formula``, ``filters`` (dimension: sorted codes), ``measure`` and
@@ -26,12 +37,7 @@ def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[
     if unknown:
         raise QueryRefused(f"unknown key {str(unknown[0])[:60]!r} in the table request (keys: {', '.join(KEYS)})")
     name = body.get("dataset")
-    if not isinstance(name, str) or name not in datasets:
-        shown = show_values(sorted(rights), 20) if rights else "none"
-        raise QueryRefused(f"unknown dataset {str(name)[:60]!r}; datasets you may query: {shown}")
-    if name not in rights:
-        raise QueryForbidden(f"you have no rights to dataset {name!r}")
-    ds = datasets[name]
+    ds = dataset_of(name, datasets, rights)
     check = _Names(ds.conf, rights[name], name)
     dims = check.dims(body.get("dims"))
     formula = body.get("formula")
