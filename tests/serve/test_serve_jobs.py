@@ -159,3 +159,50 @@ def test_jobs_are_audited(served):
     assert fetched and fetched[-1]["format"] == "csv" and fetched[-1]["cells"] == 48
     text = served["audit"].read_text(encoding="utf-8")
     assert F.SEED not in text and "2.71828" not in text
+
+
+def test_jobs_take_sessions_of_their_own(tmp_path):
+    """With job_cells, the broker opens job_workers more sessions; a request inside Broker.as_job
+    takes one of them, so jobs never wait for, or hold, the small requests' sessions."""
+    from protab.serve.broker import Broker
+    from protab.serve.config import load_config
+
+    db = F.build_database(tmp_path / "micro.duckdb", persons=300)
+    config, _ = F.write_setup(tmp_path, db, job_cells=JOB_CELLS, job_workers=1, min_population=1)
+    broker = Broker(load_config(config))
+    try:
+        assert len(broker._sessions) == broker.config.sessions + 1
+        held = [broker._pool.get() for _ in range(broker.config.sessions)]  # every small session busy
+        try:
+            with broker.as_job(), broker.session() as job:
+                assert all(job is not s for s in held)
+        finally:
+            for s in held:
+                broker._pool.put(s)
+        with broker.session() as small:
+            assert small in held  # outside as_job: the small requests' pool
+    finally:
+        broker.close()
+
+
+def test_job_workers_run_at_a_lower_priority():
+    """The workers' threads are niced by JOB_NICE (Linux: per thread), the service's are not."""
+    import os
+    import threading
+
+    from protab.serve.jobs import JOB_NICE, _background
+
+    if not hasattr(os, "getpriority"):
+        pytest.skip("no per-thread priority on this platform")
+    seen = {}
+
+    def worker():
+        _background()
+        seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen["nice"] == min(19, base + JOB_NICE)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
