@@ -157,6 +157,17 @@ def test_equality_ignores_input_order(nuts: Hierarchy) -> None:
     assert nuts != "Total"
 
 
+def test_flat_hierarchies_of_one_size_hash_by_their_codes() -> None:
+    """A session keeps tables per hierarchy in a dict: hierarchies of equal size but other codes
+    must land apart (the hash reads the codes), equal ones together."""
+    ages = [f"{a:02d}" for a in range(18)]
+    hs = [Hierarchy.flat([a for a in ages if a != drop]) for drop in ages]
+    assert len({hash(h) for h in hs}) == len(hs)
+    assert len(set(hs)) == len(hs)
+    again = Hierarchy.flat(list(reversed([a for a in ages if a != "03"])))
+    assert again == hs[3] and hash(again) == hash(hs[3]) and again in {h: 0 for h in hs}
+
+
 def test_immutable_and_picklable(nuts: Hierarchy) -> None:
     with pytest.raises(AttributeError):
         nuts._parent = None  # type: ignore[misc]

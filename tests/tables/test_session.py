@@ -202,11 +202,33 @@ def test_forget_hierarchies_drops_their_tables_and_tables_still_work():
         s.con.execute("UPDATE t SET id = rowid")
         s.add_record_keys("t", id_column="id", seed="forget")
         for spec in specs:  # the cell key method keeps each codes table's (code, level) frame beside it
-            s.cell_key("t", spec, pt.PTable.maximum_entropy(D=3, V=1))
-        assert len(s._hierarchies) == 4
+            s.cell_key("t", spec, pt.PTable.maximum_entropy(D=3, V=1))  # and the p-table's lookup, once
+        kinds = sorted(k[0] if isinstance(k, tuple) else "hierarchy" for k in s._hierarchies)
+        assert kinds == ["frame", "frame", "hierarchy", "hierarchy", "relation"]
         s.forget_hierarchies(keep=2)  # not more than 2 hierarchies (their frames do not count): kept
         assert kept <= set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"])
-        assert len(s._hierarchies) == 4
+        assert len(s._hierarchies) == 5
         s.forget_hierarchies()
         assert set(s.sql("SELECT table_name FROM duckdb_tables()")["table_name"]) == before
         assert [s.tabulate("t", spec) for spec in specs][1].equals(want[1])
+
+
+def test_a_session_keeps_one_lookup_per_ptable_and_never_mixes_them():
+    """The p-table's lookup relation is kept by the session, found again by its content: a
+    second p-table in the same session gives what it gives in a fresh one."""
+    def run(s, ptable):
+        return s.cell_key("t", pt.TableSpec({"x": pt.Hierarchy.flat(["a", "b", "c"])}), ptable)
+
+    def session():
+        s = pt.Session(":memory:", progress=False)
+        s.con.execute("CREATE TABLE t AS SELECT ['a', 'b', 'c'][i % 3 + 1] AS x, i AS id FROM range(60) r(i)")
+        s.add_record_keys("t", id_column="id", seed="kept-lookup")
+        return s
+
+    small, wide = pt.PTable.maximum_entropy(D=2, V=0.9), pt.PTable.maximum_entropy(D=5, V=3, js=2)
+    with session() as s:
+        first, second, again = run(s, small), run(s, wide), run(s, small)
+        assert sum(isinstance(k, tuple) and k[0] == "relation" for k in s._hierarchies) == 2
+    with session() as fresh:
+        assert run(fresh, wide).equals(second)
+    assert first.equals(again) and not first.equals(second)

@@ -483,17 +483,28 @@ class Hierarchy:
             return NotImplemented
         if self is other:
             return True
-        if len(self) != len(other) or self.root != other.root:
+        if len(self) != len(other) or self.root != other.root or hash(self) != hash(other):
             return False
         if (self._links is None) != (other._links is None):
             return False
-        cols = ["code", "parent"] if self._links is None else ["code", "parent", "sign"]
-        a = self.to_frame().select(cols).sort(cols, nulls_last=True)
-        b = other.to_frame().select(cols).sort(cols, nulls_last=True)
-        return a.equals(b) and (self._links is None or set(self.codes) == set(other.codes))
+        return self._canonical().equals(other._canonical()) and (
+            self._links is None or set(self.codes) == set(other.codes))
 
     def __hash__(self) -> int:
-        return hash((self.root, len(self), self.depth, int(self._is_leaf.sum())))
+        """A hash of the content (codes, parents, signs), computed once: sessions keep tables per
+        hierarchy in dicts, and requests bring ever new hierarchies of equal size."""
+        h = self._cache.get("hash")
+        if h is None:
+            h = self._cache["hash"] = hash((self.root, len(self), self._canonical().hash_rows(seed=0).to_numpy().tobytes()))
+        return int(h)
+
+    def _canonical(self) -> pl.DataFrame:
+        """The links (code, parent[, sign]) sorted: equal hierarchies have equal frames."""
+        c = self._cache.get("canonical")
+        if c is None:
+            cols = ["code", "parent"] if self._links is None else ["code", "parent", "sign"]
+            c = self._cache["canonical"] = self.to_frame().select(cols).sort(cols, nulls_last=True)
+        return c
 
     def __repr__(self) -> str:
         tree = "" if self._links is None else ", tree=False"

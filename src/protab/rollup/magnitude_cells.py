@@ -84,9 +84,9 @@ class MagnitudeCells:
         """The cell key method's CTEs over ``prev`` appended to ``ctes`` (each sums variable's
         ``_sp<k>``, joined in ``_mall``), with its lookup relation and parameters as tables;
         ``sensitive``: the cells carry the rules' verdicts. Returns the name of the last."""
-        seg = self._register_frame("numseg", magnitude.lookup_frames(self.modulus))
+        seg = self._kept("numseg", "SELECT * FROM {src}", (), magnitude.lookup_frames(self.modulus))
         select, values = ckm_parameters(magnitude)
-        par = self._create("numpar", select, values)
+        par = self._kept("numpar", select, values)
         ctes.append(f"_mp AS (SELECT * FROM {prev} CROSS JOIN {par})")
         using = ", ".join(f"_o{j}" for j in range(self.nd))
         outs = []

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import pyarrow as pa
 
-from protab.rollup.cells import output_names, temp_name
+from protab.rollup.cells import output_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.magnitude import MagnitudeCKM, SensitivityRules
@@ -169,14 +169,10 @@ class Perturb:
         """The p-table's integer key ranges (protab_i, protab_v, protab_klo, protab_khi), one row
         per key bucket (``protab_b``) a range touches, so that a hash join on row class and
         bucket finds a cell's entry among one or two instead of every entry of its class."""
-        reg = temp_name("ks")
-        self.eng.register(reg, keyspace_arrow(ptable.keyspace(self.modulus)))
-        try:
-            return self._create(
-                "pt",
-                f"SELECT i AS protab_i, v AS protab_v, klo AS protab_klo, khi AS protab_khi, "
-                f"unnest(range(klo // ?, khi // ? + 1)) AS protab_b FROM {reg}",
-                [self._bucket] * 2,
-            )
-        finally:
-            self.eng.unregister(reg)
+        ks = ptable.keyspace(self.modulus).select(pl.col(c).cast(pl.Int64) for c in ("i", "v", "klo", "khi"))
+        return self._kept(
+            "pt",
+            "SELECT i AS protab_i, v AS protab_v, klo AS protab_klo, khi AS protab_khi, "
+            "unnest(range(klo // ?, khi // ? + 1)) AS protab_b FROM {src}",
+            [self._bucket] * 2, ks,
+        )

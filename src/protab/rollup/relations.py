@@ -38,14 +38,26 @@ class Relations:
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         return self.eng.frame(query, params)
 
-    def _register_frame(self, kind: str, frame: pl.DataFrame) -> str:
-        """A polars frame as a temporary table of the run."""
+    def _kept(self, kind: str, select: str, params: Sequence[Any] = (), frame: pl.DataFrame | None = None) -> str:
+        """A small table that depends only on its query and ``frame`` (a p-table's lookup
+        relation, read as ``{src}``), made once and kept in the cache beside the hierarchies'
+        tables (dropped with them): found again by the query, its parameters and the frame's
+        exact content (its Arrow IPC bytes), so every request with the same p-table reuses it."""
+        key = ("relation", kind, select, tuple(params), None if frame is None else frame.write_ipc(None).getvalue())
+        hit = self.cache.get(key)
+        if hit is not None:
+            return str(hit[0])
         reg = temp_name(kind + "_src")
-        self.eng.register(reg, frame.to_arrow())
+        if frame is not None:
+            self.eng.register(reg, frame.to_arrow())
         try:
-            return self._create(kind, f"SELECT * FROM {reg}")
+            name = temp_name(kind)
+            self.eng.create_table(name, select if frame is None else select.format(src=reg), params)
         finally:
-            self.eng.unregister(reg)
+            if frame is not None:
+                self.eng.unregister(reg)
+        self.cache[key] = (name,)
+        return name
 
     def _emit(self, head: str, items: Sequence[str], tail: str, params: Sequence[Any] | None = None) -> pl.DataFrame | None:
         """The published table ``{head}SELECT {items} {tail}`` under its output names: a frame,
