@@ -491,11 +491,19 @@ class Hierarchy:
             self._links is None or set(self.codes) == set(other.codes))
 
     def __hash__(self) -> int:
-        """A hash of the content (codes, parents, signs), computed once: sessions keep tables per
-        hierarchy in dicts, and requests bring ever new hierarchies of equal size."""
+        """A hash of the content, computed once: sessions keep tables per hierarchy in dicts, and
+        requests bring ever new hierarchies of equal size. For a tree, the sum of one hash per
+        (code, parent) pair (in any order, vectorised); otherwise of the sorted links."""
         h = self._cache.get("hash")
         if h is None:
-            h = self._cache["hash"] = hash((self.root, len(self), self._canonical().hash_rows(seed=0).to_numpy().tobytes()))
+            if self._links is None:
+                codes = self._code.hash(seed=0).to_numpy()
+                parents = np.where(self._parent >= 0, codes[np.maximum(self._parent, 0)], np.uint64(0))
+                pairs = codes * np.uint64(0x9E3779B97F4A7C15) ^ parents
+                content: object = int(pairs.sum(dtype=np.uint64))
+            else:
+                content = self._canonical().hash_rows(seed=0).to_numpy().tobytes()
+            h = self._cache["hash"] = hash((self.root, len(self), content))
         return int(h)
 
     def _canonical(self) -> pl.DataFrame:
