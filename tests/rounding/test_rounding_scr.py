@@ -236,11 +236,11 @@ def test_conflict_max_guards_shared_cells():
 
 
 def test_small_penalty_avoids_new_small_cells():
-    # a high penalty on published cells left small means fewer later passes and fewer
-    # changed inner cells; without it the criterion ignores new small cells
+    # a high penalty on published cells left small means fewer changed inner cells; without it
+    # the criterion ignores new small cells (the number of passes is no measure of it: on this
+    # table it is lower with the penalty at some bases and higher at others)
     none, high = z3_table(15, small_penalty=0.0), z3_table(15, small_penalty=10.0)
     assert high.n_changed < none.n_changed
-    assert high.iterations < none.iterations
 
 
 def test_easy_check_rounds_cells_derivable_from_the_rounded_table():

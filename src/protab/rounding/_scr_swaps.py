@@ -39,6 +39,34 @@ class _Incidence:
         return active & (bad == 0)
 
 
+    def independent(self, rank: np.ndarray, active: np.ndarray, rounds: int = 32) -> np.ndarray:
+        """Luby's selection repeated: after each round the winners' neighbours (items sharing a
+        key with a winner) drop out and the rest compete again, up to ``rounds`` rounds; the
+        winners share no key (a maximal such set when the rounds suffice)."""
+        chosen = np.zeros(self.n_items, dtype=bool)
+        active = active.copy()
+        for _ in range(rounds):
+            win = self.winners(rank, active)
+            if not win.any():
+                break
+            chosen |= win
+            if self.items.size == 0:
+                break
+            taken = np.maximum.reduceat(win[self.items].astype(np.int8), self.starts) > 0
+            near = np.bincount(self.items[np.repeat(taken, self.lengths)], minlength=self.n_items) > 0
+            active &= ~near & ~win
+            if not active.any():
+                break
+        return chosen
+
+
+def _best_per(key: np.ndarray, rank: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Of the pairs ``among``, the best ranked one per value of ``key`` (ascending)."""
+    order = among[np.argsort(rank[among], kind="stable")]
+    _, first = np.unique(key[order], return_index=True)
+    return np.sort(order[first])
+
+
 def _rank(score: np.ndarray, tie: np.ndarray, by_tie: np.ndarray | None = None) -> np.ndarray:
     """Rank (0 = best) by ascending score, ties by the random order ``tie`` (then by position),
     as ``np.lexsort((tie, score))``; ``by_tie``, the stable order of ``tie`` if known, saves a sort."""
@@ -158,8 +186,8 @@ class _SwapSweeps:
         delta = (XR @ dns[0])[pi] + sup[pj] - shared @ (dns[0] + ups_[0])
         good = delta < -1e-12
         if self.caps is None:
-            for dn_k, up_k in zip(dns[1:], ups_[1:]):
-                d_k = XR[pi] @ dn_k + XR[pj] @ up_k - shared @ (dn_k + up_k)
+            for dn_k, up_k in zip(dns[1:], ups_[1:]):  # per-row sums gathered (not rows gathered, then summed)
+                d_k = (XR @ dn_k)[pi] + (XR @ up_k)[pj] - shared @ (dn_k + up_k)
                 good &= d_k <= 1e-12
         if not good.any():
             return None
@@ -182,13 +210,18 @@ class _SwapSweeps:
         """The swaps done at once: the best among pairs sharing a guarded published cell or a
         candidate, halved while interactions through large cells spoil the batch (None: none)."""
         XR, m = self.XR, self.XR.shape[1]
-        P = pi.size
-        Xi, Xj = XR[pi].tocoo(), XR[pj].tocoo()
-        ci, cj = self.conflict[Xi.col], self.conflict[Xj.col]
-        items = np.concatenate([Xi.row[ci], Xj.row[cj], np.arange(P), np.arange(P)])
-        keys = np.concatenate([Xi.col[ci], Xj.col[cj], m + pi, m + pj])
         prank = _rank(delta, self.tie[pi])
-        win = np.flatnonzero(_Incidence(items, keys, P).winners(prank, np.ones(P, dtype=bool)))
+        sel = _best_per(pj, prank, _best_per(pi, prank, np.arange(pi.size)))  # the best pair per i, then per j
+        P = sel.size
+        # a swap changes the cells of i or j but not of both (there down and up cancel): two swaps
+        # interact only through such cells, so only they are keys of the selection
+        Xi, Xj = XR[pi[sel]], XR[pj[sel]]
+        Xi.data[:], Xj.data[:] = 1, 1
+        D = (Xi - Xj).tocoo()
+        keep = (D.data != 0) & self.conflict[D.col]
+        items = np.concatenate([D.row[keep], np.arange(P), np.arange(P)])
+        keys = np.concatenate([D.col[keep], m + pi[sel], m + pj[sel]])
+        win = sel[_Incidence(items, keys, P).independent(prank[sel], np.ones(P, dtype=bool))]
         g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
         while not ok and win.size > 1:
             # interactions through large cells spoilt the batch: keep its better half
