@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from protab.rounding._scr_choice import _criterion, _weights
-from protab.rounding._scr_swaps import _Incidence, _rank, _swaps, _SwapSweeps
+from protab.rounding._scr_swaps import _first_best, _Incidence, _rank, _swaps, _SwapSweeps
 
 
 @settings(max_examples=60, deadline=None)
@@ -23,7 +23,55 @@ def test_rank_is_the_lexicographic_rank_by_score_then_tie(n, seed, unique_tie):
     expected = np.empty(n, dtype=np.int64)
     expected[order] = np.arange(n)
     assert np.array_equal(_rank(score, tie), expected)
-    assert np.array_equal(_rank(score, tie, np.argsort(tie, kind="stable")), expected)
+
+
+def _random_incidence(rng: np.random.Generator, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Items × keys pairs, every item on one to three keys of ``k``."""
+    items = np.repeat(np.arange(n), rng.integers(1, 4, size=n))
+    pairs = np.unique(np.c_[items, rng.integers(0, k, size=items.size)], axis=0)  # each pair once
+    return pairs[:, 0], pairs[:, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 12), st.integers(0, 10_000))
+def test_winners_by_score_and_tie_are_the_winners_by_rank(n, k, seed):
+    rng = np.random.default_rng(seed)
+    items, keys = _random_incidence(rng, n, k)
+    score = rng.integers(0, 3, size=n).astype(np.float64)  # many equal scores
+    tie, active = rng.permutation(n), rng.random(n) < 0.7
+    inc = _Incidence(items, keys, n)
+    assert np.array_equal(inc.winners_by(score, tie, active), inc.winners(_rank(score, tie), active))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 12), st.integers(0, 10_000))
+def test_independent_winners_share_no_key_and_leave_no_free_item(n, k, seed):
+    """Repeated Luby rounds: no two chosen items share a key, and every active item left out
+    shares a key with a chosen one (a maximal set); the first round's winners are among them."""
+    rng = np.random.default_rng(seed)
+    items, keys = _random_incidence(rng, n, k)
+    rank = rng.permutation(n)
+    active = rng.random(n) < 0.8
+    inc = _Incidence(items, keys, n)
+    chosen = inc.independent(rank, active, rounds=n + 1)
+    assert not np.any(chosen & ~active)
+    assert np.all(chosen[inc.winners(rank, active)])
+    taken = keys[chosen[items]]
+    assert np.unique(taken).size == taken.size
+    for i in np.flatnonzero(active & ~chosen):
+        assert np.isin(keys[items == i], taken).any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 10_000))
+def test_first_best_is_the_best_ranked_pair_per_key(n, seed):
+    """Per raised cell (ascending keys) the pair with the smallest change, of equal ones the
+    first: what ranking every pair by (change, position) and keeping the best per key gives."""
+    rng = np.random.default_rng(seed)
+    key = np.sort(rng.integers(0, 6, size=n))
+    score = rng.integers(0, 3, size=n).astype(np.float64)
+    want = [int(np.flatnonzero(key == v)[np.argmin(score[key == v])]) for v in np.unique(key)]
+    assert _first_best(key, score).tolist() == want
 
 
 def _random_matrix(rng: np.random.Generator, n: int, m: int) -> sparse.csr_matrix:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from protab.rounding._scr_swaps import Measure, _col_counts, _Incidence, _rank, _swaps
+from protab.rounding._scr_swaps import Measure, _col_counts, _Incidence, _swaps
 
 
 def _criterion(
@@ -92,10 +92,9 @@ def _forward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np
     is followed by a backward step."""
     m = XR.shape[1]
     need = n_up
-    by_tie = np.argsort(tie, kind="stable")
     while need > 0:
         score = XR @ (crit(g + b) - crit(g))
-        win = inc.winners(_rank(score, tie, by_tie), ~up)
+        win = inc.winners_by(score, tie, ~up)
         idx = np.flatnonzero(win)
         cap = need if s1 <= 1 else min(need, s1)
         if idx.size > cap:

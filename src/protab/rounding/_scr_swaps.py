@@ -39,6 +39,19 @@ class _Incidence:
         return active & (bad == 0)
 
 
+    def winners_by(self, score: np.ndarray, tie: np.ndarray, active: np.ndarray) -> np.ndarray:
+        """:meth:`winners` for the order by (score, tie) with ``tie`` all distinct (a random
+        permutation): the same winners as ranking by them, two minima per key instead of a sort."""
+        if self.items.size == 0:
+            return active.copy()
+        act = active[self.items]
+        sc = np.where(act, score[self.items], np.inf)
+        at_min = act & (sc == np.repeat(np.minimum.reduceat(sc, self.starts), self.lengths))
+        tk = np.where(at_min, tie[self.items], _BIG)
+        best = at_min & (tk == np.repeat(np.minimum.reduceat(tk, self.starts), self.lengths))
+        bad = np.bincount(self.items[act & ~best], minlength=self.n_items)
+        return active & (bad == 0)
+
     def independent(self, rank: np.ndarray, active: np.ndarray, rounds: int = 32) -> np.ndarray:
         """Luby's selection repeated: after each round the winners' neighbours (items sharing a
         key with a winner) drop out and the rest compete again, up to ``rounds`` rounds; the
@@ -60,6 +73,20 @@ class _Incidence:
         return chosen
 
 
+def _first_best(key: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Per run of equal values of ``key`` (ascending, as pairs come by raised cell), the first
+    position of its smallest ``score``: what ranking all by (score, position) and keeping the
+    best per key gives when the tie-break is the same within a run, without a sort."""
+    if key.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if np.any(key[1:] < key[:-1]):
+        raise ValueError("_first_best needs keys in ascending order")
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    lowest = np.repeat(np.minimum.reduceat(score, starts), np.diff(np.r_[starts, key.size]))
+    at = np.flatnonzero(score == lowest)
+    return at[np.r_[True, key[at][1:] != key[at][:-1]]]
+
+
 def _best_per(key: np.ndarray, rank: np.ndarray, among: np.ndarray) -> np.ndarray:
     """Of the pairs ``among``, the best ranked one per value of ``key`` (ascending)."""
     order = among[np.argsort(rank[among], kind="stable")]
@@ -67,11 +94,10 @@ def _best_per(key: np.ndarray, rank: np.ndarray, among: np.ndarray) -> np.ndarra
     return np.sort(order[first])
 
 
-def _rank(score: np.ndarray, tie: np.ndarray, by_tie: np.ndarray | None = None) -> np.ndarray:
+def _rank(score: np.ndarray, tie: np.ndarray) -> np.ndarray:
     """Rank (0 = best) by ascending score, ties by the random order ``tie`` (then by position),
-    as ``np.lexsort((tie, score))``; ``by_tie``, the stable order of ``tie`` if known, saves a sort."""
-    if by_tie is None:
-        by_tie = np.argsort(tie, kind="stable")
+    as ``np.lexsort((tie, score))``."""
+    by_tie = np.argsort(tie, kind="stable")
     order = by_tie[np.argsort(score[by_tie], kind="stable")]
     rank = np.empty(score.size, dtype=np.int64)
     rank[order] = np.arange(score.size)
@@ -210,25 +236,28 @@ class _SwapSweeps:
         """The swaps done at once: the best among pairs sharing a guarded published cell or a
         candidate, halved while interactions through large cells spoil the batch (None: none)."""
         XR, m = self.XR, self.XR.shape[1]
-        prank = _rank(delta, self.tie[pi])
-        sel = _best_per(pj, prank, _best_per(pi, prank, np.arange(pi.size)))  # the best pair per i, then per j
+        sel = _first_best(pi, delta)  # the best pair per i (ties: the first)
+        rank = _rank(delta[sel], self.tie[pi[sel]])  # the pairs' order, restricted to sel
+        keep = _best_per(pj[sel], rank, np.arange(sel.size))  # then the best per partner j
+        sel, rank = sel[keep], rank[keep]
         P = sel.size
         # a swap changes the cells of i or j but not of both (there down and up cancel): two swaps
         # interact only through such cells, so only they are keys of the selection
         Xi, Xj = XR[pi[sel]], XR[pj[sel]]
         Xi.data[:], Xj.data[:] = 1, 1
         D = (Xi - Xj).tocoo()
-        keep = (D.data != 0) & self.conflict[D.col]
-        items = np.concatenate([D.row[keep], np.arange(P), np.arange(P)])
-        keys = np.concatenate([D.col[keep], m + pi[sel], m + pj[sel]])
-        win = sel[_Incidence(items, keys, P).independent(prank[sel], np.ones(P, dtype=bool))]
-        g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+        on = (D.data != 0) & self.conflict[D.col]
+        items = np.concatenate([D.row[on], np.arange(P), np.arange(P)])
+        keys = np.concatenate([D.col[on], m + pi[sel], m + pj[sel]])
+        win = np.flatnonzero(_Incidence(items, keys, P).independent(rank, np.ones(P, dtype=bool)))
+        g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures, totals)
         while not ok and win.size > 1:
             # interactions through large cells spoilt the batch: keep its better half
-            win = win[np.argsort(prank[win])[: win.size // 2]]
-            g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[win], pj[win], self.measures, totals)
+            win = win[np.argsort(rank[win])[: win.size // 2]]
+            g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures,
+                                                     totals)
         self._known = (g_new, per_cell) if ok else None
-        return (win if ok else None), g_new, new_totals
+        return (sel[win] if ok else None), g_new, new_totals
 
 
 def _final_swaps(
