@@ -25,6 +25,12 @@ class Relations:
         for v in self._views:
             self.eng.drop_view(v)
         self._views.clear()
+        if getattr(self, "_own_cache", False):  # tables meant to outlive the run, with no session to keep them
+            for tables in self.cache.values():
+                for t in tables:
+                    if isinstance(t, str):
+                        self.eng.drop_table(t)
+            self.cache.clear()
 
     def _create(self, kind: str, select: str, params: Sequence[Any] | None = None) -> str:
         name = temp_name(kind)

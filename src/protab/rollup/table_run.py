@@ -95,6 +95,7 @@ class TableRun(Relations, Scan, Checks, Codes, Levels, Order, Perturb, Magnitude
         # code and bridge tables of hierarchies depend on nothing else: a Session keeps them
         # for its lifetime (temporary tables, gone with the connection)
         self.cache = cache if cache is not None else {}
+        self._own_cache = cache is None  # no session keeps them: the run drops its kept tables on close
         self._leaf_counts: list[int] = []
         self.key = key
         self.modulus = key[1] if key else 0

@@ -163,10 +163,11 @@ class Catalog:
                 raise InputError(f"cannot write the table to {raw!r}: it would replace {what}; name another path")
 
     def forget_hierarchies(self, keep: int = 0) -> None:
-        """Drop the code and bridge tables the session keeps per hierarchy (built on first
-        use) when there are more than ``keep``: a long-lived session that sees ever new
-        hierarchies (a query service) stays small."""
-        if sum(not isinstance(h, tuple) for h in self._hierarchies) <= keep:  # hierarchies, not their frames
+        """Drop the code and bridge tables the session keeps per hierarchy (built on first use)
+        and the p-tables' lookup tables when there are more than ``keep`` of them: a long-lived
+        session that sees ever new hierarchies (a query service) stays small."""
+        # hierarchies and kept p-table lookups count, not the (code, level) frames kept beside them
+        if sum(not isinstance(h, tuple) or h[0] == "relation" for h in self._hierarchies) <= keep:
             return
         for tables in self._hierarchies.values():
             for t in tables:
