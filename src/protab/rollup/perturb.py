@@ -17,12 +17,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable import PTable
 
 
+def _keyspace_int64(ks: pl.DataFrame) -> pl.DataFrame:
+    """The integer lookup relation (i, v, klo, khi) of a p-table, int64."""
+    return ks.select(pl.col(c).cast(pl.Int64) for c in ("i", "v", "klo", "khi"))
+
+
 def keyspace_arrow(ks: pl.DataFrame) -> pa.Table:
     """The integer lookup relation (i, v, klo, khi) of a p-table as Arrow, int64."""
-    return ks.select(
-        pl.col("i").cast(pl.Int64), pl.col("v").cast(pl.Int64),
-        pl.col("klo").cast(pl.Int64), pl.col("khi").cast(pl.Int64),
-    ).to_arrow()
+    return _keyspace_int64(ks).to_arrow()
 
 
 class Perturb:
@@ -169,7 +171,7 @@ class Perturb:
         """The p-table's integer key ranges (protab_i, protab_v, protab_klo, protab_khi), one row
         per key bucket (``protab_b``) a range touches, so that a hash join on row class and
         bucket finds a cell's entry among one or two instead of every entry of its class."""
-        ks = ptable.keyspace(self.modulus).select(pl.col(c).cast(pl.Int64) for c in ("i", "v", "klo", "khi"))
+        ks = _keyspace_int64(ptable.keyspace(self.modulus))
         return self._kept(
             "pt",
             "SELECT i AS protab_i, v AS protab_v, klo AS protab_klo, khi AS protab_khi, "

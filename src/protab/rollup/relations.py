@@ -13,6 +13,16 @@ from protab.rollup.cells import output_names, temp_name
 from protab.sqltools import quote_ident
 
 
+def drop_kept(eng: Any, cache: dict[Any, tuple[Any, ...]]) -> None:
+    """Drop the tables kept beyond a run (hierarchies' codes and bridges, p-table lookups) and
+    empty ``cache``; the (code, level) frames kept beside them are not tables."""
+    for tables in cache.values():
+        for t in tables:
+            if isinstance(t, str):
+                eng.drop_table(t)
+    cache.clear()
+
+
 class Relations:
     """Part of :class:`TableRun`: its temporary tables and views (``_temps``, ``_views``) on
     its engine ``eng``, each dropped by :meth:`close`."""
@@ -26,11 +36,7 @@ class Relations:
             self.eng.drop_view(v)
         self._views.clear()
         if getattr(self, "_own_cache", False):  # tables meant to outlive the run, with no session to keep them
-            for tables in self.cache.values():
-                for t in tables:
-                    if isinstance(t, str):
-                        self.eng.drop_table(t)
-            self.cache.clear()
+            drop_kept(self.eng, self.cache)
 
     def _create(self, kind: str, select: str, params: Sequence[Any] | None = None) -> str:
         name = temp_name(kind)

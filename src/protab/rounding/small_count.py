@@ -32,9 +32,9 @@ raised cell to the best partner in one of its published cells wherever the exact
 the criterion is negative, many swaps per sweep: the best pair per raised cell and per
 partner, then Luby rounds repeated until no pair is left whose changed cells (those of one of
 the two, not of both, where down and up cancel) meet a cell another chosen swap changes, so
-that each swap's computed change holds; a sweep is kept only if the criterion falls (halved
-while interactions through the unguarded large cells spoil it) (after the first sweep only candidates next to a cell the last sweep
-changed are looked at). When no published cell is small any more, a last round of such
+that each swap's computed change holds. A sweep is kept only if the criterion falls (it is
+halved while interactions through the unguarded large cells spoil it); after the first sweep
+only candidates next to a cell the last sweep changed are looked at. When no published cell is small any more, a last round of such
 swaps over all rounded cells moves roundings-up only where that lowers the mean absolute
 difference of the published cells without raising their Hellinger distance (first pair by
 pair, then in total) or making a published cell small (kept only if the easy / leverage

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from protab._io import protected_form
 from protab.errors import InputError, show_values
+from protab.rollup.relations import drop_kept
 from protab.session.arguments import as_paths, file_kind, missing_columns
 from protab.sqltools import code_sql, quote_ident
 
@@ -169,11 +170,7 @@ class Catalog:
         # hierarchies and kept p-table lookups count, not the (code, level) frames kept beside them
         if sum(not isinstance(h, tuple) or h[0] == "relation" for h in self._hierarchies) <= keep:
             return
-        for tables in self._hierarchies.values():
-            for t in tables:
-                if isinstance(t, str):  # not the (code, level) frames kept beside them
-                    self.engine.drop_table(t)
-        self._hierarchies.clear()
+        drop_kept(self.engine, self._hierarchies)
 
 
 def _arrow_data(name: str, source: Any) -> Any:
