@@ -126,6 +126,25 @@ def test_bad_weights_and_sums_are_refused(session, micro, column, value, needles
     _raises(session, InputError, lambda: session.tabulate("t", spec), "table 't'", *needles)
 
 
+@pytest.mark.parametrize("weight", [None, "w"])
+@pytest.mark.parametrize(
+    ("value", "needles"),
+    [
+        (float("nan"), ["NaN or infinite in 2 record(s)"]),
+        (float("inf"), ["NaN or infinite in 2 record(s)", "inf"]),
+        (float("-inf"), ["NaN or infinite in 2 record(s)", "-inf"]),
+        (1e30, ["1e+29", "larger unit"]),
+        (-1e30, ["1e+29", "larger unit"]),
+    ],
+)
+def test_bad_sums_are_refused_in_magnitude_tables(session, micro, weight, value, needles):
+    # magnitude tables read the checks' smallest and largest value off their top lists
+    session.register("t", _with(micro, "income", [3, 17], value))
+    spec = pt.TableSpec({"a": None, "b": None}, weight=weight, sums=["income"])
+    _raises(session, InputError, lambda: session.tabulate("t", spec, top_k=3), "table 't'", "sums column 'income'",
+            *needles)
+
+
 def test_sums_that_overflow_in_one_cell_are_refused(session):
     # every value fits a DECIMAL(38, 8), but 40 of them in one cell do not
     frame = pl.DataFrame({"a": ["x"] * 40, "w": [9e28] * 40})

@@ -57,21 +57,23 @@ def value_kind(internal: str) -> str:
 
 
 def top_list(k: int, top_k: int, weighted: bool) -> str:
-    """SQL of the top-k list of sums variable ``k`` as structs (a = |x|, w, x), largest |x|
-    first (ties: larger weight, then larger x). Weighted tables carry that list; unweighted
-    ones carry the k largest and the k smallest values (``_tp``/``_tn``: lists of numbers
-    compare and merge several times faster than lists of structs), and the k values of
-    largest |x| are among the non-negative ones of the first and the negative ones of the
-    second. A cell whose smallest value is 0 or more (most cells of most variables) takes
-    the list of largest values as it is, already in that order: no sort."""
+    """SQL of the top-k list of sums variable ``k``, largest |x| first (ties: larger weight,
+    then larger x). Weighted tables carry it as structs (a = |x|, w, x); for unweighted ones
+    it is the plain list of the values (rules and the cell key method read only these;
+    numbers cost several times less than structs). Unweighted tables carry the k largest and
+    the k smallest values (``_tp``/``_tn``: lists of numbers compare and merge several times
+    faster than lists of structs), and the k values of largest |x| are among the
+    non-negative ones of the first and the negative ones of the second. A cell whose
+    smallest value is 0 or more (most cells of most variables) takes the list of largest
+    values as it is, already in that order: no sort."""
     if weighted:
         return f"_t{k}"
-    as_struct = "lambda v: {'a': abs(v), 'w': 1.0, 'x': v}"
-    signed = (f"list_slice(list_sort(list_concat("
+    as_struct = "lambda v: {'a': abs(v), 'x': v}"
+    signed = (f"list_transform(list_slice(list_sort(list_concat("
               f"list_transform(list_filter(coalesce(_tp{k}, []), lambda v: v >= 0), {as_struct}), "
               f"list_transform(list_filter(coalesce(_tn{k}, []), lambda v: v < 0), {as_struct})), 'DESC'), "
-              f"1, {int(top_k)})")
-    plain = f"list_slice(list_transform(coalesce(_tp{k}, []), {as_struct}), 1, {int(top_k)})"
+              f"1, {int(top_k)}), lambda e: e.x)")
+    plain = f"list_slice(coalesce(_tp{k}, []), 1, {int(top_k)})"
     return f"CASE WHEN coalesce(_tn{k}[1] >= 0, TRUE) THEN {plain} ELSE {signed} END"
 
 

@@ -45,9 +45,10 @@ class MagnitudeCells:
             hold = self._holdings(weights=rules.weights if rules is not None else None)
             using = ", ".join(f"_o{j}" for j in range(self.nd))
             prev = self._create("hcells", f"SELECT * FROM {base} LEFT JOIN {hold} USING ({using})")
-        # each variable's top-k list as structs, built once for the rules and the perturbation
-        n = int(self.top_k or 1)
-        tops = ", ".join(f"{top_list(k, n, spec.weight is not None)} AS _tl{k}" for k in range(len(spec.sums)))
+        # each variable's top-k list, built once for the rules and the perturbation: structs
+        # (|x|, w, x) with a weight, else the values alone
+        n, weighted = int(self.top_k or 1), spec.weight is not None
+        tops = ", ".join(f"{top_list(k, n, weighted)} AS _tl{k}" for k in range(len(spec.sums)))
         ctes.append(f"_tops AS (SELECT *, {tops} FROM {prev})")
         prev = "_tops"
         if rules is not None:

@@ -121,8 +121,8 @@ def ckm_ctes(
 def _drivers(m: MagnitudeCKM, k: int, cv: str, weighted: bool) -> list[str]:
     """SQL of the values that drive the noise of sums variable ``k`` (``cv``: its sum), one
     per component: the top-k contributions (weighted), the mean, the range or the sum."""
-    if m.variant == "top_contr":
-        return [f"(_tl[{j}].x * _tl[{j}].w)" for j in range(1, m.top_k + 1)]
+    if m.variant == "top_contr":  # structs (|x|, w, x) with a weight, else the values
+        return [f"(_tl[{j}].x * _tl[{j}].w)" if weighted else f"_tl[{j}]" for j in range(1, m.top_k + 1)]
     if m.variant == "mean":
         return [f"({cv} / nullif(CAST(_w AS DOUBLE), 0))" if weighted else f"({cv} / nullif(_n, 0))"]
     if m.variant == "range":

@@ -50,7 +50,9 @@ def rules_sql(
     weights, t, total, contributors = rule_columns(rules, k, weighted, holdings, top)
     # holdings: |holding sums| over Σ|holding sums|; records: the signed values of the
     # records of largest |x| over the signed total (GaussSuppression 1.2.3 on its data)
-    lists = [f"list_transform({t}, lambda e: e.{'a' if holdings else 'x'}) AS _rx{k}"]
+    # (unweighted tables' top lists are the values already)
+    lists = [f"{t} AS _rx{k}" if not (holdings or weighted) else
+             f"list_transform({t}, lambda e: e.{'a' if holdings else 'x'}) AS _rx{k}"]
     largest: list[str] = []
     if weights == "tauargus":  # each share's weighted sum of the largest, a one-element list
         lists += [f"list_transform({t}, lambda e: e.x) AS _rxs{k}", f"list_transform({t}, lambda e: e.w) AS _rw{k}"]

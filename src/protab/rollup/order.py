@@ -85,7 +85,7 @@ class Order:
         if src.startswith("_tp"):
             top = top_list(int(src[3:]), int(self.top_k or 1), False).replace("_tp", f"{alias}_tp").replace(
                 "_tn", f"{alias}_tn")
-            return f"list_transform({top}, lambda e: e.x) AS {src}"
+            return f"{top} AS {src}"
         if value_kind(src) == "list":
             return f"coalesce(list_transform({alias}{src}, lambda e: e.x), []) AS {src}"
         return f"{alias}{src}"

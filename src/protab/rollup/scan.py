@@ -70,7 +70,7 @@ class Scan:
             aggs += more
             params += more_params
             checks += more_checks
-        self._checks = checks
+        self._checks = [c.rsplit(" AS ", 1)[-1] for c in checks]  # the check columns' names
         outer = [f"CAST(_r{k} AS VARCHAR) AS _d{k}" for k in range(self.nd)]
         try:
             return self._create(
@@ -103,13 +103,15 @@ class Scan:
             aggs += more
         for internal, col, _ in self._value_sources() if self.partials is None else ():
             q = quote_ident(col)
-            aggs += [
-                f"sum({self.eng.decimal8(q, self.types.get(col, '') in FLOAT_TYPES)}) AS {internal}",
-                f"min({q}) AS _chk_lo{internal}",
-                f"max({q}) AS _chk_hi{internal}",
-                f"count({q}) AS _chk_n{internal}",
-            ]
-            checks += [f"_chk_lo{internal}", f"_chk_hi{internal}", f"_chk_n{internal}"]
+            aggs += [f"sum({self.eng.decimal8(q, self.types.get(col, '') in FLOAT_TYPES)}) AS {internal}",
+                     f"count({q}) AS _chk_n{internal}"]
+            ends = self._ends_of_lists(internal)
+            if ends is None:
+                aggs += [f"min({q}) AS _chk_lo{internal}", f"max({q}) AS _chk_hi{internal}"]
+                checks += [f"_chk_lo{internal}", f"_chk_hi{internal}"]
+            else:
+                checks += [f"{ends[0]} AS _chk_lo{internal}", f"{ends[1]} AS _chk_hi{internal}"]
+            checks.append(f"_chk_n{internal}")
         if self.key is not None:
             aggs.append(f"CAST(sum({self._wide(quote_ident(self.key[0]))}) % ? AS BIGINT) AS _k")
             params.append(self.modulus)
@@ -128,6 +130,17 @@ class Scan:
                      for k, c in enumerate(spec.columns) for f, m in (("max", "nx"), ("min", "nn"))]
             checks += [f"_chk_{m}{k}" for k in range(self.nd) for m in ("nx", "nn")]
         return aggs, checks
+
+    def _ends_of_lists(self, internal: str) -> tuple[str, str] | None:
+        """(smallest, largest) value of a sums column as the magnitude columns of the same
+        scan already hold them — the heads of the lists of smallest and largest values, or
+        min and max with a weight — so that the checks need no min and max of their own
+        (fewer aggregates per record; NaN and ±inf reach the heads as they reach min and
+        max). None for the weight and for tables without top lists."""
+        if self.top_k is None or not internal.startswith("_s"):
+            return None
+        k = internal[2:]
+        return (f"_mn{k}", f"_mx{k}") if self.spec.weight is not None else (f"_tn{k}[1]", f"_tp{k}[1]")
 
     def _magnitude_aggregates(self) -> tuple[list[str], list[Any], list[str]]:
         """Aggregates of the scan per sums column for magnitude tables (aggregates, their
