@@ -63,22 +63,23 @@ class MagnitudeCells:
         self, rules: SensitivityRules, prev: str, ctes: list[str], params: list[Any], diagnostics: bool
     ) -> str:
         """The rules' CTEs over ``prev`` appended to ``ctes`` (stages ``_rlists<j>``, then
-        ``_rules`` with ``_sens<k>``, ``_rule<k>`` and with ``diagnostics`` the shares), their
-        parameters to ``params``; returns the name of the last."""
+        ``_rnames`` with ``_rule<k>`` and with ``diagnostics`` the shares, then ``_rules`` with
+        ``_sens<k>``), their parameters to ``params``; returns the name of the last."""
         weighted, holdings = self.spec.weight is not None, self.holding is not None
         stages: list[list[str]] = [[], []]
         items = []
         for k in range(len(self.spec.sums)):
-            more, sens, names, ps = rules_sql(rules, k, weighted=weighted, holdings=holdings, top=f"_tl{k}")
+            more, names, ps = rules_sql(rules, k, weighted=weighted, holdings=holdings, top=f"_tl{k}")
             for stage, extra in zip(stages, more, strict=True):
                 stage += extra
-            items += [f"{sens} AS _sens{k}", f"{names} AS _rule{k}"] + (diagnostics_sql(
+            items += [f"{names} AS _rule{k}"] + (diagnostics_sql(
                 rules, k, weighted=weighted, holdings=holdings, top=f"_tl{k}") if diagnostics else [])
             params += ps
         for j, stage in enumerate(s for s in stages if s):
             ctes.append(f"_rlists{j} AS (SELECT *, {', '.join(stage)} FROM {prev})")
             prev = f"_rlists{j}"
-        ctes.append(f"_rules AS (SELECT *, {', '.join(items)} FROM {prev})")
+        sens = ", ".join(f"_rule{k} IS NOT NULL AS _sens{k}" for k in range(len(self.spec.sums)))
+        ctes += [f"_rnames AS (SELECT *, {', '.join(items)} FROM {prev})", f"_rules AS (SELECT *, {sens} FROM _rnames)"]
         return "_rules"
 
     def _ckm_ctes(self, magnitude: MagnitudeCKM, prev: str, ctes: list[str], *, sensitive: bool) -> str:

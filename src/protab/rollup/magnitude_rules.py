@@ -37,12 +37,14 @@ def share_sql(k: int, n: int, weights: str | None, total: str) -> str:
 
 def rules_sql(
     rules: SensitivityRules, k: int, *, weighted: bool, holdings: bool, top: str
-) -> tuple[list[list[str]], str, str, list[Any]]:
-    """(stages, sensitive, rule names, parameters) as SQL over the columns of sums variable
-    ``k``: ``stages`` are select items to compute first, stage after stage (the top list's
-    values ``_rx<k>`` and weights ``_rw<k>``, then tau-ARGUS's weighted sums of the
-    largest), which the rules' macros then take as plain columns (Spark takes no lambda,
-    nor a SQL function holding one, inside the argument of a SQL function).
+) -> tuple[list[list[str]], str, list[Any]]:
+    """(stages, rule names, parameters) as SQL over the columns of sums variable ``k``:
+    ``stages`` are select items to compute first, stage after stage (the top list's values
+    ``_rx<k>`` and weights ``_rw<k>``, then tau-ARGUS's weighted sums of the largest), which
+    the rules' macros then take as plain columns (Spark takes no lambda, nor a SQL function
+    holding one, inside the argument of a SQL function). The rule names are the rules a cell
+    fails, comma-separated, NULL for none: a cell is sensitive exactly when they are not
+    NULL (each rule judged once).
 
     Columns read: records ``top`` (SQL of the top list), ``_s<k>`` (Σ x), ``_sw<k>`` (Σ w·x),
     ``_z<k>`` / ``_n`` (non-zero / all contributors); with ``holdings`` the holdings'
@@ -73,10 +75,9 @@ def rules_sql(
             conds.append((f"(abs(1 - {ratio(2)}) < abs(CAST(? AS DOUBLE) / ? * {ratio(1)}))", name, [num, den]))
     if rules.zero:
         conds.append((f"({total} = 0 OR {total} IS NULL)", "zero", []))
-    sens = " OR ".join(f"coalesce({c}, false)" for c, _, _ in conds)
     names = "concat_ws(',', " + ", ".join(f"CASE WHEN {c} THEN '{name}' END" for c, name, _ in conds) + ")"
     params = [p for _, _, ps in conds for p in ps]
-    return [lists, largest], f"({sens})", f"nullif({names}, '')", params + params
+    return [lists, largest], f"nullif({names}, '')", params
 
 
 def diagnostics_sql(rules: SensitivityRules, k: int, *, weighted: bool, holdings: bool, top: str) -> list[str]:
