@@ -1,5 +1,6 @@
 """The checks of a table request, read from the inner cells of its one scan (the flags and
-bounds that ride along, :meth:`Scan._scan_aggregates`): codes, weights, sums and frequencies
+bounds that ride along, :meth:`Scan._scan_aggregates`, and in magnitude tables the heads of
+the top lists of :meth:`Scan._magnitude_aggregates`): codes, weights, sums and frequencies
 the method cannot take, and the size of the request (``max_cells``). A second look at the
 microdata is made only on the error path, to name the records at fault."""
 

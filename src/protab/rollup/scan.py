@@ -62,7 +62,9 @@ class Scan:
         Weights and sums are summed as DECIMAL(38, 8) (exact, the same for any number of
         threads); values that cannot be (NaN, ±inf, |x| ≥ 1e30) are left out by TRY_CAST.
         Cheap per-cell aggregates (min, max, count) ride along so that :meth:`_check_inner`
-        can tell whether any value is missing, not finite, negative or too large to sum."""
+        can tell whether any value is missing, not finite, negative or too large to sum; in
+        magnitude tables the min and max of a sums column are read off its top lists
+        (:meth:`_ends_of_lists`)."""
         raw, params = self._raw_codes()  # parameters bind in text order
         aggs, checks = self._scan_aggregates(params)
         if self.top_k is not None:
@@ -132,11 +134,13 @@ class Scan:
         return aggs, checks
 
     def _ends_of_lists(self, internal: str) -> tuple[str, str] | None:
-        """(smallest, largest) value of a sums column as the magnitude columns of the same
-        scan already hold them — the heads of the lists of smallest and largest values, or
-        min and max with a weight — so that the checks need no min and max of their own
+        """(smallest, largest) contribution of a sums column as the magnitude columns of the
+        same scan already hold them — the heads of the lists of smallest and largest values,
+        or min and max with a weight — so that the checks need no min and max of their own
         (fewer aggregates per record; NaN and ±inf reach the heads as they reach min and
-        max). None for the weight and for tables without top lists."""
+        max). With ``null_sums='zero'`` a missing value contributes 0, which can only add a 0
+        to the range: the checks (not finite, the bound on Σ|x|) read the same. None for the
+        weight and for tables without top lists."""
         if self.top_k is None or not internal.startswith("_s"):
             return None
         k = internal[2:]
