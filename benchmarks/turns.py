@@ -25,22 +25,12 @@ from pathlib import Path
 def player(me: str, other: str, n: int, rounds: int, turn: Path) -> None:
     """One side: make the table, then run the magnitude table at each of its turns."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from ckm_scale import hierarchies
-    from magnitude_scale import GEN, VALUES
+    from magnitude_scale import table
 
     import protab as pt
 
     with pt.Session(":memory:", progress=False) as s:
-        s.con.execute(GEN, [40, n])
-        s.con.execute(VALUES)
-        s.add_record_keys("t", id_column="pid", seed="benchmark-seed")
-        spec = pt.TableSpec(hierarchies(40), sums=["v1", "v2", "v3", "v4"])
-        p = pt.PTable.maximum_entropy(D=5, V=3, js=2)
-        num = pt.MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
-        small = pt.MagnitudePTable.maximum_entropy(5, 1, step=5, icat=[1, 3, 5], optim=[4, 1, 1], type="small_cells")
-        magnitude = pt.MagnitudeCKM(num, fp=1000, p=(0.3, 0.03), q=3, epsilon=[1, 0.6, 0.4, 0.3, 0.2, 0.1],
-                                    small_cells=small, mu_c=1)
-        rules = pt.SensitivityRules(min_frequency=3, dominance=[(1, 80), (2, 90)], p_percent=10)
+        spec, p, magnitude, rules = table(s, n)
         (turn.parent / f"{me}.ready").write_text("")
         times = []
         for _ in range(rounds):
