@@ -38,7 +38,7 @@ def test_forward_sweeps_raise_exactly_the_number_asked():
     X = _one_way(10)
     f = np.asarray(X.T @ rng.integers(1, 3, size=10), dtype=np.float64)
     w = _weights(f)
-    crit = lambda gg: _criterion(f, gg, 3, 3, 1.0, w)  # noqa: E731
+    crit = lambda gg, at=None: _criterion(f, gg, 3, 3, 1.0, w, at)  # noqa: E731
     rows = np.repeat(np.arange(10), np.diff(X.indptr))
     for n_up, s1, s2 in [(1, 1, 0), (4, 1, 0), (7, 3, 1), (9, 2, 1)]:
         up = np.zeros(10, dtype=bool)
@@ -54,7 +54,7 @@ def test_swap_sweeps_keep_the_raises_and_never_raise_the_criterion():
     X = _one_way(12)
     f = np.asarray(X.T @ rng.integers(0, 3, size=12), dtype=np.float64)
     w = _weights(f)
-    crit = lambda gg: _criterion(f, gg, 3, 3, 1.0, w)  # noqa: E731
+    crit = lambda gg, at=None: _criterion(f, gg, 3, 3, 1.0, w, at)  # noqa: E731
     rows = np.repeat(np.arange(12), np.diff(X.indptr))
     cols = X.indices.astype(np.int64)
     for _ in range(5):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from protab.rounding._scr_choice import _criterion, _weights
-from protab.rounding._scr_swaps import _first_best, _Incidence, _rank, _swaps, _SwapSweeps
+from protab.rounding._scr_swaps import _best_per, _first_best, _Incidence, _rank, _swaps, _SwapSweeps
 
 
 @settings(max_examples=60, deadline=None)
@@ -74,6 +74,17 @@ def test_first_best_is_the_best_ranked_pair_per_key(n, seed):
     assert _first_best(key, score).tolist() == want
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(1, 8), st.integers(0, 10_000))
+def test_best_per_key_is_the_smallest_rank_of_each_key(n, k, seed):
+    """One position per key, the one of its smallest rank, in ascending order."""
+    rng = np.random.default_rng(seed)
+    key = rng.integers(0, k, size=n)
+    rank = rng.permutation(n)
+    want = sorted(min(np.flatnonzero(key == v), key=lambda i: rank[i]) for v in np.unique(key))
+    assert _best_per(key, rank).tolist() == want
+
+
 def _random_matrix(rng: np.random.Generator, n: int, m: int) -> sparse.csr_matrix:
     X = (rng.random((n, m)) < 0.4).astype(np.float64)
     X[np.arange(n), rng.integers(0, m, size=n)] = 1  # every row in some cell
@@ -111,7 +122,7 @@ def test_swap_sweeps_reusing_the_last_measures_give_the_same_result(n, m, seed):
     XR = _random_matrix(rng, n, m)
     f = np.asarray(XR.T @ rng.integers(0, 3, size=n), dtype=np.float64)
     w = _weights(f)
-    crit = lambda gg: _criterion(f, gg, 3, 3, 1.0, w)  # noqa: E731
+    crit = lambda gg, at=None: _criterion(f, gg, 3, 3, 1.0, w, at)  # noqa: E731
     rows = np.repeat(np.arange(n), np.diff(XR.indptr))
     cols = XR.indices.astype(np.int64)
     up = np.zeros(n, dtype=bool)

@@ -11,10 +11,11 @@ from protab.rounding._scr_swaps import Measure, _col_counts, _Incidence, _swaps
 
 
 def _criterion(
-    f: np.ndarray, g: np.ndarray, b: int, M: int, lam: float, w: np.ndarray | None = None
+    f: np.ndarray, g: np.ndarray, b: int, M: int, lam: float, w: np.ndarray | None = None,
+    at: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per published cell: (f − g)² / (4 f^¼) plus ``lam`` if g is small (1 … M−1, not a
-    multiple of b).
+    multiple of b); with ``at``, for those cells only (``g`` their values).
 
     The squared change over 4 f^¼ sits between the Hellinger term (≈ (f − g)²/(4f), which
     lets large cells absorb the changes) and plain least squares (SmallCountRounding's
@@ -24,6 +25,8 @@ def _criterion(
     power ½ did so on fewer of the package's larger (sosialFiktiv) cases."""
     if w is None:  # the weights 1/(4 f^¼), computed once per pass by the caller
         w = _weights(f)
+    if at is not None:
+        f, w = f[at], w[at]
     d = f - np.maximum(g, 0)
     h = d * d * w
     if lam:
@@ -74,7 +77,7 @@ def _choose_up(
     cols_nz = XR.indices.astype(np.int64)
     conflict = np.bincount(cols_nz, minlength=XR.shape[1]) <= conflict_max
     cnz = conflict[cols_nz]
-    crit = lambda gg: _criterion(f, gg, b, M, lam, w)  # noqa: E731
+    crit = lambda gg, at=None: _criterion(f, gg, b, M, lam, w, at)  # noqa: E731
     g = g0.astype(np.int64).copy()
     _forward(XR, crit, b, up, g, n_up, tie, _Incidence(rows_nz[cnz], cols_nz[cnz], n), s1, s2)
     # swap sweeps: move a raise to a better partner sharing a published cell
@@ -92,8 +95,9 @@ def _forward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np
     is followed by a backward step."""
     m = XR.shape[1]
     need = n_up
+    gain = crit(g + b) - crit(g)  # per published cell, kept up to date where g changes
     while need > 0:
-        score = XR @ (crit(g + b) - crit(g))
+        score = XR @ gain
         win = inc.winners_by(score, tie, ~up)
         idx = np.flatnonzero(win)
         cap = need if s1 <= 1 else min(need, s1)
@@ -101,12 +105,19 @@ def _forward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np
             idx = idx[np.lexsort((tie[idx], score[idx]))[:cap]]
         up[idx] = True
         need -= idx.size
-        g += b * _col_counts(XR, idx, m)
+        moved = _col_counts(XR, idx, m)
         if s1 > 1 and s2 > 0 and need > 0:
+            g += b * moved
             down = _backward(XR, crit, b, up, g, idx, tie, s2)
             up[down] = False
             need += down.size
-            g -= b * _col_counts(XR, down, m)
+            back = _col_counts(XR, down, m)
+            g -= b * back
+            moved = moved + back  # cells touched either way
+        else:
+            g += b * moved
+        ch = np.flatnonzero(moved)
+        gain[ch] = crit(g[ch] + b, ch) - crit(g[ch], ch)
 
 
 def _backward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np.ndarray, idx: np.ndarray,

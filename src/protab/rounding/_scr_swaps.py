@@ -13,7 +13,9 @@ from protab.rounding._rounding_inputs import xty
 
 _BIG = np.iinfo(np.int64).max
 
-Measure = Callable[[np.ndarray], np.ndarray]  # per published cell, a function of the published values
+#: per published cell, a function of the published values: ``mf(g)`` for every cell, or
+#: ``mf(g[at], at)`` for the cells ``at`` alone (the same values, elementwise)
+Measure = Callable[..., np.ndarray]
 
 
 class _Incidence:
@@ -27,6 +29,8 @@ class _Incidence:
         self.starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
         self.lengths = np.diff(np.r_[self.starts, k.size])
         self.n_items = n_items
+        self.group = np.repeat(np.arange(self.starts.size), self.lengths)  # the key group of each entry
+        self.degree = np.bincount(self.items, minlength=n_items)  # the entries of each item
 
     def winners(self, rank: np.ndarray, active: np.ndarray) -> np.ndarray:
         if self.items.size == 0:
@@ -46,11 +50,13 @@ class _Incidence:
             return active.copy()
         act = active[self.items]
         sc = np.where(act, score[self.items], np.inf)
-        at_min = act & (sc == np.repeat(np.minimum.reduceat(sc, self.starts), self.lengths))
-        tk = np.where(at_min, tie[self.items], _BIG)
-        best = at_min & (tk == np.repeat(np.minimum.reduceat(tk, self.starts), self.lengths))
-        bad = np.bincount(self.items[act & ~best], minlength=self.n_items)
-        return active & (bad == 0)
+        at = np.flatnonzero(act & (sc == np.repeat(np.minimum.reduceat(sc, self.starts), self.lengths)))
+        # of the few entries at their key's smallest score, the smallest tie per key
+        grp, tk = self.group[at], tie[self.items[at]]
+        runs = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]]) if at.size else np.zeros(0, np.int64)
+        best = at[tk == np.repeat(np.minimum.reduceat(tk, runs), np.diff(np.r_[runs, at.size]))] if at.size else at
+        # an active item wins when it is the best on every one of its keys
+        return active & (np.bincount(self.items[best], minlength=self.n_items) == self.degree)
 
     def independent(self, rank: np.ndarray, active: np.ndarray, rounds: int = 32) -> np.ndarray:
         """Luby's selection repeated: after each round the winners' neighbours (items sharing a
@@ -87,11 +93,14 @@ def _first_best(key: np.ndarray, score: np.ndarray) -> np.ndarray:
     return at[np.r_[True, key[at][1:] != key[at][:-1]]]
 
 
-def _best_per(key: np.ndarray, rank: np.ndarray, among: np.ndarray) -> np.ndarray:
-    """Of the pairs ``among``, the best ranked one per value of ``key`` (ascending)."""
-    order = among[np.argsort(rank[among], kind="stable")]
-    _, first = np.unique(key[order], return_index=True)
-    return np.sort(order[first])
+def _best_per(key: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The positions (ascending) of the best ranked pair per value of ``key`` (non-negative
+    integers), ``rank`` all distinct: a smallest rank per key, without a sort."""
+    if key.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    best = np.full(int(key.max()) + 1, _BIG, dtype=np.int64)
+    np.minimum.at(best, key, rank)
+    return np.flatnonzero(rank == best[key])
 
 
 def _rank(score: np.ndarray, tie: np.ndarray) -> np.ndarray:
@@ -111,16 +120,50 @@ def _col_counts(XR: sparse.csr_matrix, rows: np.ndarray, m: int) -> np.ndarray:
 
 
 def _batch(
-    XR: sparse.csr_matrix, g: np.ndarray, b: int, down: np.ndarray, upj: np.ndarray, measures: list, totals: list
-) -> tuple[np.ndarray, list[float], bool, list[np.ndarray]]:
+    XR: sparse.csr_matrix, g: np.ndarray, b: int, down: np.ndarray, upj: np.ndarray, measures: list, totals: list,
+    levels: _Levels,
+) -> tuple[np.ndarray, list[float], bool, list[np.ndarray], np.ndarray]:
     """Published values after a batch of swaps, the measures' totals, whether the first
-    fell and none of the others exceeds its cap (``totals[1:]``), and the measures per cell."""
+    fell and none of the others exceeds its cap (``totals[1:]``), the measures per cell
+    (recomputed only where a value changed: ``levels`` holds them for ``g``) and those cells."""
     m = XR.shape[1]
     g_new = g - b * _col_counts(XR, down, m) + b * _col_counts(XR, upj, m)
-    per_cell = [mf(g_new) for mf in measures]
+    ch = np.flatnonzero(g_new != g)
+    per_cell = []
+    for mf, base in zip(measures, levels.base):
+        v = base.copy()
+        v[ch] = mf(g_new[ch], ch)
+        per_cell.append(v)
     new = [float(v.sum()) for v in per_cell]
     ok = new[0] < totals[0] - 1e-12 and all(v <= t + 1e-12 for v, t in zip(new[1:], totals[1:]))
-    return g_new, new, ok, per_cell
+    return g_new, new, ok, per_cell, ch
+
+
+class _Levels:
+    """The measures per published cell at the values ``g`` (``base``) and their changes if a
+    cell went down or up by one base (``dn``, ``up``): computed once, then updated in the cells
+    a batch changes (the measures are elementwise, so the values are the same)."""
+
+    def __init__(self, measures: list[Measure], g: np.ndarray, b: int,
+                 base: list[np.ndarray] | None = None) -> None:
+        self.g = g
+        self.base = [mf(g) for mf in measures] if base is None else base
+        self.dn = [mf(g - b) - v for mf, v in zip(measures, self.base)]
+        self.up = [mf(g + b) - v for mf, v in zip(measures, self.base)]
+
+    def moved(self, measures: list[Measure], g_new: np.ndarray, b: int, base: list[np.ndarray],
+              ch: np.ndarray) -> _Levels:
+        """The levels at ``g_new``, which differs from ``g`` in the cells ``ch``."""
+        out = _Levels.__new__(_Levels)
+        out.g, out.base, out.dn, out.up = g_new, base, [], []
+        gc = g_new[ch]
+        for mf, v, d, u in zip(measures, base, self.dn, self.up):
+            d, u = d.copy(), u.copy()
+            d[ch] = mf(gc - b, ch) - v[ch]
+            u[ch] = mf(gc + b, ch) - v[ch]
+            out.dn.append(d)
+            out.up.append(u)
+        return out
 
 
 def _swaps(
@@ -168,7 +211,7 @@ class _SwapSweeps:
         self.XR, self.b, self.measures, self.conflict, self.tie = XR, b, measures, conflict, tie
         self.rows_nz, self.cols_nz, self.by_col, self.caps = rows_nz, cols_nz, by_col, caps
         self.cells = np.sort(cols_nz, kind="stable")[by_col.starts]  # the cell of each group of by_col
-        self._known: tuple[np.ndarray, list[np.ndarray]] | None = None  # g and the measures of it
+        self._known: _Levels | None = None  # the measures at the values of the last batch
 
     def sweep(self, up: np.ndarray, g: np.ndarray, dirty: np.ndarray,
               totals: list[float]) -> tuple[np.ndarray, list[float]] | None:
@@ -193,12 +236,9 @@ class _SwapSweeps:
         # a pair can only have become improving if one of its cells changed; changes of
         # large cells (more than conflict_max candidates) are too small to count here
         active = (XR @ (dirty & self.conflict).astype(np.float64)) > 0
-        dns, ups_ = [], []
-        known = self._known[1] if self._known is not None and self._known[0] is g else None
-        for k, mf in enumerate(self.measures):
-            base_c = mf(g) if known is None else known[k]  # the last batch computed it
-            dns.append(mf(g - b) - base_c)
-            ups_.append(mf(g + b) - base_c)
+        if self._known is None or self._known.g is not g:
+            self._known = _Levels(self.measures, g, b)
+        dns, ups_ = self._known.dn, self._known.up
         sup = XR @ ups_[0]
         partner = self._partners(up, sup)
         sel = up[self.rows_nz]
@@ -224,9 +264,14 @@ class _SwapSweeps:
         order); −1 where none."""
         by_col = self.by_col
         sv = np.where(up, np.inf, sup)[by_col.items]
-        cmin = np.repeat(np.minimum.reduceat(sv, by_col.starts), by_col.lengths)
+        cmin = np.minimum.reduceat(sv, by_col.starts)
+        at = np.flatnonzero(sv == np.repeat(cmin, by_col.lengths))
         # items ascend within a cell: the last of the best is the largest
-        best = np.maximum.reduceat(np.where(np.isfinite(sv) & (sv == cmin), by_col.items, -1), by_col.starts)
+        grp = by_col.group[at]
+        last = at[np.r_[grp[1:] != grp[:-1], True]] if at.size else at
+        best = np.full(cmin.size, -1, dtype=np.int64)
+        best[by_col.group[last]] = by_col.items[last]
+        best[~np.isfinite(cmin)] = -1  # every candidate of the cell is raised
         partner = np.full(self.XR.shape[1], -1, dtype=np.int64)
         partner[self.cells] = best
         return partner
@@ -238,7 +283,7 @@ class _SwapSweeps:
         XR, m = self.XR, self.XR.shape[1]
         sel = _first_best(pi, delta)  # the best pair per i (ties: the first)
         rank = _rank(delta[sel], self.tie[pi[sel]])  # the pairs' order, restricted to sel
-        keep = _best_per(pj[sel], rank, np.arange(sel.size))  # then the best per partner j
+        keep = _best_per(pj[sel], rank)  # then the best per partner j
         sel, rank = sel[keep], rank[keep]
         P = sel.size
         # a swap changes the cells of i or j but not of both (there down and up cancel): two swaps
@@ -250,13 +295,15 @@ class _SwapSweeps:
         items = np.concatenate([D.row[on], np.arange(P), np.arange(P)])
         keys = np.concatenate([D.col[on], m + pi[sel], m + pj[sel]])
         win = np.flatnonzero(_Incidence(items, keys, P).independent(rank, np.ones(P, dtype=bool)))
-        g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures, totals)
+        levels = self._known if self._known is not None and self._known.g is g else _Levels(self.measures, g, self.b)
+        g_new, new_totals, ok, per_cell, ch = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures, totals,
+                                                     levels)
         while not ok and win.size > 1:
             # interactions through large cells spoilt the batch: keep its better half
             win = win[np.argsort(rank[win])[: win.size // 2]]
-            g_new, new_totals, ok, per_cell = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures,
-                                                     totals)
-        self._known = (g_new, per_cell) if ok else None
+            g_new, new_totals, ok, per_cell, ch = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures,
+                                                         totals, levels)
+        self._known = levels.moved(self.measures, g_new, self.b, per_cell, ch) if ok else None
         return (sel[win] if ok else None), g_new, new_totals
 
 
@@ -298,11 +345,11 @@ def _final_swaps(
     def small(gg: np.ndarray) -> np.ndarray:
         return big * ((gg > 0) & (gg < iM) & (gg % b != 0))
 
-    def l1(gg: np.ndarray) -> np.ndarray:
-        return np.abs(f - gg) + small(gg)
+    def l1(gg: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+        return np.abs((f if at is None else f[at]) - gg) + small(gg)
 
-    def hd(gg: np.ndarray) -> np.ndarray:
-        return (sf - np.sqrt(np.maximum(gg, 0))) ** 2 + small(gg)
+    def hd(gg: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+        return ((sf if at is None else sf[at]) - np.sqrt(np.maximum(gg, 0))) ** 2 + small(gg)
 
     rows_nz = np.repeat(np.arange(n), np.diff(XRl.indptr))
     cols_nz = XRl.indices.astype(np.int64)
