@@ -170,6 +170,9 @@ def test_scr_bad_input():
         rnd.small_count(scr_inner(), spec, 3, max_round=1)
     with pytest.raises(pt.ProtabError, match="frequency column"):
         rnd.small_count(scr_inner().rename({"n": "count"}), spec, 3)
+    for tol in (-0.1, float("nan"), float("inf"), "a lot", True, None):
+        with pytest.raises(pt.ProtabError, match="polish_tol"):
+            rnd.small_count(scr_inner(), spec, 3, polish_tol=tol)
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ def _choose_up(
     conflict_max: int | None,
     polish: int,
     step: tuple[int, int, int] = (1, 0, 1),
+    tol: float = 0.0,
 ) -> np.ndarray:
     """Which of the candidates (rows of XR, published cells as columns) to raise by b.
 
@@ -82,7 +83,7 @@ def _choose_up(
     _forward(XR, crit, b, up, g, n_up, tie, _Incidence(rows_nz[cnz], cols_nz[cnz], n), s1, s2)
     # swap sweeps: move a raise to a better partner sharing a published cell
     by_col = _Incidence(rows_nz, cols_nz, n)  # all published cells, grouped by cell
-    up, g = _swaps(XR, up, g, b, [crit], conflict, tie, polish, rows_nz, cols_nz, by_col)
+    up, g = _swaps(XR, up, g, b, [crit], conflict, tie, polish, rows_nz, cols_nz, by_col, tol=tol)
     if s3 > 1:
         up = _refill(XR, crit, b, up, g, tie, s3, polish)
     return up

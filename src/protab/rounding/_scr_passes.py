@@ -24,9 +24,9 @@ class _Passes:
     in the next pass whatever their published cells."""
 
     def __init__(self, Xc: sparse.csc_matrix, yv: np.ndarray, b: int, opts: _Options, tie: np.ndarray,
-                 identify_new: bool | None, easy_check: bool) -> None:
+                 identify_new: bool | None, easy_check: bool, polish_tol: float = 0.0) -> None:
         self.Xc, self.Xr, self.yv, self.b, self.opts, self.tie = Xc, Xc.tocsr(), yv, b, opts, tie
-        self.identify_new, self.easy_check = identify_new, easy_check
+        self.identify_new, self.easy_check, self.polish_tol = identify_new, easy_check, polish_tol
         self.M = opts.M
         self.z = xty(Xc, yv)
         self.zf = self.z.astype(np.float64)
@@ -129,7 +129,7 @@ class _Passes:
         g0 = self.zr - xty(XR, r)
         XRl, cols = _local_matrix(XR, self.Xc.shape[1])
         up = _choose_up(XRl, self.zf[cols], g0[cols], b, self.M, n_up, self.tie[R],
-                        small_penalty, conflict_max, polish, step)
+                        small_penalty, conflict_max, polish, step, self.polish_tol)
         self.yr[R] = self.yr[R] - r + b * up
         self.zr = g0 + b * xty(XR, up.astype(np.int64))
         self.forced[R] = False
@@ -139,7 +139,8 @@ class _Passes:
         kept only if no small inner cell becomes derivable (easy / leverage check)."""
         yr, yv, b, fixed = self.yr, self.yv, self.b, self.opts.fixed
         movable = (yr != yv) & ~fixed & (yv % b != 0)
-        y2 = _final_swaps(self.Xr, yv, yr, self.z, b, self.iM, movable, self.tie, conflict_max, polish)
+        y2 = _final_swaps(self.Xr, yv, yr, self.z, b, self.iM, movable, self.tie, conflict_max, polish,
+                          self.polish_tol)
         if np.array_equal(y2, yr):
             return
         if self.easy_check or self.opts.lev_limit is not None:

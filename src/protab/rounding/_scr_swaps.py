@@ -13,6 +13,9 @@ from protab.rounding._rounding_inputs import xty
 
 _BIG = np.iinfo(np.int64).max
 
+#: sweeps over which the gain is judged when swap sweeps stop early (``tol`` of :func:`_swaps`)
+TOL_WINDOW = 25
+
 #: per published cell, a function of the published values: ``mf(g)`` for every cell, or
 #: ``mf(g[at], at)`` for the cells ``at`` alone (the same values, elementwise)
 Measure = Callable[..., np.ndarray]
@@ -179,17 +182,21 @@ def _swaps(
     cols_nz: np.ndarray,
     by_col: _Incidence,
     caps: list[float] | None = None,
+    tol: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Swap sweeps: move raises to partners sharing a published cell while the first of
     ``measures`` (per-published-cell functions of g) falls and none of the others rises —
     or, with ``caps``, while the others' totals stay within the caps (a swap may then
-    spend what earlier swaps saved)."""
+    spend what earlier swaps saved). At most ``polish`` sweeps; with ``tol`` > 0 they stop
+    once the last :data:`TOL_WINDOW` sweeps together lowered the first measure by less than
+    ``tol`` times its value before them (the long tail of a large table's sweeps gains little)."""
     sweeps = _SwapSweeps(XR, b, measures, conflict, tie, rows_nz, cols_nz, by_col, caps)
     up, g = up.copy(), g.copy()
     totals = [float(mf(g).sum()) for mf in measures]
     if caps is not None:
         totals[1:] = caps
     dirty = np.ones(XR.shape[1], dtype=bool)  # cells whose value changed in the last sweep
+    seen = [totals[0]]  # the first measure after each sweep
     for _ in range(polish):
         done = sweeps.sweep(up, g, dirty, totals)
         if done is None:
@@ -198,6 +205,11 @@ def _swaps(
         dirty = g_new != g
         g = g_new
         totals = new_totals if caps is None else [new_totals[0], *caps]
+        seen.append(totals[0])
+        if tol > 0 and len(seen) > TOL_WINDOW:
+            before = seen[-1 - TOL_WINDOW]
+            if before - seen[-1] < tol * abs(before):
+                break
     return up, g
 
 
@@ -318,6 +330,7 @@ def _final_swaps(
     tie: np.ndarray,
     conflict_max: int | None,
     polish: int,
+    tol: float = 0.0,
 ) -> np.ndarray:
     """A last round of swaps over every rounded inner cell: a rounding-up moves to another
     rounded cell (from its multiple below to the one above) where that lowers the mean
@@ -361,8 +374,9 @@ def _final_swaps(
     # mean absolute difference as long as the Hellinger distance stays within its start
     # (at most polish/8 sweeps each: nearly all the gain comes in the first sweeps)
     sweeps = max(1, polish // 8)
-    up2, g2 = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col)
-    up2, _ = _swaps(XRl, up2, g2, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, caps=[hd0])
+    up2, g2 = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, tol=tol)
+    up2, _ = _swaps(XRl, up2, g2, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, caps=[hd0],
+                    tol=tol)
     out = yr.copy()
     out[R] = low + b * up2
     return out
