@@ -97,6 +97,7 @@ def _forward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np
     m = XR.shape[1]
     need = n_up
     gain = crit(g + b) - crit(g)  # per published cell, kept up to date where g changes
+    raised = 0  # raises since the raised candidates' entries were last dropped from inc
     while need > 0:
         score = XR @ gain
         win = inc.winners_by(score, tie, ~up)
@@ -117,6 +118,9 @@ def _forward(XR: sparse.csr_matrix, crit: Measure, b: int, up: np.ndarray, g: np
             moved = moved + back  # cells touched either way
         else:
             g += b * moved
+            raised += idx.size
+            if raised > XR.shape[0] // 10:  # a raised candidate never competes again
+                inc, raised = inc.without(up), 0
         ch = np.flatnonzero(moved)
         gain[ch] = crit(g[ch] + b, ch) - crit(g[ch], ch)
 
