@@ -362,8 +362,7 @@ def _final_swaps(
         return yr
     XRl = XR[:, cols].tocsr()
     n, m = XRl.shape
-    zr = xty(Xr, yr)
-    g = zr[cols].copy()
+    g = xty(Xr, yr)[cols]
     f = z[cols].astype(np.float64)
     sf = np.sqrt(f)
     big = 1e9 * (1.0 + f.sum())
