@@ -170,9 +170,12 @@ def test_scr_bad_input():
         rnd.small_count(scr_inner(), spec, 3, max_round=1)
     with pytest.raises(pt.ProtabError, match="frequency column"):
         rnd.small_count(scr_inner().rename({"n": "count"}), spec, 3)
-    for tol in (-0.1, float("nan"), float("inf"), "a lot", True, None):
+    for tol in (-0.1, float("nan"), float("inf"), "a lot", "0.01", True, None):
         with pytest.raises(pt.ProtabError, match="polish_tol"):
             rnd.small_count(scr_inner(), spec, 3, polish_tol=tol)
+    with pytest.raises(pt.ProtabError, match="polish_tol"):  # checked even where nothing is rounded
+        rnd.small_count(scr_inner(), spec, 1, polish_tol="junk")
+    assert rnd.small_count(scr_inner(), spec, 3, polish_tol=np.float32(0.01)).n_changed > 0
 
 
 @pytest.mark.parametrize(

@@ -139,8 +139,7 @@ class _Passes:
         kept only if no small inner cell becomes derivable (easy / leverage check)."""
         yr, yv, b, fixed = self.yr, self.yv, self.b, self.opts.fixed
         movable = (yr != yv) & ~fixed & (yv % b != 0)
-        y2 = _final_swaps(self.Xr, yv, yr, self.z, b, self.iM, movable, self.tie, conflict_max, polish,
-                          self.polish_tol)
+        y2 = _final_swaps(self.Xr, yv, yr, self.z, b, self.iM, movable, self.tie, conflict_max, polish)
         if np.array_equal(y2, yr):
             return
         if self.easy_check or self.opts.lev_limit is not None:

@@ -37,7 +37,8 @@ class _Incidence:
 
     def without(self, dead: np.ndarray) -> _Incidence:
         """The same incidence without the entries of the ``dead`` items (a boolean per item):
-        the same winners among the other items, for less work."""
+        the same winners for less work as long as no dead item is active again (a dead item
+        that is active has no key left and would win)."""
         keep = ~dead[self.items]
         out = _Incidence.__new__(_Incidence)
         out.items, out.n_items = self.items[keep], self.n_items
@@ -343,7 +344,6 @@ def _final_swaps(
     tie: np.ndarray,
     conflict_max: int | None,
     polish: int,
-    tol: float = 0.0,
 ) -> np.ndarray:
     """A last round of swaps over every rounded inner cell: a rounding-up moves to another
     rounded cell (from its multiple below to the one above) where that lowers the mean
@@ -386,9 +386,10 @@ def _final_swaps(
     # mean absolute difference as long as the Hellinger distance stays within its start
     # (at most polish/8 sweeps each: nearly all the gain comes in the first sweeps)
     sweeps = max(1, polish // 8)
-    up2, g2 = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, tol=tol)
-    up2, _ = _swaps(XRl, up2, g2, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, caps=[hd0],
-                    tol=tol)
+    # (no early stop by polish_tol: a published cell left small adds a huge penalty to both
+    # measures, against which every gain would look too small to go on)
+    up2, g2 = _swaps(XRl, up, g, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col)
+    up2, _ = _swaps(XRl, up2, g2, b, [l1, hd], conflict, tie[R], sweeps, rows_nz, cols_nz, by_col, caps=[hd0])
     out = yr.copy()
     out[R] = low + b * up2
     return out
