@@ -21,19 +21,27 @@ TOL_WINDOW = 25
 Measure = Callable[..., np.ndarray]
 
 
+def _run_starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of ``sorted_keys`` begins."""
+    if sorted_keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+
+
 class _Incidence:
     """Items × keys incidence (e.g. candidates × published cells) for Luby-style selection:
     an item wins when its rank is the smallest among the active items on each of its keys."""
 
     def __init__(self, items: np.ndarray, keys: np.ndarray, n_items: int) -> None:
         order = np.argsort(keys, kind="stable")
-        self.items = items[order]
-        k = keys[order]
-        self.starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if k.size else np.zeros(0, np.int64)
-        self.lengths = np.diff(np.r_[self.starts, k.size])
-        self.n_items = n_items
+        self._group_by(items[order], keys[order], n_items)
+
+    def _group_by(self, items: np.ndarray, sorted_keys: np.ndarray, n_items: int) -> None:
+        self.items, self.n_items = items, n_items
+        self.starts = _run_starts(sorted_keys)
+        self.lengths = np.diff(np.r_[self.starts, sorted_keys.size])
         self.group = np.repeat(np.arange(self.starts.size), self.lengths)  # the key group of each entry
-        self.degree = np.bincount(self.items, minlength=n_items)  # the entries of each item
+        self.degree = np.bincount(items, minlength=n_items)  # the entries of each item
 
     def without(self, dead: np.ndarray) -> _Incidence:
         """The same incidence without the entries of the ``dead`` items (a boolean per item):
@@ -41,12 +49,7 @@ class _Incidence:
         that is active has no key left and would win)."""
         keep = ~dead[self.items]
         out = _Incidence.__new__(_Incidence)
-        out.items, out.n_items = self.items[keep], self.n_items
-        grp = self.group[keep]
-        out.starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]]) if grp.size else np.zeros(0, np.int64)
-        out.lengths = np.diff(np.r_[out.starts, grp.size])
-        out.group = np.repeat(np.arange(out.starts.size), out.lengths)
-        out.degree = np.where(dead, 0, self.degree)
+        out._group_by(self.items[keep], self.group[keep], self.n_items)
         return out
 
     def winners(self, rank: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -70,7 +73,7 @@ class _Incidence:
         at = np.flatnonzero(act & (sc == np.repeat(np.minimum.reduceat(sc, self.starts), self.lengths)))
         # of the few entries at their key's smallest score, the smallest tie per key
         grp, tk = self.group[at], tie[self.items[at]]
-        runs = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]]) if at.size else np.zeros(0, np.int64)
+        runs = _run_starts(grp)
         best = at[tk == np.repeat(np.minimum.reduceat(tk, runs), np.diff(np.r_[runs, at.size]))] if at.size else at
         # an active item wins when it is the best on every one of its keys
         return active & (np.bincount(self.items[best], minlength=self.n_items) == self.degree)
@@ -104,7 +107,7 @@ def _first_best(key: np.ndarray, score: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if np.any(key[1:] < key[:-1]):
         raise ValueError("_first_best needs keys in ascending order")
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    starts = _run_starts(key)
     lowest = np.repeat(np.minimum.reduceat(score, starts), np.diff(np.r_[starts, key.size]))
     at = np.flatnonzero(score == lowest)
     return at[np.r_[True, key[at][1:] != key[at][:-1]]]
@@ -161,26 +164,25 @@ class _Levels:
     cell went down or up by one base (``dn``, ``up``): computed once, then updated in the cells
     a batch changes (the measures are elementwise, so the values are the same)."""
 
-    def __init__(self, measures: list[Measure], g: np.ndarray, b: int,
-                 base: list[np.ndarray] | None = None) -> None:
-        self.g = g
-        self.base = [mf(g) for mf in measures] if base is None else base
-        self.dn = [mf(g - b) - v for mf, v in zip(measures, self.base)]
-        self.up = [mf(g + b) - v for mf, v in zip(measures, self.base)]
+    def __init__(self, g: np.ndarray, base: list[np.ndarray], dn: list[np.ndarray], up: list[np.ndarray]) -> None:
+        self.g, self.base, self.dn, self.up = g, base, dn, up
+
+    @classmethod
+    def of(cls, measures: list[Measure], g: np.ndarray, b: int) -> _Levels:
+        """The levels at ``g``, every cell computed."""
+        base = [mf(g) for mf in measures]
+        return cls(g, base, [mf(g - b) - v for mf, v in zip(measures, base)],
+                   [mf(g + b) - v for mf, v in zip(measures, base)])
 
     def moved(self, measures: list[Measure], g_new: np.ndarray, b: int, base: list[np.ndarray],
               ch: np.ndarray) -> _Levels:
-        """The levels at ``g_new``, which differs from ``g`` in the cells ``ch``."""
-        out = _Levels.__new__(_Levels)
-        out.g, out.base, out.dn, out.up = g_new, base, [], []
+        """The levels at ``g_new`` (measures ``base``), which differs from ``g`` in the cells ``ch``."""
         gc = g_new[ch]
-        for mf, v, d, u in zip(measures, base, self.dn, self.up):
-            d, u = d.copy(), u.copy()
+        dn, up = [d.copy() for d in self.dn], [u.copy() for u in self.up]
+        for mf, v, d, u in zip(measures, base, dn, up):
             d[ch] = mf(gc - b, ch) - v[ch]
             u[ch] = mf(gc + b, ch) - v[ch]
-            out.dn.append(d)
-            out.up.append(u)
-        return out
+        return _Levels(g_new, base, dn, up)
 
 
 def _swaps(
@@ -263,7 +265,7 @@ class _SwapSweeps:
         # large cells (more than conflict_max candidates) are too small to count here
         active = (XR @ (dirty & self.conflict).astype(np.float64)) > 0
         if self._known is None or self._known.g is not g:
-            self._known = _Levels(self.measures, g, b)
+            self._known = _Levels.of(self.measures, g, b)
         dns, ups_ = self._known.dn, self._known.up
         sup = XR @ ups_[0]
         partner = self._partners(up, sup)
@@ -321,7 +323,7 @@ class _SwapSweeps:
         items = np.concatenate([D.row[on], np.arange(P), np.arange(P)])
         keys = np.concatenate([D.col[on], m + pi[sel], m + pj[sel]])
         win = np.flatnonzero(_Incidence(items, keys, P).independent(rank, np.ones(P, dtype=bool)))
-        levels = self._known if self._known is not None and self._known.g is g else _Levels(self.measures, g, self.b)
+        levels = self._known  # set for g by _improving_pairs
         g_new, new_totals, ok, per_cell, ch = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures, totals,
                                                      levels)
         while not ok and win.size > 1:
