@@ -1,5 +1,6 @@
-"""On a local master protab sets the shuffle partitions to the cores and adaptive execution on,
-but only the settings the user left unset (docs/spark.md, "Settings on a local master")."""
+"""On a local master protab sets the shuffle partitions to the cores, adaptive execution on and
+the huge-method limit of whole-stage code generation to HotSpot's 8,000 bytes, but only the
+settings the user left unset (docs/spark.md, "Settings on a local master")."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def test_unset_settings_get_local_defaults_and_set_ones_stay(spark):
     with pt.Session.spark(fresh):
         assert fresh.conf.get("spark.sql.shuffle.partitions") == str(fresh.sparkContext.defaultParallelism)
         assert fresh.conf.get("spark.sql.adaptive.enabled") == "false"  # the user's choice stays
+        assert fresh.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
 
 
 def test_a_users_shuffle_partitions_are_kept(spark):
@@ -40,5 +42,13 @@ def test_local_defaults_reports_what_it_set(spark):
     from protab.engines import local_defaults
 
     fresh = spark.newSession()
-    assert local_defaults(fresh) == {"spark.sql.shuffle.partitions": str(fresh.sparkContext.defaultParallelism)}
+    assert local_defaults(fresh) == {"spark.sql.shuffle.partitions": str(fresh.sparkContext.defaultParallelism),
+                                     "spark.sql.codegen.hugeMethodLimit": "8000"}
     assert local_defaults(fresh) == {}  # set now: nothing more to choose
+
+
+def test_a_users_huge_method_limit_is_kept(spark):
+    fresh = spark.newSession()
+    fresh.conf.set("spark.sql.codegen.hugeMethodLimit", "65535")  # Spark's default, said explicitly
+    with pt.Session.spark(fresh):
+        assert fresh.conf.get("spark.sql.codegen.hugeMethodLimit") == "65535"
