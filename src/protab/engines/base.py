@@ -235,6 +235,12 @@ class Engine:
         zero in binary; every engine must give that same decimal."""
         return f"TRY_CAST({expr} AS DECIMAL(38, 8))"
 
+    def decimal8_sum(self, expr: str, floating: bool) -> tuple[str, str]:
+        """(aggregate, column) that sum ``expr`` exactly as :meth:`decimal8` gives each value:
+        the aggregate of the GROUP BY, and the SQL that turns its result (``{}``, the
+        aggregate's column) into the DECIMAL(38, 8) sum; here the sum of the decimals as is."""
+        return f"sum({self.decimal8(expr, floating)})", "{}"
+
     def decimal_times(self, value: str, coef: str) -> str:
         """SQL of a DECIMAL(38, 8) ``value`` times an integer coefficient, keeping 8 decimals."""
         return f"{value} * {coef}"

@@ -66,6 +66,7 @@ class Scan:
         magnitude tables the min and max of a sums column are read off its top lists
         (:meth:`_ends_of_lists`)."""
         raw, params = self._raw_codes()  # parameters bind in text order
+        self._totals: dict[str, str] = {}  # value column -> its SQL over the GROUP BY's result
         aggs, checks = self._scan_aggregates(params)
         if self.top_k is not None:
             more, more_params, more_checks = self._magnitude_aggregates()
@@ -77,7 +78,7 @@ class Scan:
         try:
             return self._create(
                 "inner",
-                f"SELECT {', '.join(outer + self.values + checks)} FROM ("
+                f"SELECT {', '.join(outer + self._finished_values() + checks)} FROM ("
                 f"SELECT {', '.join(raw)}, {', '.join(aggs)} FROM {self.source} GROUP BY ALL)",
                 params,
             )
@@ -89,6 +90,15 @@ class Scan:
                 f"table {self.table!r}: a sum over its records overflowed ({reason}); look for "
                 "huge values in the frequency, weight and sums columns of the request"
             ) from None
+
+    def _finished_values(self) -> list[str]:
+        """The value columns of the inner cells as the scan's outer SELECT gives them: an exact
+        sum that the engine completes after the GROUP BY (:meth:`Engine.decimal8_sum`) is."""
+        out = []
+        for v in self.values:
+            done = self._totals.get(v, "{}")
+            out.append(v if done == "{}" else f"{done.format(v)} AS {v}")
+        return out
 
     def _scan_aggregates(self, params: list[Any]) -> tuple[list[str], list[str]]:
         """(aggregates, check columns) of the scan: the count, the value sums, the key sum
@@ -105,8 +115,8 @@ class Scan:
             aggs += more
         for internal, col, _ in self._value_sources() if self.partials is None else ():
             q = quote_ident(col)
-            aggs += [f"sum({self.eng.decimal8(q, self.types.get(col, '') in FLOAT_TYPES)}) AS {internal}",
-                     f"count({q}) AS _chk_n{internal}"]
+            total, self._totals[internal] = self.eng.decimal8_sum(q, self.types.get(col, "") in FLOAT_TYPES)
+            aggs += [f"{total} AS {internal}", f"count({q}) AS _chk_n{internal}"]
             ends = self._ends_of_lists(internal)
             if ends is None:
                 aggs += [f"min({q}) AS _chk_lo{internal}", f"max({q}) AS _chk_hi{internal}"]
