@@ -236,9 +236,10 @@ class Engine:
         return f"TRY_CAST({expr} AS DECIMAL(38, 8))"
 
     def decimal8_sum(self, expr: str, floating: bool) -> tuple[str, str]:
-        """(aggregate, column) that sum ``expr`` exactly as :meth:`decimal8` gives each value:
-        the aggregate of the GROUP BY, and the SQL that turns its result (``{}``, the
-        aggregate's column) into the DECIMAL(38, 8) sum; here the sum of the decimals as is."""
+        """(aggregate, finish) that sum ``expr`` exactly as :meth:`decimal8` gives each value:
+        the aggregate of the GROUP BY, and a template of the SQL that turns its result (the
+        aggregate's column, where the template says ``{}``) into the DECIMAL(38, 8) sum; a
+        finish of just ``"{}"`` means the aggregate is that sum already, as here."""
         return f"sum({self.decimal8(expr, floating)})", "{}"
 
     def decimal_times(self, value: str, coef: str) -> str:

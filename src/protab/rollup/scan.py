@@ -60,7 +60,9 @@ class Scan:
         :meth:`_check_inner`, from flags of the inner cells).
 
         Weights and sums are summed as DECIMAL(38, 8) (exact, the same for any number of
-        threads); values that cannot be (NaN, ±inf, |x| ≥ 1e30) are left out by TRY_CAST.
+        threads; on Spark as whole numbers of 10^-8 made decimal once per cell,
+        :meth:`Engine.decimal8_sum`); values that cannot be (NaN, ±inf, |x| ≥ 1e30) are left
+        out by TRY_CAST.
         Cheap per-cell aggregates (min, max, count) ride along so that :meth:`_check_inner`
         can tell whether any value is missing, not finite, negative or too large to sum; in
         magnitude tables the min and max of a sums column are read off its top lists
@@ -97,7 +99,7 @@ class Scan:
         out = []
         for v in self.values:
             done = self._totals.get(v, "{}")
-            out.append(v if done == "{}" else f"{done.format(v)} AS {v}")
+            out.append(v if done == "{}" else f"{done.replace('{}', v)} AS {v}")
         return out
 
     def _scan_aggregates(self, params: list[Any]) -> tuple[list[str], list[str]]:
