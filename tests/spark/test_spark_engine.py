@@ -495,3 +495,33 @@ def test_list_pieces_rendered_for_spark():
     assert "c RLIKE '\\\\A(?:^a$)\\\\z'" in sql
     zipped = to_spark("SELECT x, unnest(r.a) AS e, unnest(r.b) AS f FROM t r")[0]
     assert "INLINE(ARRAYS_ZIP(COALESCE(r.a, ARRAY()), COALESCE(r.b, ARRAY()))) AS (e, f)" in zipped
+
+
+def test_exact_sums_of_doubles_are_the_same_as_duckdbs(engines):
+    """The scan's exact sum of a floating-point column (Engine.decimal8_sum): Spark sums whole
+    numbers of 10^-8 and makes the decimal once per group; the DECIMAL(38, 8) must be DuckDB's
+    sum of each value's decimal — ninth-decimal ties, negatives, 8 significant decimals on a
+    large value, and NULL where no value can be summed (NULL, NaN, ±inf, |x| >= 1e30)."""
+    frame = pl.DataFrame({
+        "g": ["tie", "tie", "tie", "neg", "neg", "big", "big", "none", "none", "none", "none", "mix", "mix"],
+        "x": [1.5e-08, 2.5e-08, 0.1, -2.5e-08, -0.3, 123456789.12345678, 0.2,
+              None, float("nan"), float("inf"), 1e30, 2.0, float("-inf")],
+    })
+    got = []
+    for s in engines:
+        s.register("doubles", frame, replace=True)
+        total, finish = s.engine.decimal8_sum('"x"', True)
+        got.append(sorted(s.engine.rows(
+            f"SELECT g, {finish.replace('{}', 't')} FROM (SELECT g, {total} AS t FROM doubles GROUP BY g)")))
+    assert got[1] == got[0]
+    sums = dict(got[0])
+    assert sums["none"] is None and sums["mix"] == Decimal("2")
+    assert sums["neg"] == Decimal("-0.30000003")  # DuckDB: -2.5e-08 rounds away from zero
+
+
+def test_an_exact_sum_past_38_digits_is_an_overflow_error_on_spark(engines):
+    _, sp = engines
+    sp.register("huge_doubles", pl.DataFrame({"g": ["a", "a"], "x": [9e29, 9e29]}), replace=True)
+    total, finish = sp.engine.decimal8_sum('"x"', True)
+    with pytest.raises(sp.engine.overflow_errors()):
+        sp.engine.rows(f"SELECT g, {finish.replace('{}', 't')} FROM (SELECT g, {total} AS t FROM huge_doubles GROUP BY g)")
