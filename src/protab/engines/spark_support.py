@@ -62,8 +62,8 @@ def local_defaults(spark: Any) -> dict[str, str]:
     generation given up for a part of a plan whose generated Java method would exceed 8,000
     bytes of bytecode (``spark.sql.codegen.hugeMethodLimit``, the value Spark's configuration
     guide suggests on HotSpot: HotSpot does not compile larger methods, so they run
-    interpreted; the magnitude cell key method's chain of lookups made such methods and its
-    query took 36 % less time with the limit, docs/spark.md). Returns what was set; a cluster
+    interpreted; the magnitude cell key method's chain of lookups made such methods,
+    docs/spark.md). Returns what was set; a cluster
     master is left as it is."""
     if not str(spark.sparkContext.master).startswith("local"):
         return {}

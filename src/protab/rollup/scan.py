@@ -68,7 +68,7 @@ class Scan:
         magnitude tables the min and max of a sums column are read off its top lists
         (:meth:`_ends_of_lists`)."""
         raw, params = self._raw_codes()  # parameters bind in text order
-        self._totals: dict[str, str] = {}  # value column -> its SQL over the GROUP BY's result
+        self._totals: dict[str, str] = {}  # value column -> the SQL that completes its sum
         aggs, checks = self._scan_aggregates(params)
         if self.top_k is not None:
             more, more_params, more_checks = self._magnitude_aggregates()
@@ -96,11 +96,7 @@ class Scan:
     def _finished_values(self) -> list[str]:
         """The value columns of the inner cells as the scan's outer SELECT gives them: an exact
         sum that the engine completes after the GROUP BY (:meth:`Engine.decimal8_sum`) is."""
-        out = []
-        for v in self.values:
-            done = self._totals.get(v, "{}")
-            out.append(v if done == "{}" else f"{done.replace('{}', v)} AS {v}")
-        return out
+        return [f"{self._totals[v].replace('{}', v)} AS {v}" if v in self._totals else v for v in self.values]
 
     def _scan_aggregates(self, params: list[Any]) -> tuple[list[str], list[str]]:
         """(aggregates, check columns) of the scan: the count, the value sums, the key sum
@@ -117,7 +113,9 @@ class Scan:
             aggs += more
         for internal, col, _ in self._value_sources() if self.partials is None else ():
             q = quote_ident(col)
-            total, self._totals[internal] = self.eng.decimal8_sum(q, self.types.get(col, "") in FLOAT_TYPES)
+            total, finish = self.eng.decimal8_sum(q, self.types.get(col, "") in FLOAT_TYPES)
+            if finish != "{}":
+                self._totals[internal] = finish
             aggs += [f"{total} AS {internal}", f"count({q}) AS _chk_n{internal}"]
             ends = self._ends_of_lists(internal)
             if ends is None:
