@@ -25,13 +25,17 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from protab.errors import PTableError, SpecError
+from protab.errors import PTableError, SpecError, show_values
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable.magnitude_ptable import MagnitudePTable
 
 VARIANTS = ("top_contr", "mean", "range", "sum")
 MAX_TOP_K = 6
+#: decimals of published perturbed sums and means unless declared (MagnitudeCKM(decimals=...))
+DEFAULT_DECIMALS = 2
+#: the most decimals: sums are held exactly to 8 (DECIMAL(38, 8))
+MAX_DECIMALS = 8
 
 
 def _number(value: object, name: str, *, low: float | None = None, high: float | None = None,
@@ -282,6 +286,11 @@ class MagnitudeCKM:
     or a rotated key (False, as tau-ARGUS); each further component rotates once more.
     ``zero_keys``: the cell key sums the keys of every contributor (True) or only of the
     non-zero ones (False, default).
+
+    ``decimals``: the published perturbed sums and means are rounded to this many decimals
+    (0 to 8; default 2), after perturbation: one number for every sums column, or a mapping
+    column → decimals (columns it does not name take the default); None publishes them
+    unrounded (as R cellKey returns them). Not a secret.
     """
 
     def __init__(
@@ -298,8 +307,10 @@ class MagnitudeCKM:
         same_key: bool = True,
         zero_keys: bool = False,
         small_cells: "MagnitudePTable | None" = None,
+        decimals: int | Mapping[str, int] | None = DEFAULT_DECIMALS,
     ) -> None:
         owner = "MagnitudeCKM"
+        self.decimals = _decimals(decimals, owner)
         tables = _p_tables(ptable, small_cells, owner)
         if variant not in VARIANTS:
             raise SpecError(f"{owner}: variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
@@ -325,7 +336,14 @@ class MagnitudeCKM:
             self.zs = 0.0
 
     def __repr__(self) -> str:
-        return f"MagnitudeCKM(variant={self.variant!r}, top_k={self.top_k}; parameters hidden)"
+        return (f"MagnitudeCKM(variant={self.variant!r}, top_k={self.top_k}, decimals={self.decimals!r}; "
+                "parameters hidden)")
+
+    def decimals_for(self, column: str) -> int | None:
+        """The decimals the perturbed sum and mean of sums column ``column`` are published with."""
+        if isinstance(self.decimals, Mapping):
+            return self.decimals.get(column, DEFAULT_DECIMALS)
+        return self.decimals
 
     # -- the p-tables as one relation ----------------------------------------------------
     TAB = {"all": 0, "even": 1, "odd": 2, "small_cells": 3}
@@ -404,6 +422,24 @@ class MagnitudeCKM:
         )
         cache[modulus] = (frame, width, depth)
         return cache[modulus]
+
+
+def _decimals(value: object, owner: str) -> int | dict[str, int] | None:
+    """``decimals`` checked: None, a whole number 0..MAX_DECIMALS, or a mapping of column names to such."""
+    def one(v: object, what: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_DECIMALS:
+            raise SpecError(f"{owner}: {what} must be a whole number from 0 to {MAX_DECIMALS} (the sums are exact "
+                            f"to {MAX_DECIMALS} decimals), not {show_values([v])}")
+        return v
+
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        bad = [k for k in value if not isinstance(k, str) or not k]
+        if bad:
+            raise SpecError(f"{owner}: decimals maps sums column names to decimals; {show_values(bad)} is not a name")
+        return {k: one(v, f"decimals[{k!r}]") for k, v in value.items()}
+    return one(value, "decimals")
 
 
 def check_ptable_kind(ptable: object, where: str) -> None:

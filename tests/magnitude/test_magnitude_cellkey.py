@@ -71,9 +71,9 @@ def _magnitude(p: dict, top_k: int) -> MagnitudeCKM:
         # parameters are built with the small-cells table and it is taken away afterwards
         kw["small_cells"] = _table("small_cells", "small_cells")
     if p["mult_params_class"] == "params_m_flex":
-        m = MagnitudeCKM(ptable, fp=mp["fp"], p=(mp["p_small"], mp["p_large"]), q=mp["q"], **kw)
+        m = MagnitudeCKM(ptable, fp=mp["fp"], p=(mp["p_small"], mp["p_large"]), q=mp["q"], decimals=None, **kw)
     else:
-        m = MagnitudeCKM(ptable, p=mp["p"], **kw)
+        m = MagnitudeCKM(ptable, p=mp["p"], decimals=None, **kw)
     if unsafe_range:
         m.small_cells, m.zs = None, 0.0
     return m

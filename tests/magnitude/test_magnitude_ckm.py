@@ -44,14 +44,16 @@ def _frame(n: int = 400, seed: int = 1, negative: bool = True) -> pl.DataFrame:
     })
 
 
+# unrounded (decimals=None): the invariants are the method's own; rounding has its own tests
+# (test_published_sums_are_rounded.py)
 PARAMS = [
-    MagnitudeCKM(ALL, fp=100, p=(0.25, 0.05), q=3, epsilon=[1, 0.5, 0.2]),
-    MagnitudeCKM(ALL, fp=50, small_cells=SMALL, epsilon=[1, 0.6]),
-    MagnitudeCKM(ALL, p=0.1),
-    MagnitudeCKM(ALL, fp=100, variant="mean"),
-    MagnitudeCKM(ALL, fp=100, variant="range", small_cells=SMALL),
-    MagnitudeCKM(ALL, fp=100, variant="sum", same_key=False, zero_keys=True),
-    MagnitudeCKM({"even": ALL.as_type("even"), "odd": ALL.as_type("odd")}, fp=100),
+    MagnitudeCKM(ALL, fp=100, p=(0.25, 0.05), q=3, epsilon=[1, 0.5, 0.2], decimals=None),
+    MagnitudeCKM(ALL, fp=50, small_cells=SMALL, epsilon=[1, 0.6], decimals=None),
+    MagnitudeCKM(ALL, p=0.1, decimals=None),
+    MagnitudeCKM(ALL, fp=100, variant="mean", decimals=None),
+    MagnitudeCKM(ALL, fp=100, variant="range", small_cells=SMALL, decimals=None),
+    MagnitudeCKM(ALL, fp=100, variant="sum", same_key=False, zero_keys=True, decimals=None),
+    MagnitudeCKM({"even": ALL.as_type("even"), "odd": ALL.as_type("odd")}, fp=100, decimals=None),
 ]
 
 
@@ -109,7 +111,7 @@ def test_weighted_sum_and_mean():
     frame = _frame(negative=False)
     with _session(frame) as s:
         spec = pt.TableSpec({"a": None}, sums=["v"], weight="w")
-        out = s.cell_key("t", spec, COUNTS, magnitude=MagnitudeCKM(ALL, fp=100), original=True)
+        out = s.cell_key("t", spec, COUNTS, magnitude=MagnitudeCKM(ALL, fp=100, decimals=None), original=True)
     total = (frame["v"] * frame["w"]).sum()
     assert out.filter(pl.col("a") == "Total")["v_w"].item() == pytest.approx(total, rel=1e-12)
     assert np.allclose(out["v_mean_pert"] * out["w_pert"], out["v_pert"])

@@ -4,13 +4,13 @@ key and the file)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab._io import read_toml as read_toml  # a request file as a dict (serve reads its config with it)
-from protab.errors import InputError, ProtabError, SpecError
+from protab.errors import InputError, ProtabError, SpecError, show_values
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -77,12 +77,23 @@ def load_magnitude(cfg: dict[str, Any], base: Path) -> MagnitudeCKM:
             raise SpecError("needs ptable = {…} (or the pair even and odd)")
         small = table("small_cells", "small_cells") if "small_cells" in cfg else None
         kw = {k: cfg[k] for k in ("variant", "top_k", "fp", "p", "q", "epsilon", "mu_c", "same_key",
-                                  "zero_keys") if k in cfg}
+                                  "zero_keys", "decimals") if k in cfg}
         if isinstance(kw.get("p"), list):
             kw["p"] = tuple(kw["p"])
         return MagnitudeCKM(ptable, small_cells=small, **kw)
     except ProtabError as exc:
         raise type(exc)(f"[magnitude] of the request: {exc}") from None
+
+
+def check_decimals(cfg: dict[str, Any], sums: Sequence[str], where: str) -> None:
+    """SpecError when a magnitude section's ``decimals = {column = d}`` names a column that is
+    none of the sums it protects (a misspelt name would silently take the default)."""
+    decimals = cfg.get("decimals")
+    if isinstance(decimals, dict):
+        unknown = [c for c in decimals if c not in sums]
+        if unknown:
+            raise SpecError(f"{where} names {show_values(unknown)}, not among the sums "
+                            f"({show_values(list(sums)) if sums else 'none'})")
 
 
 def load_rules(cfg: dict[str, Any]) -> SensitivityRules:

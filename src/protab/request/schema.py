@@ -329,8 +329,10 @@ MAGNITUDE = Table(
         "mu_c": Num(0),
         "same_key": Bool(),
         "zero_keys": Bool(),
+        "decimals": AnyOf([Int(0, 8), Dict(Int(0, 8))]),
     },
-    doc="ptable (or even and odd), small_cells, variant, top_k, fp, p, q, epsilon, mu_c, same_key, zero_keys",
+    doc="ptable (or even and odd), small_cells, variant, top_k, fp, p, q, epsilon, mu_c, same_key, zero_keys, "
+        "decimals",
 )
 
 RULES = Table(

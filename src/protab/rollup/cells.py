@@ -23,7 +23,9 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
     more columns of the same scan: the weighted sum ``s_w`` (with a weight), the number of
     non-zero contributors ``s_nonzero``, the ``top_k`` largest contributions ``s_top`` (a
     list of structs: |x|, weight, x, in descending order), the largest and
-    smallest value, and with keys the cell key of the non-zero contributors."""
+    smallest value, and with keys the cell key of the non-zero contributors. With
+    ``null_sums='omit'`` also the records holding a value ``s_holders`` (their weight sum and
+    cell key): the denominator of the perturbed mean (docs/methods.md §1.8)."""
     cols = [("_n", "n")]
     if spec.weight is not None:
         cols.append(("_w", "w"))
@@ -40,6 +42,12 @@ def value_columns(spec: TableSpec, *, keys: bool, top_k: int | None = None) -> l
                 cols += [(f"_tp{k}", f"{s}_top"), (f"_tn{k}", f"{s}_top_negative")]
             if keys:
                 cols.append((f"_kz{k}", f"{s}_cell_key"))
+            if spec.null_sums == "omit":  # the records holding a value: the mean's denominator
+                cols.append((f"_nv{k}", f"{s}_holders"))
+                if spec.weight is not None:
+                    cols.append((f"_wv{k}", f"{s}_holders_w"))
+                if keys:
+                    cols.append((f"_kv{k}", f"{s}_holders_cell_key"))
     if keys:
         cols.append(("_k", "cell_key"))
     return cols
@@ -75,6 +83,16 @@ def top_list(k: int, top_k: int, weighted: bool) -> str:
               f"1, {int(top_k)}), lambda e: e.x)")
     plain = f"list_slice(coalesce(_tp{k}, []), 1, {int(top_k)})"
     return f"CASE WHEN coalesce(_tn{k}[1] >= 0, TRUE) THEN {plain} ELSE {signed} END"
+
+
+def rounded(expr: str, places: int | None) -> str:
+    """SQL of a DOUBLE ``expr`` rounded to ``places`` decimals (None: as it is): the value
+    times 10^places rounded half away from zero, over 10^places. Each step is one IEEE
+    operation or a round to a whole number, which every engine does alike (DuckDB, Spark)."""
+    if places is None:
+        return expr
+    scale = f"{10 ** int(places)}.0"
+    return f"(round(({expr}) * {scale}) / {scale})"
 
 
 def zero_sql(internal: str, alias: str) -> str:

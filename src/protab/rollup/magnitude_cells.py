@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from protab.errors import InputError, SpecError
-from protab.rollup.cells import top_list
+from protab.rollup.cells import rounded, top_list
 from protab.rollup.magnitude_ckm import ckm_ctes, ckm_parameters
 from protab.rollup.magnitude_rules import diagnostics_sql, rules_sql
 from protab.sqltools import quote_ident
@@ -117,14 +117,28 @@ class MagnitudeCells:
                 out.append(f"CAST(c.{total} AS DOUBLE) AS {total}")
             if magnitude is not None:
                 # blanked with n_pert; the mean is the perturbed sum over the perturbed count
+                # of the records holding a value (docs/methods.md §1.8), both rounded as declared
                 sp = f"CASE WHEN c._np IS NULL THEN NULL ELSE c._sp{k} END"
-                den = "c._wp" if weighted else "c._np"
-                out += [f"{sp} AS _sp{k}", f"{sp} / nullif({den}, 0) AS _spm{k}"]
+                mean = f"{sp} / nullif({self._denominator(k)}, 0)"
+                places = magnitude.decimals_for(self.spec.sums[k])
+                out += [f"{rounded(sp, places)} AS _sp{k}", f"{rounded(mean, places)} AS _spm{k}"]
             if rules is not None:
                 out += [f"c._sens{k}", f"c._rule{k}"]
                 if diagnostics:
                     out += [f"c._dg{k}_{n}" for n in rules.shares] + ([f"c._fc{k}"] if rules.min_frequency else [])
         return out
+
+    def _denominator(self, k: int) -> str:
+        """The perturbed count the mean of sums column ``k`` divides by: the records holding a
+        value. Under ``null_sums='error'`` (no NULL) and ``'zero'`` (NULL is the value 0) that is
+        every record, ``n_pert`` (``w_pert`` weighted); under ``'omit'`` the perturbed count of
+        the records with a value, ``_npv`` (weighted: their weight sum scaled by it, as ``w_pert``)."""
+        weighted = self.spec.weight is not None
+        if self.spec.null_sums != "omit" or self.key is None:
+            return "c._wp" if weighted else "c._np"
+        if weighted:
+            return f"(c._npv{k} * CAST(c._wv{k} AS DOUBLE) / nullif(c._nv{k}, 0))"
+        return f"c._npv{k}"
 
     def sensitivity(self, rules: SensitivityRules, diagnostics: bool = False) -> pl.DataFrame:
         """The published cells with their original values and the rules' verdicts (and with

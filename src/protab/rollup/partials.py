@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine
 
 #: The parts kept per sums column ``k``: column ``protab_m<k>_<part>`` of the key-sum table
-PARTS = ("sum", "lo", "hi", "n", "nz", "top", "low", "kz")
+PARTS = ("sum", "lo", "hi", "n", "nz", "top", "low", "kz", "kn")
 
 #: Σ|x| over a table beyond which its sums are not kept exactly (Checks.SUM_LIMIT)
 SUM_LIMIT = 1e29
@@ -118,8 +118,9 @@ def partial_aggregates(eng: Engine, parts: Partials, nonneg: set[int], key: str,
             f"count(*) FILTER (WHERE {x} <> 0) AS protab_m{k}_nz",
             f"max({x}, {n}) FILTER (WHERE {present}) AS protab_m{k}_top", f"{low} AS protab_m{k}_low",
             f"CAST(coalesce(sum({key}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS protab_m{k}_kz",
+            f"CAST(coalesce(sum({key}) FILTER (WHERE {q} IS NOT NULL), 0) % ? AS BIGINT) AS protab_m{k}_kn",
         ]
-        params.append(modulus)
+        params += [modulus, modulus]
     return aggs, params
 
 
@@ -157,4 +158,9 @@ def merged_magnitudes(eng: Engine, parts: Partials, sums: tuple[str, ...], top_k
         if keys:
             aggs.append(f"CAST(sum({p}kz) % ? AS BIGINT) AS _kz{k}")
             params.append(modulus)
+        if parts.null_sums == "omit":  # the records holding a value (Scan._holders)
+            aggs.append(f"CAST(sum({p}n) AS BIGINT) AS _nv{k}")
+            if keys:
+                aggs.append(f"CAST(sum({p}kn) % ? AS BIGINT) AS _kv{k}")
+                params.append(modulus)
     return aggs, params

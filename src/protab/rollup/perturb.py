@@ -56,6 +56,8 @@ class Perturb:
         counts_only = magnitude is None and rules is None
         codes = self._cell_number(items, params) if counts_only and self.sink is None else None
         select = f"SELECT c.*, {', '.join(items)} {self._ptable_join(ptable, pt, cells, params)}"
+        if magnitude is not None:
+            select = self._with_holders(select, ptable, pt, params)
         values = self._count_values(original)
         if codes is not None:
             frame = self._in_order(self.arrow(
@@ -124,6 +126,22 @@ class Perturb:
             f"ON p.protab_i = protab_row_class(abs(c._n), ?, ?, ?) AND p.protab_b = {key} // ? "
             f"AND {key} BETWEEN p.protab_klo AND p.protab_khi"
         )
+
+    def _with_holders(self, select: str, ptable: PTable, pt: str, params: list[Any]) -> str:
+        """``select`` (of cells ``c`` with their perturbed counts) with, per sums column read with
+        ``null_sums='omit'``, the perturbed count ``_npv<k>`` of the records holding a value
+        (their count and cell key through the same p-table, as any count: the same records
+        give the same value in every table). The mean of such a column divides by it."""
+        if self.spec.null_sums != "omit" or self.key is None:
+            return select
+        imin = int(ptable.frame["i"].min())  # type: ignore[arg-type]
+        items, joins = [], []
+        for k in range(len(self.spec.sums)):
+            items.append(f"c._nv{k} + coalesce(h{k}.protab_v, 0) AS _npv{k}")
+            joins.append(f"LEFT JOIN {pt} h{k} ON h{k}.protab_i = protab_row_class(c._nv{k}, ?, ?, ?) "
+                         f"AND h{k}.protab_b = c._kv{k} // ? AND c._kv{k} BETWEEN h{k}.protab_klo AND h{k}.protab_khi")
+            params += [imin, int(ptable.imax), int(ptable.period), self._bucket]
+        return f"SELECT c.*, {', '.join(items)} FROM ({select}) c {' '.join(joins)}"
 
     def _count_values(self, original: bool) -> list[str]:
         """Select items of the counts (and weighted counts) of perturbed cells ``c``."""

@@ -204,7 +204,28 @@ class Scan:
             if self.key is not None:
                 aggs.append(f"CAST(coalesce(sum({r}) FILTER (WHERE {x} <> 0), 0) % ? AS BIGINT) AS _kz{k}")
                 params.append(self.modulus)
+            if spec.null_sums == "omit":
+                more, more_params = self._holders(k, col)
+                aggs += more
+                params += more_params
         return aggs, params, checks
+
+    def _holders(self, k: int, col: str) -> tuple[list[str], list[Any]]:
+        """Aggregates of the records holding a value of sums column ``k`` (``null_sums='omit'``):
+        their number ``_nv``, weight sum ``_wv`` (exact, as the weight's) and cell key ``_kv``
+        (their key sum modulo the modulus): the perturbed mean divides by their perturbed count."""
+        q = quote_ident(col)
+        aggs: list[str] = [f"count({q}) AS _nv{k}"]
+        params: list[Any] = []
+        weight = self.spec.weight
+        if weight is not None:
+            exact = self.eng.decimal8(quote_ident(weight), self.types.get(weight, "") in FLOAT_TYPES)
+            aggs.append(f"sum(CASE WHEN {q} IS NULL THEN NULL ELSE {exact} END) AS _wv{k}")
+        if self.key is not None:
+            aggs.append(f"CAST(coalesce(sum({self._wide(quote_ident(self.key[0]))}) FILTER (WHERE {q} IS NOT NULL), 0)"
+                        f" % ? AS BIGINT) AS _kv{k}")
+            params.append(self.modulus)
+        return aggs, params
 
     # -- the zero cells of extend0 ------------------------------------------------------------
     def _extend0(self) -> str:
