@@ -13,7 +13,7 @@ from protab._io import read_toml
 from protab.cli.options import DEFAULT_DATABASE, require_database
 from protab.errors import InputError, SpecError
 from protab.request import schema
-from protab.request.loaders import load_magnitude, load_ptable, load_rules
+from protab.request.loaders import check_decimals, load_magnitude, load_ptable, load_rules
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
@@ -140,6 +140,8 @@ def check_request(path: Path, cfg: dict[str, Any], db: str, spark: dict[str, Any
         raise SpecError("request: [magnitude] applies to cell-key tables with sums; no such table")
     if "rules" in cfg and not any(t.get("sums") for t in tables):
         raise SpecError("request: [rules] apply to tables with sums; no table has sums")
+    if with_sums:
+        check_decimals(cfg["magnitude"], [c for t in ckm for c in t.get("sums", ())], "request: [magnitude] decimals")
     return {"ptable": load_ptable(cfg["ptable"], base) if ckm else None,
             "magnitude": load_magnitude(cfg["magnitude"], base) if with_sums else None,
             "rules": load_rules(cfg["rules"]) if "rules" in cfg else None}

@@ -63,7 +63,7 @@ from protab.sqltools import FLOAT_TYPES, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
-    from protab.magnitude import MagnitudeCKM
+    from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
     from protab.session import Session
 
@@ -124,6 +124,8 @@ class _Dataset:
     codes: dict[str, list[str]]
     hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     magnitude: MagnitudeCKM | None = field(default=None, repr=False)
+    #: the measures' sensitivity rules (protect's [rules]): sensitive cells get the extra noise mu_c
+    sensitivity: SensitivityRules | None = field(default=None, repr=False)
     #: the key-sum table of the dataset's dims in every session (Session.key_sums), or None
     counts_table: str | None = None
     #: whether that table keeps the measures' sums too (so magnitude requests read it)
@@ -146,7 +148,7 @@ class Broker:
     """
 
     def __init__(self, config: ServeConfig) -> None:
-        from protab.request.loaders import load_magnitude, load_ptable
+        from protab.request.loaders import load_ptable
         from protab.session import Session
 
         self.config = config
@@ -168,12 +170,8 @@ class Broker:
                 (self._pool if k < config.sessions or self._job_pool is None else self._job_pool).put(s)
             with self.session() as s:
                 self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
-            for name, ds in self.datasets.items():
-                if ds.conf.magnitude is not None:
-                    try:
-                        ds.magnitude = load_magnitude(dict(ds.conf.magnitude), config.base)
-                    except ProtabError as exc:
-                        raise type(exc)(f"datasets.{name}.magnitude of the serve config: {exc}") from None
+                for ds in self.datasets.values():
+                    self._magnitudes(s, ds)
             self._key_sums()  # after the magnitude parameters: their top_k decides the lists kept
             self._withheld()
         except BaseException:
@@ -217,6 +215,31 @@ class Broker:
         hierarchies = {d: h for d in ds.hierarchies if (h := ds.code_lists[d].hierarchy) is not None}
         return _Dataset(ds, codes, hierarchies)
 
+    def _magnitudes(self, s: Session, ds: _Dataset) -> None:
+        """The dataset's magnitude parameters and sensitivity rules, read as a protect request's
+        [magnitude] and [rules] (the same loaders): the same table is protected the same way.
+        Errors name the section, never a value (they are secrets)."""
+        from protab.request.loaders import load_magnitude, load_rules
+
+        name = ds.name
+        if ds.conf.magnitude is not None:
+            try:
+                ds.magnitude = load_magnitude(dict(ds.conf.magnitude), self.config.base)
+            except ProtabError as exc:
+                raise type(exc)(f"datasets.{name}.magnitude of the serve config: {exc}") from None
+        if ds.conf.sensitivity is not None:
+            try:
+                ds.sensitivity = load_rules(dict(ds.conf.sensitivity))
+            except ProtabError as exc:
+                raise type(exc)(f"datasets.{name}.sensitivity of the serve config: {exc}") from None
+            holding = ds.sensitivity.holding
+            if holding is not None and holding not in s.columns(ds.conf.table):
+                raise SpecError(f"datasets.{name}.sensitivity of the serve config: holding {holding!r} is not a "
+                                f"column of table {ds.conf.table!r}")
+            if holding is not None and holding in ds.conf.dims:
+                raise SpecError(f"datasets.{name}.sensitivity of the serve config: holding {holding!r} is a "
+                                "dimension; the holding is the contributor group of each record, not a code")
+
     def _key_sums(self) -> None:
         """Count requests read, in every session, the records aggregated to the dataset's dims
         with their key sums (Session.key_sums: the same counts and cell keys, so the same
@@ -236,8 +259,10 @@ class Broker:
                 continue
             name = f"_protab_serve_counts_{k}"
             sums: dict[str, Any] = {}
-            if ds.magnitude is not None and ds.conf.measures:
-                sums = {"sums": list(ds.conf.measures), "top_k": ds.magnitude.top_k, "null_sums": ds.conf.null_sums}
+            holdings = ds.sensitivity is not None and ds.sensitivity.holding is not None  # need the records
+            if ds.magnitude is not None and ds.conf.measures and not holdings:
+                top_k = max(ds.magnitude.top_k, ds.sensitivity.top_k if ds.sensitivity is not None else 1)
+                sums = {"sums": list(ds.conf.measures), "top_k": top_k, "null_sums": ds.conf.null_sums}
             try:
                 first.key_sums(ds.conf.table, ds.conf.dims, name=name, **sums)
             except InputError:  # a measure no table could hold: counts only, sums from the records
@@ -407,7 +432,7 @@ class Broker:
         table = ds.counts_table if ds.counts_table is not None and (ds.sums_kept or not sums) else ds.conf.table
         try:
             frame = s.cell_key(table, spec, self.ptable, threshold=self.config.threshold or None,
-                               magnitude=ds.magnitude if sums else None)
+                               magnitude=ds.magnitude if sums else None, rules=ds.sensitivity if sums else None)
         except NoRecordsError:  # filters that select nobody: the same answer as a small population
             raise QueryRefused(MIN_POPULATION_MESSAGE) from None
         s.forget_hierarchies(KEEP_HIERARCHIES)  # a long-lived session sees ever new code lists

@@ -20,7 +20,7 @@ from typing import Any
 
 from protab.errors import SpecError
 from protab.request import schema
-from protab.request.loaders import read_toml
+from protab.request.loaders import check_decimals, read_toml
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
 from protab.serve.rules import RULES, attach
 
@@ -58,6 +58,9 @@ serve.toml (paths relative to the file):
                                    # region, a level of municipality's hierarchy, takes its codes
   null_code = "Unknown"            # optional: NULL dimension values as this (declared) code
   [datasets.persons.magnitude]     # optional, secret: as [magnitude] of a protect request
+  decimals = 0                     # published sums and means: decimals (default 2; or {income = 0})
+  [datasets.persons.sensitivity]   # optional, secret: as [rules] of a protect request (sensitive
+  p_percent = 10                   # cells get the extra noise mu_c, as protect gives them)
   [datasets.persons.rules]         # optional: disclosure rules (or in rules_file = "rules.toml")
   blocked = [["age", "municipality"]]   # also max_cells, max_dims, min_population, [...rules.area]
 
@@ -92,7 +95,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_SECRET_SECTIONS = ("ptable", "magnitude", "rules")
+_SECRET_SECTIONS = ("ptable", "magnitude", "sensitivity", "rules")
 
 
 @dataclass
@@ -140,6 +143,7 @@ DATASET = schema.Table(
         "null_code": schema.Str(),
         "null_sums": schema.Str(choices=("error", "zero", "omit")),
         "magnitude": schema.MAGNITUDE,
+        "sensitivity": schema.RULES,
         "rules": RULES,
         "description": schema.Str(nonempty=False),
     },
@@ -213,6 +217,8 @@ class DatasetConfig:
     null_code: str | None = None
     null_sums: str = "error"
     magnitude: Mapping[str, Any] | None = field(default=None, repr=False)
+    #: the sensitivity rules of the measures (the keys of protect's [rules]; secret thresholds)
+    sensitivity: Mapping[str, Any] | None = field(default=None, repr=False)
     description: str = ""
     #: the disclosure rules (protab.serve.rules.Rules), set by load_config
     rules: Any = field(default=None, repr=False)
@@ -344,11 +350,16 @@ def _dataset(name: str, ds: Mapping[str, Any], base: Path, where: str) -> Datase
         hierarchies[dim] = tuple(columns)
     if "magnitude" in ds and not measures:
         raise SpecError(f"{where}: datasets.{name}.magnitude protects sums of measures; the dataset has none")
+    if "sensitivity" in ds and "magnitude" not in ds:
+        raise SpecError(f"{where}: datasets.{name}.sensitivity marks the cells that the cell key method for "
+                        f"magnitudes protects more: it needs [datasets.{name}.magnitude] too")
+    if "magnitude" in ds:
+        check_decimals(ds["magnitude"], measures, f"{where}: datasets.{name}.magnitude.decimals")
     code_lists = declared(name, ds, hierarchies, base, where)
     return DatasetConfig(
         name=name, table=ds.get("table", name), dims=dims, measures=measures, hierarchies=hierarchies,
         code_lists=code_lists, null_code=ds.get("null_code"), null_sums=ds.get("null_sums", "error"),
-        magnitude=ds.get("magnitude"), description=ds.get("description", ""),
+        magnitude=ds.get("magnitude"), sensitivity=ds.get("sensitivity"), description=ds.get("description", ""),
     )
 
 
