@@ -52,7 +52,8 @@ request file (TOML; paths in it are relative to the file):
   household = "hid"                   #   log = "swap_log" keeps the (internal) swap log
   geography = ["region", "municipality"]
   risk_variables = ["agegroup", "sex"]
-  similar = [["hsize"]]               #   similarity profiles, first preferred
+  similar = [["hsize"]]               #   optional similarity profiles, first preferred (default
+                                      #   [[]]: any household of another area; docs/swapping.md)
   swap_rate = 0.05                    #   every risky household is swapped (the rate may end higher:
   max_swap_rate = 0.10                #   a warning says so); optional cap, riskiest first
   seed_env = "PROTAB_SWAP_SEED"       #   or seed_file = "swap.seed" (never the seed itself)

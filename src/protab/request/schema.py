@@ -359,13 +359,13 @@ SWAP = Table(
         "household": Str(),
         "geography": _NAMES,
         "risk_variables": _NAMES,
-        "similar": List(_NAMES),
+        "similar": List(List(Str(), unique=True, nonempty=False)),  # [] (a profile of no column): any household
         "swap_rate": Num(0, 1),
         "max_swap_rate": Num(0, 1),
         "k_anonymity": Int(0),
         "carry_along": _NAMES,
     },
-    required=("source", "out", "household", "geography", "risk_variables", "similar", "swap_rate"),
+    required=("source", "out", "household", "geography", "risk_variables", "swap_rate"),
     one_of=("seed_env", "seed_file"),
     doc="seed_env = 'VAR' or seed_file = 'path' (the swap seed is never in the request itself)",
 )

@@ -15,6 +15,12 @@ from protab.request.loaders import reading
 if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
 
+#: ``similar`` when a [swap] section leaves it out: one profile of no column, so that any
+#: household of another area may be the donor (the donors still come in the risk-weighted
+#: order of docs/swapping.md). Naming a household-size column (``[["hsize"]]``) keeps every
+#: area's count of persons as well as of households; protect and programme read the same default.
+DEFAULT_SIMILAR: list[list[str]] = [[]]
+
 
 def read_seed(env: str | None, file: str | os.PathLike[str] | None, missing: str) -> str:
     """A secret seed from an environment variable or a file (never from the command line)."""
@@ -41,7 +47,7 @@ def run_swap(s: Session, cfg: dict[str, Any], base: Path) -> dict[str, Any]:
     seed = read_seed(cfg.get("seed_env"), seed_file, "[swap] needs seed_env or seed_file")
     spec = SwapSpec(
         household=cfg["household"], geography=cfg["geography"], risk_variables=cfg["risk_variables"],
-        similar=cfg["similar"], swap_rate=cfg["swap_rate"], k_anonymity=cfg.get("k_anonymity", 3),
+        similar=cfg.get("similar", DEFAULT_SIMILAR), swap_rate=cfg["swap_rate"], k_anonymity=cfg.get("k_anonymity", 3),
         carry_along=cfg.get("carry_along", ()), max_swap_rate=cfg.get("max_swap_rate"),
     )
     try:
