@@ -7,13 +7,12 @@ from __future__ import annotations
 import shutil
 
 import polars as pl
+from conftest import without_grid
 
 import protab as pt
 from protab.cli.protect_request import protect
 from protab.request.swap_section import DEFAULT_SIMILAR
 from protab.swapping import SwapSpec
-
-from conftest import without_grid
 
 SIMILAR = 'similar = [["hsize"]]\n'
 
