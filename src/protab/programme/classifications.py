@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab.errors import ProtabError, SpecError
+from protab.programme.definition import code_texts
 from protab.request.loaders import hierarchy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,7 +34,7 @@ def build(s: Session, cfg: dict[str, Any], cubes: list[Hypercube], source: str, 
         root = c.get("root", "Total")
         try:
             if "codes" in c:
-                h = Hierarchy.flat(c["codes"], root=root)
+                h = Hierarchy.flat(code_texts(c["codes"]), root=root)
             elif c.get("flat"):
                 h = Hierarchy.flat(s.codes(source, variable), root=root)
             else:

@@ -22,8 +22,38 @@ DEFAULT_MAX_CELLS = 10_000_000
 
 _NAMES = List(Str(), unique=True)
 
+
+class Codes(schema.Type):
+    """``codes = [...]`` of a classification: codes as strings or whole numbers, a whole number
+    meaning its text (``[1, 2]`` is ``["1", "2"]``), as a dimension's inline list in serve.toml
+    (docs/serve.md); floats and booleans are refused, with the service's wording, since ``1.0``
+    or ``true`` has no one text that the records would hold."""
+
+    name = "a list of codes (strings or whole numbers)"
+
+    def check(self, value: Any, path: str) -> None:
+        if not isinstance(value, list) or not value or not all(_is_code(x) for x in value):
+            raise schema.fail(path, self.name, value)
+        for k, x in enumerate(value):
+            if isinstance(x, str):
+                Str().check(x, f"{path}[{k}]")
+        texts = code_texts(value)
+        twice = next((c for k, c in enumerate(texts) if c in texts[:k]), None)
+        if twice is not None:
+            raise SpecError(f"request: {path} names {twice!r} more than once (a whole number is its text)")
+
+
+def _is_code(x: Any) -> bool:
+    return isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))
+
+
+def code_texts(codes: list[Any]) -> list[str]:
+    """The codes of a checked ``codes`` list as text: a whole number is its decimal text."""
+    return [str(c) for c in codes]
+
+
 CLASSIFICATION = Table(
-    {**schema.HIERARCHY.keys, "flat": Bool(), "codes": _NAMES, "levels": _NAMES},
+    {**schema.HIERARCHY.keys, "flat": Bool(), "codes": Codes(), "levels": _NAMES},
     one_of=(*schema.HIERARCHY.one_of, "flat", "codes"),
     doc="columns, code_lengths, hrc, parent_child, ssb_frame, grid, codes or flat = true; levels names them",
 )
