@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protab.errors import ProtabError, SpecError
+from protab.errors import ProtabError, SpecError, show_values
 from protab.programme.definition import code_texts
 from protab.request.loaders import hierarchy
 
@@ -102,3 +102,129 @@ def check_cells(cube: Hypercube, depth: dict[str, int], hierarchies: dict[str, H
             f"{cube.max_cells:,}; publish some dimensions at a coarser level, split it, or raise max_cells"
         )
     return total
+
+
+def check_records(s: Session, cfg: dict[str, Any], cubes: list[Hypercube], source: str,
+                  hierarchies: dict[str, Hierarchy]) -> None:
+    """Refuse, before anything is computed, records that a hypercube could not publish: a code of
+    a variable that its classification does not declare (at its finest level), and NULLs in a
+    variable that a table publishes without a ``null_code`` the classification declares.
+
+    One SQL pass over ``source`` for every variable at once (GROUPING SETS: the distinct codes
+    per variable with their record counts, anti-joined in the database with the declared codes,
+    which are registered as an Arrow relation); only a summary per variable comes back. The
+    programme has one source: its swapped copy moves codes between households but adds none."""
+    from uuid import uuid4
+
+    variables = list(dict.fromkeys(d.variable for c in cubes for d in c.dims))
+    classification = {d.variable: d.classification for c in cubes for d in c.dims}
+    null_codes = _null_codes(cubes)
+    name = f"_protab_declared_{uuid4().hex}"
+    s.engine.register(name, _declared(variables, classification, hierarchies, null_codes))
+    try:
+        rows = s.engine.rows(_scan_sql(variables, s.columns(source), source, name))
+    finally:
+        s.engine.unregister(name)
+    found = {int(r[0]): r[1:] for r in rows}
+    for k, v in enumerate(variables):
+        n_bad, records, first, margins, nulls, held = found.get(k, (0, 0, [], 0, 0, []))
+        where = f"column {v!r} of {source!r} (classification {classification[v]!r})"
+        if n_bad:
+            also = (f"; {margins:,} of them are codes of its coarser levels (margins), while the records hold "
+                    "the finest codes" if margins else "")
+            raise SpecError(
+                f"programme: {where} holds {n_bad:,} code{'s' if n_bad > 1 else ''} that "
+                f"[classifications.{classification[v]}] does not declare, in {records:,} records: "
+                f"{_listing(first, n_bad)}{also}; declare {'them' if n_bad > 1 else 'it'} or recode those records "
+                "(nothing was computed)"
+            )
+        if nulls:
+            flat = bool(cfg["classifications"][classification[v]].get("flat"))
+            _check_nulls(where, classification[v], int(nulls), null_codes.get(v, {}), hierarchies[classification[v]],
+                         held or [], flat)
+
+
+def _null_codes(cubes: list[Hypercube]) -> dict[str, dict[str | None, list[str]]]:
+    """Per variable, the tables that publish it (``hypercube.table``) by their ``null_code``."""
+    out: dict[str, dict[str | None, list[str]]] = {}
+    for cube in cubes:
+        for t in cube.tables:
+            for v in t.dims:
+                out.setdefault(v, {}).setdefault(t.options.get("null_code"), []).append(f"{cube.name}.{t.name}")
+    return out
+
+
+def _declared(variables: list[str], classification: dict[str, str], hierarchies: dict[str, Hierarchy],
+              null_codes: dict[str, dict[str | None, list[str]]]) -> Any:
+    """The Arrow relation (k, code, leaf, watched) of every variable k: the codes of its
+    classification (``leaf``: at the finest level, NULL for the null codes it lacks), and
+    (``watched``) the null codes of its tables, whose presence in the records is reported."""
+    import polars as pl
+
+    parts = []
+    for k, v in enumerate(variables):
+        h = hierarchies[classification[v]]
+        codes = pl.Series("code", h.codes, pl.String)
+        watch = pl.Series("code", [c for c in null_codes.get(v, {}) if c is not None], pl.String)
+        frame = pl.DataFrame({"code": codes, "leaf": codes.is_in(pl.Series(h.leaves, dtype=pl.String).implode())})
+        frame = frame.join(watch.to_frame(), on="code", how="full", coalesce=True).with_columns(
+            k=pl.lit(k, pl.Int64), watched=pl.col("code").is_in(watch.implode()))
+        parts.append(frame.select("k", "code", "leaf", "watched"))
+    return pl.concat(parts).to_arrow()
+
+
+def _scan_sql(variables: list[str], types: dict[str, str], source: str, declared: str) -> str:
+    """The one pass: per variable k, the number of its distinct codes that are not declared at the
+    finest level, their records, the first six of them, how many are coarser codes, its NULL
+    records, and the watched (null) codes it holds."""
+    from protab.sqltools import code_sql, quote_ident
+
+    cols = [f"c{k}" for k in range(len(variables))]
+    read = ", ".join(f"CAST({code_sql(v, types[v])} AS VARCHAR) AS c{k}" for k, v in enumerate(variables))
+    which = "CASE " + " ".join(f"WHEN grouping({c}) = 0 THEN {k}" for k, c in enumerate(cols)) + " END"
+    bad = "u.code IS NOT NULL AND d.leaf IS NOT TRUE"
+    return (
+        f"WITH u AS (SELECT {which} AS k, coalesce({', '.join(cols)}) AS code, count(*) AS n "
+        f"FROM (SELECT {read} FROM {quote_ident(source)}) GROUP BY GROUPING SETS ({', '.join(f'({c})' for c in cols)})) "
+        f"SELECT u.k, count(*) FILTER (WHERE {bad}), coalesce(sum(u.n) FILTER (WHERE {bad}), 0), "
+        f"coalesce((list(u.code ORDER BY u.code) FILTER (WHERE {bad}))[1:6], []), "
+        "count(*) FILTER (WHERE u.code IS NOT NULL AND d.leaf = false), "
+        "coalesce(sum(u.n) FILTER (WHERE u.code IS NULL), 0), "
+        "coalesce(list(u.code ORDER BY u.code) FILTER (WHERE d.watched), []) "
+        f"FROM u LEFT JOIN {quote_ident(declared)} d ON d.k = u.k AND d.code = u.code GROUP BY u.k"
+    )
+
+
+def _check_nulls(where: str, name: str, nulls: int, tables: dict[str | None, list[str]], h: Hierarchy,
+                 held: list[str], flat: bool) -> None:
+    """NULLs of a variable are published only as a table's ``null_code``, which must be a
+    declared code (at the finest level) that the records do not hold."""
+    section = f"[classifications.{name}]"
+    if None in tables:
+        raise SpecError(
+            f"programme: {where} is missing (NULL) in {nulls:,} records, and table {tables[None][0]} publishes it "
+            f"without a null_code; give its tables null_code = \"Unknown\" (a code {section} declares) or fix "
+            "those records (nothing was computed)"
+        )
+    leaves = set(h.leaves)
+    for code, users in tables.items():
+        if code not in leaves:
+            raise SpecError(
+                f"programme: {where} is missing (NULL) in {nulls:,} records, which table {users[0]} publishes as "
+                f"null_code {code!r}, a code {section} does not declare; declare it"
+                + (" (flat = true takes the codes of the records, which NULL is not: list them with codes = [...])"
+                   if flat else "") + " (nothing was computed)"
+            )
+        if code in held:
+            raise SpecError(
+                f"programme: {where} is missing (NULL) in {nulls:,} records and holds the code {code!r} too, the "
+                f"null_code of table {users[0]}: both would be published as one category; choose a null_code the "
+                "column does not hold (nothing was computed)"
+            )
+
+
+def _listing(first: list[str], n: int, limit: int = 5) -> str:
+    """The first codes as :func:`protab.errors.show_values` shows them, with how many in all."""
+    if n <= limit:
+        return show_values(first, limit)
+    return ", ".join(repr(c) for c in first[:limit]) + f", … ({n:,} in all)"

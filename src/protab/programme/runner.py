@@ -109,7 +109,7 @@ class Programme:
 
     def _prepare(self, s: Session) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
         """Every check that needs the records, before anything is computed: columns, classifications,
-        levels and cell limits."""
+        levels, cell limits, and the records' codes against the declared ones."""
         if not s.exists(self.classified):
             raise InputError(f"programme: the database has no table {self.classified!r} "
                              f"(tables: {', '.join(s.tables()) or 'none'})")
@@ -126,6 +126,7 @@ class Programme:
         for cube in self.cubes:
             depths[cube.name] = cls.levels(self.cfg, cube, hierarchies)
             cls.check_cells(cube, depths[cube.name], hierarchies)
+        cls.check_records(s, self.cfg, self.cubes, self.classified, hierarchies)
         return hierarchies, depths
 
     def _cubes(self, s: Session, prepared: tuple[dict[str, Any], dict[str, dict[str, int]]], ptable: Any,
