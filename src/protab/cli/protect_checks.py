@@ -18,9 +18,12 @@ from protab.request.loaders import check_decimals, load_magnitude, load_ptable, 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
 
-#: what the suppressed tables of one source must share, the kind of value first (a sums table
-#: takes its primary cells from [rules], a count table from min_frequency: that is the conflict)
-LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "min_frequency", "protect_zeros")
+#: what the suppressed tables of one source must share (their cells are built as one table,
+#: protab.session.suppress.linked_spec), the kind of value first (a sums table takes its primary
+#: cells from [rules], a count table from min_frequency: that is the conflict)
+LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty", "min_frequency", "protect_zeros")
+#: the keys whose values a refusal shows (the thresholds are not shown)
+_SHOWN = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty")
 OWN_FOLDER = ("outputs are swapped in as a whole folder, so give them a folder of their own "
               "(e.g. output = \"protab_output\")")
 _PUBLISH_RESERVED = ("protab_published", "protab_catalog")
@@ -196,7 +199,7 @@ def _check_linked(group: list[dict[str, Any]]) -> None:
     decision), so they must agree on what is suppressed and how: name the first key they differ on."""
     if not group:
         return
-    defaults = {"sums": [], "null_sums": "error", "protect_zeros": False}
+    defaults = {"sums": [], "null_sums": "error", "protect_zeros": False, "drop_empty": False}
     for key in LINKED_KEYS:
         def value(t: dict[str, Any], key: str = key) -> str:
             return repr(t.get(key, defaults.get(key)))
@@ -206,8 +209,9 @@ def _check_linked(group: list[dict[str, Any]]) -> None:
         if b is not None:
             what = (" (a table of counts and a table of sums cannot be suppressed together: put them in "
                     "separate requests, or give both the same sums)" if key == "sums" else "")
-            shown = (f": table {a['name']!r} has {_shown(a.get(key))}, table {b['name']!r} has {_shown(b.get(key))}"
-                     if key in ("sums", "weight", "freq", "null_sums") else  # thresholds are not shown
+            shown = (f": table {a['name']!r} has {_shown(a.get(key, defaults.get(key)))}, "
+                     f"table {b['name']!r} has {_shown(b.get(key, defaults.get(key)))}"
+                     if key in _SHOWN else  # thresholds are not shown
                      f" (tables {a['name']!r} and {b['name']!r} differ)")
             raise SpecError(
                 f"request: the suppressed tables of source {a['source']!r} are suppressed together (linked: a "
@@ -216,6 +220,9 @@ def _check_linked(group: list[dict[str, Any]]) -> None:
 
 
 def _shown(value: Any) -> str:
+    """A key's value as the request writes it (a boolean as TOML's true/false)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return "none" if value is None or value == [] else repr(value)
 
 
