@@ -180,11 +180,12 @@ def _scan_sql(variables: list[str], types: dict[str, str], source: str, declared
     from protab.sqltools import code_sql, quote_ident
 
     cols = [f"c{k}" for k in range(len(variables))]
-    read = ", ".join(f"CAST({code_sql(v, types[v])} AS VARCHAR) AS c{k}" for k, v in enumerate(variables))
+    read = ", ".join(f"{code_sql(v, types[v])} AS c{k}" for k, v in enumerate(variables))
     which = "CASE " + " ".join(f"WHEN grouping({c}) = 0 THEN {k}" for k, c in enumerate(cols)) + " END"
+    text = ", ".join(f"CAST({c} AS VARCHAR)" for c in cols)  # codes become text after grouping (cheaper)
     bad = "u.code IS NOT NULL AND d.leaf IS NOT TRUE"
     return (
-        f"WITH u AS (SELECT {which} AS k, coalesce({', '.join(cols)}) AS code, count(*) AS n "
+        f"WITH u AS (SELECT {which} AS k, coalesce({text}) AS code, count(*) AS n "
         f"FROM (SELECT {read} FROM {quote_ident(source)}) GROUP BY GROUPING SETS ({', '.join(f'({c})' for c in cols)})) "
         f"SELECT u.k, count(*) FILTER (WHERE {bad}), coalesce(sum(u.n) FILTER (WHERE {bad}), 0), "
         f"coalesce((list(u.code ORDER BY u.code) FILTER (WHERE {bad}))[1:6], []), "
