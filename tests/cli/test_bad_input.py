@@ -260,7 +260,9 @@ CASES: list[tuple[str, list[str], str | None, list[str]]] = [
     ("convert numeric to ons", ["ptable", "convert", str(Path(__file__).resolve().parents[1] / "data" / "ptable_num" / "all.csv"),
                                 "{out}.txt", "--to", "ons"], None, ["ons", "numeric (magnitude)"]),
     ("show numeric png", ["ptable", "show", str(Path(__file__).resolve().parents[1] / "data" / "ptable_num" / "all.csv"),
-                          "--png", "{out}.txt"], None, ["--png", "numeric (magnitude)"]),
+                          "--reveal-parameters", "--png", "{out}.txt"], None, ["--png", "numeric (magnitude)"]),
+    ("show png without reveal", ["ptable", "show", str(Path(__file__).resolve().parents[1] / "data" / "ptable_R_D5_V3_js2.csv"),
+                                 "--png", "{out}.png"], None, ["--png", "--reveal-parameters"]),
 ]
 
 

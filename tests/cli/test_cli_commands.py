@@ -112,9 +112,9 @@ def test_ptable_show_prints_the_summary_and_draws_the_noise(tmp_path, capsys):
     p = tmp_path / "p.csv"
     assert cli.main(["ptable", "generate", "--D", "5", "--V", "3", "--js", "2", "--out", str(p)]) == 0
     capsys.readouterr()
-    assert cli.main(["ptable", "show", str(p), "--png", str(tmp_path / "noise.png")]) == 0
+    assert cli.main(["ptable", "show", str(p), "--reveal-parameters", "--png", str(tmp_path / "noise.png")]) == 0
     out = capsys.readouterr().out
-    assert "D = 5, V = 3" in out and "variance" in out and "p_stay" in out and "internal" in out
+    assert "D = 5, V = 3" in out and "variance" in out and "p_stay" in out and "for the office" in out
     assert (tmp_path / "noise.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -61,16 +61,16 @@ def test_generate_show_convert_round_trip_equals_maximum_entropy(tmp_path, capsy
     else:
         assert first.read_text().splitlines()[0] == "i;j;p;v;p_int_ub;type"
 
-    # show: the summary of the file, nothing else about the parameters
-    shown = _run(capsys, "ptable", "show", str(first))
-    assert "numeric (magnitude) p-table" in shown and "type all" in shown and "internal" in shown
+    # show --reveal-parameters: the summary of the file, nothing else about the parameters
+    shown = _run(capsys, "ptable", "show", str(first), "--reveal-parameters")
+    assert "numeric (magnitude) p-table" in shown and "type all" in shown and "internal" not in shown
     assert "3 ratio classes and row 0, 96 entries" in shown
     summary = expected.summary()
     for n in summary["n_entries"].to_list():
         assert f" {n} " in shown
-    for word in ("D =", "V =", "step", "icat", "optim", "mono", "pstay"):
+    for word in ("D =", "V =", "step =", "icat", "optim", "mono"):
         assert word not in shown
-    assert _run(capsys, "ptable", "show", str(first), "--numeric") == shown
+    assert _run(capsys, "ptable", "show", str(first), "--numeric", "--reveal-parameters") == shown
 
     # convert to the other layout and back: the same table, the same bytes
     other = "tauargus" if layout == "ptable" else "ptable"
@@ -104,7 +104,7 @@ def test_generate_takes_every_option_of_maximum_entropy(tmp_path, capsys):
 def test_an_even_odd_pair_is_shown_and_converted_as_a_pair(tmp_path, capsys):
     source = NUM / "argus_even_odd.txt"
     pair = MagnitudePTable.read_set(source)
-    shown = _run(capsys, "ptable", "show", str(source))
+    shown = _run(capsys, "ptable", "show", str(source), "--reveal-parameters")
     assert "2 tables (type even, odd)" in shown
     assert shown.index("type even:") < shown.index("type odd:")
     assert "3 ratio classes and row 0, 80 entries" in shown and "2 ratio classes and row 0, 65 entries" in shown
@@ -125,7 +125,7 @@ def test_an_even_odd_pair_is_shown_and_converted_as_a_pair(tmp_path, capsys):
 
 def test_numeric_files_with_integer_noise_are_told_apart_by_their_classes(tmp_path, capsys):
     # step 1 has integer noise; the classes 1, 3, 5 leave gaps a count p-table cannot have
-    shown = _run(capsys, "ptable", "show", str(NUM / "step1.csv"))
+    shown = _run(capsys, "ptable", "show", str(NUM / "step1.csv"), "--reveal-parameters")
     assert "numeric (magnitude) p-table" in shown and "3 ratio classes" in shown
     _run(capsys, "ptable", "convert", str(NUM / "step1.csv"), str(tmp_path / "s1.txt"))
     assert MagnitudePTable.read(tmp_path / "s1.txt") == MagnitudePTable.read(NUM / "step1.csv")
@@ -137,22 +137,22 @@ def test_count_p_tables_work_as_before(tmp_path, capsys):
         warnings.simplefilter("ignore", PTableWarning)
         expected = PTable.maximum_entropy(D=5, V=3, js=2)
     _run(capsys, "ptable", "generate", "--D", "5", "--V", "3", "--js", "2", "--out", str(path))
-    shown = _run(capsys, "ptable", "show", str(path))
+    shown = _run(capsys, "ptable", "show", str(path), "--reveal-parameters")
     assert "D = 5, V = 3" in shown and "numeric" not in shown
     _run(capsys, "ptable", "convert", str(path), str(tmp_path / "c.txt"))
     assert PTable.read(tmp_path / "c.txt").frame.equals(expected.frame)
     # R ptable's count CSV (type column "all", integer noise) is a count p-table
-    assert "D = 5, V = 3" in _run(capsys, "ptable", "show", str(DATA / "ptable_R_D5_V3_js2.csv"))
+    assert "D = 5, V = 3" in _run(capsys, "ptable", "show", str(DATA / "ptable_R_D5_V3_js2.csv"), "--reveal-parameters")
 
 
 def test_warnings_and_errors_speak_command_line(tmp_path, capsys):
     capsys.readouterr()
-    # the variance cannot be reached: a one-line warning that points to `protab ptable show`
+    # the variance cannot be reached: a one-line warning that points to `protab ptable show --reveal-parameters`
     assert cli.main(["ptable", "generate", "--numeric", "--D", "2", "--V", "3", "--icat", "1", "2",
                      "--out", str(tmp_path / "w.csv")]) == 0
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("protab: warning: magnitude p-table")
-    assert "`protab ptable show`" in err and "MagnitudePTable" not in err
+    assert "`protab ptable show --reveal-parameters`" in err and "MagnitudePTable" not in err
     assert cli.main(["ptable", "generate", "--numeric", "--D", "10", "--V", "3", "--icat", "1", "5",
                      "--out", str(tmp_path / "e.csv")]) == 2
     err = capsys.readouterr().err

@@ -4,6 +4,7 @@ p-tables (frequencies) and magnitude p-tables (sums; R ptable calls them numeric
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
 from protab._io import check_output_file
@@ -23,11 +24,20 @@ original value is a count p-table; one with fractional noise, gaps between the c
 a type even/odd/small_cells is numeric. --magnitude (or --numeric, R ptable's word) refuses
 a count p-table; install refuses a numeric one.
 
-p-table parameters (D, V, js, pstay) are secrets of the office: no protected output, log
-line or error message of protab shows them, and they are not to be published (the ESS
-guidelines for census protection advise against publishing D). `show` prints them for the
-office that holds the file (whoever can read the file can read them): keep its output internal.
+{policy}
+They are not to be published: knowing D, an attacker bounds every true count within D of
+its published value, and additivity narrows those bounds further (the ESS guidelines for
+census protection advise against publishing D; docs/census.md). Whoever can read the file
+can read them: keep the file, and the output of --reveal-parameters, internal.
 """
+
+#: the one policy on p-table parameters, said alike by `protab ptable --help`, `show`, the
+#: README and docs/census.md (tests/cli/test_ptable_show_keeps_parameters_secret.py)
+PARAMETERS_POLICY = (
+    "p-table parameters (D, V, js, pstay) are secrets of the office: no protected output, log line or "
+    "error message of protab shows them, and `protab ptable show` prints them, with the rows they can be "
+    "read off from, only with --reveal-parameters, for the office that holds the file."
+)
 
 PTABLE_GENERATE = """\
 examples:
@@ -38,7 +48,7 @@ examples:
 --magnitude (or --numeric, R ptable's word) takes --D, --V, --icat (required: the ratio
 classes, including 1 and D), --step, --optim, --mono (true/false, one or one per class) and
 --type; not --js, --pstay or the ons layout. Rows that cannot reach the variance V warn (see
-`protab ptable show`).
+`protab ptable show --reveal-parameters`).
 """
 
 #: the command line's p-table layouts, and the names MagnitudePTable gives them (no ons layout)
@@ -48,8 +58,10 @@ _LAYOUTS = ["auto", "ptable", "tauargus", "ons"]
 
 def add_parser(sub: Any) -> None:
     """``protab ptable`` and its actions generate, convert, show and install."""
+    policy = textwrap.fill(PARAMETERS_POLICY, 92)
     pt = sub.add_parser("ptable", help="generate, convert, show or install p-tables",
-                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=PTABLE_KINDS,
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=PTABLE_KINDS.format(policy=policy),
                         description="Perturbation tables (p-tables) of the cell key method: count p-tables\n"
                                     "for frequencies, numeric (magnitude) p-tables for sums.")
     ps = pt.add_subparsers(dest="pcmd", required=True, metavar="ACTION")
@@ -113,14 +125,22 @@ def _add_convert(ps: Any) -> None:
 
 
 def _add_show(ps: Any) -> None:
-    sh = ps.add_parser("show", help="summarise a p-table (count: D, V, variance per row; numeric: per class)",
-                       description="Print a count p-table's summary per original value (--png draws its "
-                                   "noise), or a numeric p-table's per ratio class, for each type its file "
-                                   "holds (MagnitudePTable.summary: nothing the file does not hold).")
+    sh = ps.add_parser("show", help="check a p-table (with --reveal-parameters: D, V and the rows; numeric: "
+                                    "per ratio class)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Check a p-table file: its kind (count or numeric), and whether its noise is "
+                                   "unbiased and\nleaves empty cells at 0. With --reveal-parameters also a count "
+                                   "p-table's D, V and summary per\noriginal value (--png draws its noise), or a "
+                                   "numeric p-table's per ratio class, for each type\nits file holds "
+                                   "(MagnitudePTable.summary: nothing the file does not hold).\n\n"
+                                   + textwrap.fill(PARAMETERS_POLICY, 92))
     sh.add_argument("source", help="the p-table file to read")
     sh.add_argument("--from", dest="from_", default="auto", choices=_LAYOUTS,
                     help="layout to read (default: told from the file)")
-    sh.add_argument("--png", help="write a PNG of the noise distribution per original value here (counts only)")
+    sh.add_argument("--reveal-parameters", dest="reveal", action="store_true",
+                    help="print D, V and the summary per row or ratio class (secrets: keep the output internal)")
+    sh.add_argument("--png", help="with --reveal-parameters: write a PNG of the noise distribution per original "
+                                  "value here (counts only; it shows D and V)")
     _magnitude_option(sh, "the file must be a numeric (magnitude) p-table (a count one is refused); "
                           "--numeric is R ptable's word")
     sh.set_defaults(run=_run_show)
@@ -167,7 +187,7 @@ def _run_convert(args: argparse.Namespace) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> None:
-    print(show_ptable(args.source, args.from_, args.png, "numeric" if args.magnitude else "auto"))
+    print(show_ptable(args.source, args.from_, args.png, "numeric" if args.magnitude else "auto", reveal=args.reveal))
 
 
 def _run_install(args: argparse.Namespace) -> None:
@@ -299,16 +319,55 @@ def _refuse_kind(found: str, wanted: str, source: str) -> str:
                      "p-tables (numeric ones serve the [magnitude] section of `protab protect`)")
 
 
-def show_ptable(source: str, fmt: str = "auto", png: str | None = None, kind: str = "auto") -> str:
-    """A p-table's summary (count: D, V, rows, variance per row; numeric: per ratio class, for
-    each type the file holds); optionally a PNG of a count p-table's noise."""
-    import polars as pl
-
+def show_ptable(source: str, fmt: str = "auto", png: str | None = None, kind: str = "auto", *,
+                reveal: bool = False) -> str:
+    """A p-table file checked: its kind, whether its noise is unbiased and keeps empty cells at 0.
+    With ``reveal`` also its parameters and summary (count: D, V, rows, the summary per original
+    value; numeric: per ratio class, for each type the file holds) and, with ``png``, a picture of
+    a count p-table's noise; these give D, V and js away (:data:`PARAMETERS_POLICY`)."""
+    if png and not reveal:
+        raise InputError("--png draws the noise of every row, from which D, V and js are read off at a glance: "
+                         "add --reveal-parameters (and keep the picture internal)")
     found, p = read_ptable(source, fmt, kind)
     if found == "numeric":
         if png:
             raise InputError(f"--png draws count p-tables; {source!r} is a numeric (magnitude) p-table")
-        return _show_magnitude(source, p)
+        text = _show_magnitude(source, p, reveal)
+    elif reveal:
+        text = _reveal_count(source, p, png)
+    else:
+        text = [f"count p-table {source}: {_checks(p.summary()['mean'], _row0(p.frame))}"]
+    if not reveal:
+        hidden = ("D, V, the step and the ratio classes are not shown, nor the summary per class" if found == "numeric"
+                  else "D, V, js and pstay are not shown, nor the number of rows, the variances and the noise ranges")
+        text.append(f"{hidden}, from which they are read off.")
+    text.append(f"Note: {PARAMETERS_POLICY}")
+    return "\n".join(text)
+
+
+def _checks(means: Any, row0: str) -> str:
+    """What a p-table's file says without its parameters: unbiased or not, and its row 0."""
+    worst = float(means.abs().max())
+    bias = ("the noise has mean 0 in every row (unbiased, to the 1e-6 of a file's probabilities)" if worst < 1e-6
+            else f"the noise is biased (a row's mean is up to {worst:.3g} away from 0)")
+    return f"{bias}; {row0}"
+
+
+def _row0(frame: Any) -> str:
+    import polars as pl
+
+    zero = frame.filter((pl.col("i") == 0) & (pl.col("ub_n") > pl.col("lb_n")) if "ub_n" in frame.columns
+                        else pl.col("i") == 0)
+    if zero.height == 0:
+        return "no row 0: counts below its first row are published as they are"
+    return ("an empty cell stays 0" if (zero["v"] == 0).all()
+            else "row 0 moves empty cells (its noise is not only 0)")
+
+
+def _reveal_count(source: str, p: Any, png: str | None) -> list[str]:
+    """A count p-table's D, V, rows and summary per original value (for the office only)."""
+    import polars as pl
+
     summary = p.summary()
     D, V = int(summary["D"][0]), float(summary["V"][0])
     text = [f"p-table {source}: D = {D}, V = {V:g}, {p.frame.height} rows, original values "
@@ -323,23 +382,26 @@ def show_ptable(source: str, fmt: str = "auto", png: str | None = None, kind: st
         with atomic_path(png) as tmp:
             p.plot(tmp)
         text.append(f"wrote {png}")
-    text.append("(p-table parameters are internal: do not publish them with protected tables)")
-    return "\n".join(text)
+    return text
 
 
-def _show_magnitude(source: str, tables: dict[str, Any]) -> str:
-    """MagnitudePTable.summary() of each table of a file: nothing the file does not hold."""
+def _show_magnitude(source: str, tables: dict[str, Any], reveal: bool) -> list[str]:
+    """Each table of a numeric p-table file checked; with ``reveal`` its MagnitudePTable.summary()
+    (nothing the file does not hold)."""
     import polars as pl
 
     kinds = ", ".join(tables)
     text = [f"numeric (magnitude) p-table {source}: {len(tables)} table{'s' if len(tables) > 1 else ''} "
-            f"(type {kinds})",
-            "per ratio class i: mean and variance of the noise v (in units of x_delta), p_stay (p of "
-            "v = 0), n_entries"]
+            f"(type {kinds})"]
+    if not reveal:
+        for kind, t in tables.items():
+            text.append(f"type {kind}: {_checks(t.summary()['mean'], _row0(t.frame))}")
+        return text
+    text.append("per ratio class i: mean and variance of the noise v (in units of x_delta), p_stay (p of "
+                "v = 0), n_entries")
     with pl.Config(tbl_rows=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
                    float_precision=4):
         for kind, t in tables.items():
             text.append(f"type {kind}: {len(t.rows) - 1} ratio classes and row 0, {len(t)} entries")
             text.append(str(t.summary()))
-    text.append("(p-table parameters are internal: do not publish them with protected tables)")
-    return "\n".join(text)
+    return text

@@ -26,7 +26,7 @@ _CLI_WORDS = (
     ("Session.register, or `protab register NAME SOURCE`", "`protab register NAME SOURCE`"),
     ("Session.add_record_keys", "`protab keys`"),
     ("Session.install_ptable", "`protab ptable install`"),
-    ("see MagnitudePTable.diagnostics", "see the variance per class of `protab ptable show`"),
+    ("see MagnitudePTable.diagnostics", "see the variance per class of `protab ptable show --reveal-parameters`"),
     ("set mono=False or optim for those classes", "pass --mono false or --optim for those classes"),
     ("e.g. icat = [1, D]", "e.g. --icat 1 … D"),
     ("built with infeasible='warn'", "built with --infeasible warn (infeasible = \"warn\" in a request)"),
