@@ -232,12 +232,20 @@ def test_install_refuses_bad_arguments_and_leaves_the_installed_ptable():
         assert s.con.execute("SELECT * FROM protab_ptable_lookup").fetchall() == before
 
 
-def test_table_definitions_match_the_sql_file():
-    def tables(text: str) -> list[str]:
-        return [re.sub(r"\s+", " ", m) for m in re.findall(r"CREATE TABLE IF NOT EXISTS [^;]*;", text)]
-
-    assert tables(_CREATE) == [t for t in tables(sql_text()) if t.split()[5].startswith("protab_ptable")]
-    assert len(tables(_CREATE)) == 3
+def test_the_sql_file_creates_no_table_and_reads_the_installed_ones():
+    """sql/protab.sql makes temporary macros only (a read-only database takes it); the columns its
+    ckm() reads are those of the tables install_ptable and every read-write Session create."""
+    text = sql_text()
+    statements = [s.strip() for s in re.split(r";\s*\n", re.sub(r"--[^\n]*", "", text)) if s.strip()]
+    assert statements and all(s.startswith("CREATE OR REPLACE TEMP MACRO") for s in statements)
+    lookup = re.search(r"CREATE TABLE IF NOT EXISTS protab_ptable_lookup \(([^;]*)\);", _CREATE).group(1)
+    columns = {c.split()[0] for c in re.sub(r"\s+", " ", lookup).split(", ")}
+    read = set(re.findall(r"SELECT (\w+) FROM query_table\(ptable\)", text))
+    assert "ptable := 'protab_ptable_lookup'" in text
+    assert read and read <= columns
+    with pt.Session(":memory:", progress=False) as s:
+        kept = {r[0] for r in s.con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()}
+    assert {"protab_ptable", "protab_ptable_meta", "protab_ptable_lookup"} <= kept
 
 
 @pytest.mark.skipif(DUCKDB is None, reason="the duckdb CLI (pip package duckdb-cli) is not installed")
@@ -257,8 +265,9 @@ def test_plain_duckdb_cli_on_a_database_file(tmp_path):
     assert got == want.select(DIMS + ["n", "n_pert"]).rows()
     with pt.Session(db, read_only=True, progress=False) as s:
         assert s.sql(query).rows() == got
+    # a database that never had protab's tables refuses too (DuckDB's error names the table)
     empty = _cli(":memory:", "SELECT ckm(3, 5)", check=False)
-    assert "no p-table is installed" in empty
+    assert "protab_ptable_lookup does not exist" in empty and "\n8\n" not in empty
 
 
 def _cli(db: Path | str, query: str, check: bool = True) -> str:

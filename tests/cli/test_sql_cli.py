@@ -13,7 +13,7 @@ from refdata import HANDBOOK
 
 import protab as pt
 from protab import sql_text
-from protab.engines.duckdb_ptable import lookup_layout
+from protab.engines.duckdb_ptable import _CREATE, lookup_layout
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 # the duckdb CLI of the environment running the tests (a venv's bin need not be on PATH)
@@ -33,10 +33,11 @@ def run_cli(*statements: str) -> str:
 
 
 def install_statements(ptable: pt.PTable, modulus: int) -> list[str]:
-    """The row install_ptable writes for ckm(), as an INSERT (numbers only)."""
+    """The tables and the row install_ptable writes for ckm(), as SQL (numbers only)."""
     row = lookup_layout(ptable, modulus)
     lists = ", ".join("[" + ", ".join(str(x) for x in row[k].tolist()) + "]" for k in ("lo", "hi", "ends", "noise"))
     return [
+        _CREATE,  # the tables `protab ptable install` creates
         f"INSERT INTO protab_ptable_lookup VALUES ({row['imin']}, {row['imax']}, {row['period']}, {modulus}, "
         f"{row['width']}, {row['classes']}, {lists})"
     ]

@@ -87,20 +87,21 @@ class DuckDBEngine(Engine):
         return engine
 
     def _install_sql(self, read_only: bool) -> None:
-        """protab's SQL macros and p-table relations (temporary ones in a read-only database)."""
-        from protab.engines.duckdb_ptable import upgrade_installed
+        """protab's SQL macros (sql/protab.sql: temporary ones, which a read-only database takes;
+        kept in a read-write database, as the analyst's CLI finds them) and the p-table tables
+        of ckm() (temporary empty ones in a read-only database without them)."""
+        from protab.engines.duckdb_ptable import _CREATE, upgrade_installed
 
         text = sql_text()
         if read_only:
-            text = text.replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO")
             stored = self.con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE NOT temporary AND schema_name = 'main' "
                 "AND table_name IN ('protab_ptable', 'protab_ptable_meta', 'protab_ptable_lookup')"
             ).fetchall()[0][0]
-            if stored == 3:  # an installed p-table: use it, do not shadow it with empty ones
-                text = re.sub(r"CREATE TABLE IF NOT EXISTS[^;]*;", "", text)
-            else:
-                text = text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS")
+            if stored != 3:  # no installed p-table: empty ones, so that ckm() says so (never shadow one)
+                text = _CREATE.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE IF NOT EXISTS") + text
+        else:
+            text = _CREATE + text.replace("CREATE OR REPLACE TEMP MACRO", "CREATE OR REPLACE MACRO")
         self.con.execute(text)
         if not read_only:
             upgrade_installed(self.con)  # a p-table installed by an older protab: add ckm()'s lookup
