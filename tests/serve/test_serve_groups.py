@@ -1,7 +1,9 @@
-"""Custom groups of table requests (issue 28 item 2): a group's cells are the cells of its
-records (the same value in every table; a group of one code has that code's value), bad groups
-are refused with the key at fault, and the differencing rule refuses groups that differ from a
-published cell or from the user's other groups by a few records, also as an attack over HTTP.
+"""Custom groups of table requests: a group's cells are the cells of its records (the same
+value in every table; a group of one code has that code's value), bad groups are refused with
+the key at fault, and the differencing rule refuses groups that would set apart a few records
+from a published cell or from the groups answered before (to any user), also as an attack over
+HTTP. The attacks of the review and the ledger have files of their own
+(test_groups_cannot_be_differenced.py, test_serve_groups_ledger.py).
 
 The test census (tests/serve_fixtures.py): 6,000 persons, exactly one of them 19 years old."""
 
@@ -17,7 +19,8 @@ import protab as pt
 from protab.serve.broker import Broker
 from protab.serve.caching import state_folder
 from protab.serve.config import load_config
-from protab.serve.groups import Ledger
+from protab.serve.atom_ledger import Ledger
+from protab.serve.groups import classification_of
 from protab.serve.query import QueryRefused
 
 httpx = pytest.importorskip("httpx")
@@ -88,7 +91,8 @@ def test_a_group_has_the_value_of_its_records_in_every_table(broker, setup):
     ({"agegroup": {"g": []}}, "groups.agegroup.g: give a non-empty list of codes"),
     ({"agegroup": {"g": ["a0-4", "a5-9"], "h": ["a5-9"]}}, "code 'a5-9' is also in group 'g'; groups may not overlap"),
     ({"agegroup": {"a0-4": ["a0-4", "a5-9"]}}, "groups.agegroup.a0-4: a group's name is 1 to 60 printable characters"),
-    ({"agegroup": {"Total": ["a0-4"]}}, "not 'Total'"),
+    ({"agegroup": {"Total": ["a0-4"]}}, "not 'Total' or '_T'"),
+    ({"agegroup": {"_T": ["a0-4"]}}, "groups.agegroup._T: a group's name is"),
     ({"region": {"g": ["R1"]}}, "groups.region: 'region' is not one of the table's dims"),
     ({"agegroup": {"g": ["a0-4"]}, "sex": {"h": ["F"]}}, "groups must be an object of one dimension"),
     ({"agegroup": ["a0-4"]}, "groups.agegroup must be an object of 1 to 50 groups"),
@@ -128,34 +132,63 @@ def test_groups_that_differ_from_a_published_cell_by_one_record_are_refused(brok
     assert _table(broker, {"dims": ["municipality"], "groups": east}).height == 2
 
 
-def test_a_group_may_not_differ_from_an_earlier_group_by_a_few_records(broker):
+def test_a_group_may_not_be_named_as_a_code_of_another_level(broker):
+    """A group of municipalities named like a region (a code of the classification's other level)
+    or like SDMX's total would show two cells under one name in an exchange output."""
+    for name in ("R1", "_T"):
+        with pytest.raises(QueryRefused) as info:
+            _table(broker, {"dims": ["municipality"], "groups": {"municipality": {name: ["R1-0"]}}})
+        assert str(info.value) == (f"groups.municipality.{name}: a group's name is 1 to 60 printable characters, "
+                                   "not 'Total' or '_T' and not a code of 'municipality' at any level")
+
+
+def test_group_names_are_compared_with_codes_case_sensitively(broker):
+    """'r1' and '_t' are not codes (codes are compared as they are written), so they may name groups."""
+    frame = _table(broker, {"dims": ["municipality"], "groups": {"municipality": {"r1": ["R1-0", "R1-1"],
+                                                                               "_t": ["R2-0", "R2-1"]}}})
+    assert set(frame["municipality"]) == {"r1", "_t", "Total"}
+
+
+def test_a_group_may_not_set_apart_a_few_records_from_an_earlier_group(broker):
     first = _table(broker, {"dims": ["age"], "groups": {"age": {"young": AGES[:10]}}})
     assert first.height == 2
-    with pytest.raises(QueryRefused, match=r"group 'young\+' differs from your earlier group"):
+    with pytest.raises(QueryRefused, match=r"group 'young\+' holds a part that the published codes and the groups "
+                                           r"answered before \(to any user\) set apart, with too few records"):
         _table(broker, {"dims": ["age"], "groups": {"age": {"young+": [*AGES[:10], "19"]}}})
-    # differing from it by many records is fine
+    # ... and another user may not either: the groups answered are the service's, not the user's
+    with pytest.raises(QueryRefused, match=r"group 'young\+' holds a part"):
+        _table(broker, {"dims": ["age"], "groups": {"age": {"young+": [*AGES[:10], "19"]}}}, user="carol")
+    # setting apart many records is fine
     assert _table(broker, {"dims": ["age"], "groups": {"age": {"wider": AGES[:15]}}}).height == 2
 
 
-def test_a_restart_forgets_no_earlier_group(setup):
+def _kept(setup):
+    """The age groups the ledger keeps, as sorted code lists."""
+    cfg = load_config(setup["config"])
+    cls = classification_of(cfg.datasets["persons"], "age")
+    cells = Ledger(state_folder(cfg)).cells(cls)
+    return sorted(sorted(c for c, m in zip(cls.leaves, row) if m) for row in cells)
+
+
+def test_a_restart_forgets_no_group_answered(setup):
     """The ledger is in the state folder: a new broker (a restarted service) still refuses a
-    group a few records away from one asked before the restart; a refused group is not kept."""
+    group that sets apart a few records from one answered before the restart; a refused group
+    is not kept."""
     _forget_groups(setup)
     for attempt in range(2):
         b = Broker(load_config(setup["config"]))
         try:
             if attempt == 0:
                 _table(b, {"dims": ["age"], "groups": {"age": {"young": AGES[:10]}}})
-                with pytest.raises(QueryRefused, match="differs from"):
+                with pytest.raises(QueryRefused, match="holds a part"):
                     _table(b, {"dims": ["age"], "groups": {"age": {"near": [*AGES[:10], "19"]}}})
             else:
-                with pytest.raises(QueryRefused, match=r"group 'young\+' differs from your earlier group"):
-                    _table(b, {"dims": ["age"], "groups": {"age": {"young+": [*AGES[:10], "19"]}}})
+                with pytest.raises(QueryRefused, match=r"group 'young\+' holds a part"):
+                    _table(b, {"dims": ["age"], "groups": {"age": {"young+": [*AGES[:10], "19"]}}}, user="carol")
                 assert _table(b, {"dims": ["age"], "groups": {"age": {"young": AGES[:10]}}}).height == 2
         finally:
             b.close()
-    kept = json.loads((state_folder(load_config(setup["config"])) / Ledger.file).read_text())["users"]
-    assert kept == {"bob": {"persons": {"age": [sorted(AGES[:10])]}}}
+    assert _kept(setup) == [sorted(AGES[:10])]
 
 
 def test_the_differencing_attack_over_http_is_refused(setup):
@@ -175,28 +208,11 @@ def test_the_differencing_attack_over_http_is_refused(setup):
             base = AGES[k:k + 10]
             first, second = ask({f"b{k}": base}), ask({f"b{k}+": [*base, "19"]})
             assert first.status_code == 200, first.text
-            assert second.status_code == 400 and "groups.min_difference" in second.json()["error"], second.text
+            assert second.status_code == 400 and second.json()["rule"] == "groups.min_difference", second.text
+            assert f"group 'b{k}+' holds a part" in second.json()["error"]
             published.append(first.json())
         assert all(len(p["rows"]) == 2 for p in published)
         # the service keeps serving, this user and others
         assert ask({"other": AGES[:5]}).status_code == 200
     finally:
         server.stop()
-
-
-def test_a_group_recorded_meanwhile_is_judged_too(tmp_path):
-    """A request's groups are judged outside the ledger's lock; a group the user's other request
-    recorded meanwhile is judged under it before anything is recorded (here it refuses)."""
-    ledger, key, seen = Ledger(tmp_path), ("bob", "persons", "age"), []
-
-    def check(before):
-        seen.append(sorted(sorted(cs) for cs in before))
-        if len(seen) == 1:  # the other request records its group while this one is judged
-            Ledger(tmp_path).judge(key, [frozenset({"1", "2"})], lambda earlier: None)
-        elif before:
-            raise QueryRefused("too close to a group recorded meanwhile")
-
-    with pytest.raises(QueryRefused, match="recorded meanwhile"):
-        ledger.judge(key, [frozenset({"1", "2", "3"})], check)
-    assert seen == [[], [["1", "2"]]]
-    assert json.loads((tmp_path / Ledger.file).read_text())["users"] == {"bob": {"persons": {"age": [["1", "2"]]}}}

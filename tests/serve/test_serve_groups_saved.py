@@ -88,6 +88,10 @@ def test_a_saved_table_keeps_the_groups_by_name(setup):
     ({"groups": {"g": ["a0-4", "a5-9"], "h": ["a5-9"]}}, 400, "groups.h: code 'a5-9' is also in group 'g'"),
     ({"groups": {"a0-4": ["a0-4", "a5-9"]}}, 400, "groups.a0-4: a group's name is 1 to 60 printable characters"),
     ({"groups": {"Total": ["a0-4"]}}, 400, "groups.Total: a group's name"),
+    ({"groups": {"_T": ["a0-4"]}}, 400, "groups._T: a group's name is 1 to 60 printable characters, not 'Total' or "
+                                        "'_T'"),
+    ({"dim": "municipality", "groups": {"R1": ["R1-0"]}}, 400, "groups.R1: a group's name is 1 to 60 printable "
+     "characters, not 'Total' or '_T' and not a code of 'municipality' at any level"),
     ({"groups": {}}, 400, "groups must be an object of 1 to 50 groups"),
     ({"name": "no spaces"}, 400, "name 'no spaces' is not a saved group's name"),
     ({"dim": "shoe"}, 400, "dim: unknown dimension 'shoe' of dataset 'persons'"),

@@ -47,6 +47,7 @@ RULES = schema.Table(
         "max_dims": schema.Int(1, 64),
         "min_population": schema.Int(1),
         "group_min_difference": schema.Int(1),
+        "group_zero_atoms": schema.Str(choices=("refuse", "allow")),
         "blocked": schema.List(schema.List(schema.Str(), unique=True), nonempty=False),
         "area": AREA,
     }
@@ -77,6 +78,8 @@ class Rules:
     max_dims: int | None = None
     min_population: int | None = field(default=None, repr=False)
     group_min_difference: int | None = field(default=None, repr=False)
+    #: custom groups: a part with no records in a crossed cell is refused or allowed (protab.serve.atoms)
+    group_zero_atoms: str = "refuse"
     blocked: tuple[tuple[str, ...], ...] = ()
     area: str | None = None
     area_min_population: Mapping[str, int] = field(default_factory=dict, repr=False)
@@ -278,7 +281,7 @@ def parse(name: str, raw: Mapping[str, Any] | None, dims: Sequence[str], hierarc
         _check_combo(combo, column_level, f"{key}.blocked[{k}]")
     rules = replace(rules, max_cells=raw.get("max_cells"), max_dims=raw.get("max_dims"),
                     min_population=raw.get("min_population"), group_min_difference=raw.get("group_min_difference"),
-                    blocked=blocked)
+                    group_zero_atoms=raw.get("group_zero_atoms", "refuse"), blocked=blocked)
     if "area" in raw:
         rules = _area(rules, raw["area"], f"{key}.area")
     return rules

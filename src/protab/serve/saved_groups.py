@@ -2,12 +2,13 @@
 
 ``POST /v1/groups`` ``{"dataset", "dim", "name", "groups": {group name: [codes]}}`` keeps an
 analyst's recode of one dimension, checked as a table request's groups are (unknown codes,
-empty or overlapping groups, names that are codes or the total: 400 naming the key; a dataset
+empty or overlapping groups, names that are codes of any level of the dimension's
+classification, ``Total`` or ``_T``: 400 naming the key; a dataset
 or dimension outside the user's rights: 403); ``GET /v1/groups`` lists the user's own,
 ``GET|DELETE /v1/groups/{dataset}/{dim}/{name}`` shows or removes one (404 for another user's,
 as for an unknown name). A table request uses them by name, ``"groups": {"age": "my-bands"}``:
 :func:`resolve` puts the saved codes in its place before the request is checked, so that saved
-groups take the path of inline ones (the rules, the differencing rule, the user's ledger). A
+groups take the path of inline ones (the rules, the differencing rule, the ledger). A
 user keeps at most ``groups_per_user`` (409 beyond), in ``<state folder>/groups.json`` (read
 afresh and replaced atomically under an exclusive ``flock`` at every change, as
 :mod:`protab.serve.saved`).
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from protab.errors import show_values
-from protab.serve.groups import check_group_set
+from protab.serve.groups import check_group_set, classification_of
 from protab.serve.query import DatasetRights, QueryForbidden, QueryRefused
 from protab.serve.saved import SavedFull, SavedUnknown, UserStore, check_name
 from protab.serve.table_request import dataset_of
@@ -47,7 +48,8 @@ def check_saved(body: Any, datasets: Mapping[str, Any], rights: Mapping[str, Dat
         raise QueryRefused(f"dim: unknown dimension {str(dim)[:60]!r} of dataset {name!r}; you may use: "
                            f"{show_values(ok, 20) if ok else 'none'}")
     check_name(body["name"], "a saved group's")
-    groups = check_group_set(body["groups"], dim, ds.codes[dim], "groups")
+    cls = classification_of(ds.conf, dim)
+    groups = check_group_set(body["groups"], dim, ds.codes[dim], "groups", cls.reserved, cls.variable)
     if dim not in rights[name].dims:  # said after every 400, as for table requests
         raise QueryForbidden(f"you may not use {dim!r} of dataset {name!r}")
     return name, dim, body["name"], groups
