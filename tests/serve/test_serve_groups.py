@@ -9,17 +9,15 @@ The test census (tests/serve_fixtures.py): 6,000 persons, exactly one of them 19
 
 from __future__ import annotations
 
-import json
-
 import polars as pl
 import pytest
 import serve_fixtures as F
 
 import protab as pt
+from protab.serve.atom_ledger import Ledger
 from protab.serve.broker import Broker
 from protab.serve.caching import state_folder
 from protab.serve.config import load_config
-from protab.serve.atom_ledger import Ledger
 from protab.serve.groups import classification_of
 from protab.serve.query import QueryRefused
 
