@@ -108,7 +108,9 @@ def test_a_kill_9_while_recording_leaves_a_readable_ledger(tmp_path):
     assert done >= 40
     cells = Ledger(tmp_path).cells(_ages_class())  # reads: not half-written
     kept = {int(sum(1 << b for b in np.flatnonzero(row))) for row in cells}
-    assert set(range(1, done + 1)) <= kept and kept <= set(range(1, done + 3))
+    # every cell reported recorded is there, and the cells are those of the first writes: nothing
+    # half-written (the child may have run a few writes past the last line read)
+    assert kept == set(range(1, max(kept) + 1)) and max(kept) >= done
     json.loads((tmp_path / Ledger.file).read_text())
 
 

@@ -56,9 +56,10 @@ class Ledger:
         self.path = Path(folder) / FILE
         self.most = most
         self._lock = threading.Lock()
-        self._seen: tuple[int, int, int] | None = None  # the file's identity when last read
+        self._seen: tuple[int, int, int, int] | None = None  # the writes, the file's identity when last read
+        self._fd: int | None = None  # the lock file, while locked
         self._data: dict[str, Any] = {"format": FORMAT, "variables": {}, "imported": {}}
-        self._decoded: dict[tuple[str, str], tuple[tuple[int, int, int] | None, np.ndarray]] = {}
+        self._decoded: dict[tuple[str, str], tuple[tuple[int, int, int, int] | None, np.ndarray]] = {}
         with self._locked():
             old = Path(folder) / OLD_FILE
             if self._seen is None and old.exists():
@@ -68,15 +69,25 @@ class Ledger:
     # -- the file -------------------------------------------------------------------------------
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        """The ledger, read afresh if it changed, under this process's lock and an exclusive
+        ``flock`` on ``group_atoms.lock``, which holds a count of the writes (bumped before each,
+        so that a change is seen even when a new file has the old one's inode, size and time)."""
         with self._lock:
             fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 if fcntl is not None:
                     fcntl.flock(fd, fcntl.LOCK_EX)
+                self._fd = fd
                 self._refresh()
                 yield
             finally:
+                self._fd = None
                 os.close(fd)
+
+    def _writes(self) -> int:
+        assert self._fd is not None, "only under the lock"
+        text = os.pread(self._fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else 0
 
     def _refresh(self) -> None:
         try:
@@ -84,7 +95,7 @@ class Ledger:
         except FileNotFoundError:
             self._seen = None
             return
-        seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+        seen = (self._writes(), st.st_ino, st.st_mtime_ns, st.st_size)
         if seen == self._seen:
             return
         try:
@@ -98,10 +109,12 @@ class Ledger:
         self._data, self._seen = raw, seen
 
     def _save(self) -> None:
+        writes = self._writes() + 1
+        os.pwrite(self._fd, f"{writes:<20d}\n".encode("ascii"), 0)
         text = json.dumps(self._data, ensure_ascii=True, separators=(",", ":"))
         write_atomic(self.path, lambda fh: fh.write(text), "w")
         st = os.stat(self.path)
-        self._seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+        self._seen = (writes, st.st_ino, st.st_mtime_ns, st.st_size)
 
     # -- one variable's cells -------------------------------------------------------------------
     def _custom(self, cls: Classification) -> np.ndarray:
