@@ -177,3 +177,28 @@ def test_refusals_name_the_group_and_no_count_threshold_or_code(broker):
         assert "refused by the disclosure rule groups.min_difference" in text, text
         rest = text.replace("g98", "").replace("min_difference", "").replace("95-99", "")
         assert not re.search(r"\d", rest), text  # no count, threshold or code list
+
+
+def test_two_datasets_over_one_table_are_judged_on_one_ledger(broker):
+    """``flat`` and ``persons`` serve the same records (the same cell keys): ages 0..97 answered
+    through the one and 0..98 through the other would differ by the two persons aged 98."""
+    assert not isinstance(_ask(broker, "flat", "age", {"to97": G.ages(0, 97)}), str)
+    _refused(_ask(broker, "persons", "age", {"to98": G.ages(0, 98)}, user="alice"), "to98", "holds a part")
+    assert _isolated_records(broker, "persons") >= G.LEAST
+
+
+def test_a_group_crossed_with_its_own_bands_is_judged_within_each(broker):
+    """Ages 90..98 crossed with agegroup publish the group within each band: within 95-99 it is
+    ages 95..98, a new cell, judged and recorded as one. Ages 90..97 and 99 differ from that
+    band by the two persons aged 98, crossed or filtered on the band."""
+    groups = {"old": [*G.ages(90, 97), "99"]}
+    _refused(_ask(broker, "persons", "age", groups, dims=["age", "agegroup"]), "old",
+             "differs from agegroup '95-99' by too few records")
+    body = {"dataset": "persons", "dims": ["age"], "groups": {"age": groups}, "filters": {"agegroup": "95-99"}}
+    with pytest.raises(QueryRefused, match=r"group 'old' differs from agegroup '95-99' by too few records"):
+        broker.table(body, broker.config.users["bob"])
+    ok = _ask(broker, "persons", "age", {"old": G.ages(90, 98)}, dims=["age", "agegroup"])
+    assert not isinstance(ok, str), ok
+    cls = classification_of(broker.config.datasets["persons"], "age")
+    kept = {tuple(np.array(cls.leaves)[row].tolist()) for row in broker._ledger.cells(cls)}
+    assert kept == {tuple(G.ages(90, 98)), tuple(G.ages(95, 98))}  # the band 90-94 within it is published

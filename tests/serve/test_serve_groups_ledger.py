@@ -217,3 +217,18 @@ def test_the_ledger_keeps_a_bounded_number_of_cells(fresh):
         assert _ask(broker, {"a again": G.ages(0, 49)}, user="carol").frame.height == 2  # nothing new to keep
     finally:
         broker.close()
+
+
+def test_datasets_over_one_table_with_other_code_lists_keep_each_others_cells(tmp_path):
+    """Two datasets over one table declare different ages (0..99 and 0..109): the ledger keeps
+    the cells over every code either declared, and each reads them over its own codes."""
+    narrow = classification("a", "age", ("age",), pl.DataFrame({"age": G.AGES}), source="persons")
+    wide_codes = [str(a) for a in range(110)]
+    wide = classification("b", "age", ("age",), pl.DataFrame({"age": wide_codes}), source="persons")
+    ledger, no = Ledger(tmp_path), lambda kept: RuntimeError("full")
+    ledger.judge(wide, [np.isin(wide_codes, G.ages(90, 109))], lambda cells: None, no)
+    ledger.judge(narrow, [_mask(G.ages(0, 49))], lambda cells: None, no)
+    assert {tuple(np.array(wide_codes)[r]) for r in Ledger(tmp_path).cells(wide)} == \
+        {tuple(G.ages(90, 109)), tuple(G.ages(0, 49))}
+    assert {tuple(np.array(G.AGES)[r]) for r in Ledger(tmp_path).cells(narrow)} == \
+        {tuple(G.ages(90, 99)), tuple(G.ages(0, 49))}

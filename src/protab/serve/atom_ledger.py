@@ -1,9 +1,12 @@
-"""The ledger of answered custom cells: per dataset and variable, every custom group (and groups'
-total) the service has answered to anyone, as sets of the variable's leaves — the generators of
-the atoms that the differencing rule judges (:mod:`protab.serve.atoms`).
+"""The ledger of answered custom cells: per table of records and variable, every custom group (and
+groups' total) the service has answered to anyone, through any dataset over that table, as sets
+of the variable's leaves — the generators of the atoms that the differencing rule judges
+(:mod:`protab.serve.atoms`). Datasets over one table share its records and record keys, so the
+same set of leaves is the same cell, with the same value, whichever dataset answers it.
 
-It is one file of the state folder, ``group_atoms.json``: per dataset and variable the leaves
-(in the order the masks use) and each cell as a base64 bit mask over them. It is read afresh
+It is one file of the state folder, ``group_atoms.json``: per table and variable the leaves (in
+the order the masks use: every code a dataset over the table declared) and each cell as a base64
+bit mask over them. It is read afresh
 (when it changed on disk) and replaced atomically — a temporary file, fsync'ed, renamed, the
 folder fsync'ed (:func:`protab.serve.jobs.write_atomic`) — under this process's lock and an
 exclusive ``flock`` on ``group_atoms.lock``, so that a kill -9 leaves the old or the new file,
@@ -43,12 +46,12 @@ except ImportError:  # pragma: no cover - not POSIX: one service per state folde
 FILE = "group_atoms.json"
 OLD_FILE = "groups_used.json"
 FORMAT = "protab group atoms 1"
-#: custom cells kept per dataset and variable (for all users): bounds the work of a request
+#: custom cells kept per table and variable (for all users): bounds the work of a request
 MAX_GENERATORS = 2000
 
 
 class Ledger:
-    """The answered custom cells of every dataset and variable, in ``folder/group_atoms.json``."""
+    """The answered custom cells of every table and variable, in ``folder/group_atoms.json``."""
 
     file = FILE
 
@@ -117,16 +120,34 @@ class Ledger:
         self._seen = (writes, st.st_ino, st.st_mtime_ns, st.st_size)
 
     # -- one variable's cells -------------------------------------------------------------------
+    def _entry(self, cls: Classification) -> tuple[list[str], np.ndarray]:
+        """The stored leaves of the variable (every code any dataset over its table used) and its
+        cells as masks over them; under the lock."""
+        entry = self._data["variables"].get(cls.source, {}).get(cls.variable)
+        if entry is None:
+            return [], np.zeros((0, 0), dtype=bool)
+        leaves, cells = entry.get("leaves"), entry.get("cells")
+        if not isinstance(leaves, list) or not isinstance(cells, list):
+            raise InputError(f"the ledger of custom groups has a bad entry for {cls.source}.{cls.variable}")
+        masks = [unpack(base64.b64decode(c), len(leaves)) for c in cells]
+        return leaves, np.vstack(masks) if masks else np.zeros((0, len(leaves)), dtype=bool)
+
     def _custom(self, cls: Classification) -> np.ndarray:
-        """The variable's recorded cells as leaf masks (rows), in ``cls``'s leaf order; under the lock."""
-        key = (cls.dataset, cls.variable)
+        """The variable's recorded cells as masks over ``cls``'s leaves (codes it does not declare
+        dropped: no record holds them); under the lock."""
         if self._import(cls):
             self._save()
+        key = (cls.dataset, cls.variable)
         hit = self._decoded.get(key)
-        if hit is not None and hit[0] == self._seen and self._seen is not None:
+        if hit is not None and self._seen is not None and hit[0] == self._seen:
             return hit[1]
-        entry = self._data["variables"].get(cls.dataset, {}).get(cls.variable)
-        masks = np.zeros((0, cls.size), dtype=bool) if entry is None else _decode(entry, cls)
+        leaves, masks = self._entry(cls)
+        if leaves != cls.leaves:
+            index = {c: k for k, c in enumerate(cls.leaves)}
+            where = np.array([index.get(c, -1) for c in leaves], dtype=np.int64)
+            out = np.zeros((masks.shape[0], cls.size), dtype=bool)
+            out[:, where[where >= 0]] = masks[:, where >= 0]
+            masks = out[out.any(axis=1)]
         self._decoded[key] = (self._seen, masks)
         return masks
 
@@ -136,22 +157,36 @@ class Ledger:
         dims = [d for d in cls.levels if d in pending]
         if not dims:
             return False
-        masks = [m for d in dims for codes in pending.pop(d) if (m := cls.mask(d, codes)).any()]
-        entry = self._data["variables"].get(cls.dataset, {}).get(cls.variable)
-        before = np.zeros((0, cls.size), dtype=bool) if entry is None else _decode(entry, cls)
-        self._store(cls, before, [m for m in masks if not cls.is_published(m)])
+        self._store(cls, [m for d in dims for codes in pending.pop(d)
+                          if (m := cls.mask(d, codes)).any() and not cls.is_published(m)])
         if not pending:
             self._data["imported"].pop(cls.dataset, None)
         return True
 
-    def _store(self, cls: Classification, before: np.ndarray, new: Sequence[np.ndarray]) -> None:
-        known = {pack(r) for r in before}
-        fresh = [m for m in dict.fromkeys(pack(m) for m in new) if m not in known]
-        entry = self._data["variables"].setdefault(cls.dataset, {}).get(cls.variable)
-        if entry is None or entry["leaves"] != cls.leaves:  # new, or its code list changed: all re-encoded
-            entry = {"leaves": cls.leaves, "cells": [_b64(pack(r)) for r in before]}
-        entry["cells"] += [_b64(m) for m in fresh]
-        self._data["variables"][cls.dataset][cls.variable] = entry
+    def _kept(self, cls: Classification) -> int:
+        return len(self._data["variables"].get(cls.source, {}).get(cls.variable, {}).get("cells", []))
+
+    def _store(self, cls: Classification, new: Sequence[np.ndarray]) -> None:
+        """Record the cells ``new`` (masks over ``cls``'s leaves) not kept yet; the stored leaves
+        grow by the codes of ``cls`` they lack (the masks kept are widened, never cut)."""
+        leaves, masks = self._entry(cls)
+        stored = set(leaves)
+        extra = [c for c in cls.leaves if c not in stored]
+        if extra:
+            leaves = leaves + extra
+            masks = np.hstack([masks, np.zeros((masks.shape[0], len(extra)), dtype=bool)])
+        index = {c: k for k, c in enumerate(leaves)}
+        where = np.array([index[c] for c in cls.leaves], dtype=np.int64)
+        known = {pack(r) for r in masks}
+        rows = list(masks)
+        for m in new:
+            wide = np.zeros(len(leaves), dtype=bool)
+            wide[where[m]] = True
+            if (key := pack(wide)) not in known:
+                known.add(key)
+                rows.append(wide)
+        self._data["variables"].setdefault(cls.source, {})[cls.variable] = {
+            "leaves": leaves, "cells": [_b64(pack(r)) for r in rows]}
         self._decoded.pop((cls.dataset, cls.variable), None)
 
     def cells(self, cls: Classification) -> np.ndarray:
@@ -163,47 +198,29 @@ class Ledger:
               full: Callable[[int], Exception]) -> None:
         """``check`` a request against the variable's recorded cells, then record its cells
         ``record`` (leaf masks); ``full(kept)``: the refusal when they would pass ``most``."""
-        before = self.cells(cls)
-        self._bound(before, record, full)
+        with self._locked():
+            before, kept = self._custom(cls).copy(), self._kept(cls)
+        self._bound(kept, before, record, full)
         check(before)
         with self._locked():
             now = self._custom(cls)
             if now.shape != before.shape or not np.array_equal(now, before):
                 check(now)  # cells recorded meanwhile (by any user's request): judged with them
-            if self._bound(now, record, full):
-                self._store(cls, now, record)
+            if self._bound(self._kept(cls), now, record, full):
+                self._store(cls, record)
                 self._save()
 
-    def _bound(self, kept: np.ndarray, record: Sequence[np.ndarray], full: Callable[[int], Exception]) -> int:
-        """How many of ``record`` are not kept yet; ``full`` raised beyond ``most``."""
-        known = {pack(r) for r in kept}
-        new = len({pack(m) for m in record} - known)
-        if new and len(kept) + new > self.most:
-            raise full(len(kept))
+    def _bound(self, kept: int, cells: np.ndarray, record: Sequence[np.ndarray],
+               full: Callable[[int], Exception]) -> int:
+        """How many of ``record`` are not among ``cells`` yet; ``full`` raised beyond ``most``."""
+        new = len({pack(m) for m in record} - {pack(r) for r in cells})
+        if new and kept + new > self.most:
+            raise full(kept)
         return new
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-
-
-def _decode(entry: Any, cls: Classification) -> np.ndarray:
-    """A stored variable's cells as masks over ``cls``'s leaves (codes no longer declared dropped:
-    no record holds them)."""
-    stored = entry.get("leaves") if isinstance(entry, dict) else None
-    cells = entry.get("cells") if isinstance(entry, dict) else None
-    if not isinstance(stored, list) or not isinstance(cells, list):
-        raise InputError(f"the ledger of custom groups has a bad entry for {cls.dataset}.{cls.variable}")
-    masks = np.vstack([unpack(base64.b64decode(c), len(stored)) for c in cells]) if cells else \
-        np.zeros((0, len(stored)), dtype=bool)
-    if stored == cls.leaves:
-        return masks
-    index = {c: k for k, c in enumerate(cls.leaves)}
-    where = np.array([index.get(c, -1) for c in stored], dtype=np.int64)
-    out = np.zeros((masks.shape[0], cls.size), dtype=bool)
-    keep = where >= 0
-    out[:, where[keep]] = masks[:, keep]
-    return out[out.any(axis=1)]
 
 
 def _read_old(path: Path) -> dict[str, dict[str, list[list[str]]]]:

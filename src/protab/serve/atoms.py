@@ -6,7 +6,8 @@ A *variable* is a classification: a dimension with its hierarchy's levels (``age
 service publishes over it is a set of its finest codes (*leaves*): a code of an upper level is
 the leaves under it, a custom group of any level's codes the leaves under those. The
 *generators* are every code above the finest (and the total) and every custom cell ever
-answered, to any user (kept by :class:`protab.serve.atom_ledger.Ledger`). Their *atoms* are the
+answered, to any user, through any dataset over the same records (kept by
+:class:`protab.serve.atom_ledger.Ledger`). Their *atoms* are the
 classes of leaves that no generator separates: every linear combination of answered cells —
 any differences, of any users' groups, over any number of requests — is constant on atoms
 (crossed with the cells of the other variables), so an atom is the finest thing they can
@@ -62,6 +63,8 @@ class Classification:
     total's row last)."""
 
     dataset: str
+    #: the records' table: datasets over one table share its records, so their groups are one ledger
+    source: str
     variable: str
     levels: tuple[str, ...]
     table: pl.DataFrame = field(repr=False)
@@ -97,9 +100,11 @@ def unpack(data: bytes, size: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(data, np.uint8), count=size, bitorder="little").astype(bool)
 
 
-def classification(dataset: str, variable: str, levels: Sequence[str], table: pl.DataFrame) -> Classification:
-    """The classification of ``variable`` from its declared table (one row per leaf, a column
-    per level, coarsest first, the variable last)."""
+def classification(dataset: str, variable: str, levels: Sequence[str], table: pl.DataFrame,
+                   source: str | None = None) -> Classification:
+    """The classification of ``variable`` of ``dataset`` (over the records of table ``source``,
+    default the dataset's name) from its declared table (one row per leaf, a column per level,
+    coarsest first, the variable last)."""
     levels = tuple(levels)
     size = table.height
     rows, names, leaf_rows = [], [], []
@@ -118,7 +123,7 @@ def classification(dataset: str, variable: str, levels: Sequence[str], table: pl
     leaf_rows.append(np.full(size, offset))
     published = np.vstack(rows)
     reserved = frozenset(str(c) for col in levels for c in table[col].to_list()) | {MARGIN, SDMX_TOTAL}
-    return Classification(dataset, variable, levels, table, published, tuple(names), np.vstack(leaf_rows),
+    return Classification(dataset, source or dataset, variable, levels, table, published, tuple(names), np.vstack(leaf_rows),
                           reserved, frozenset(pack(r) for r in published))
 
 
