@@ -21,6 +21,7 @@ _NAMES = {
     "TableSpec": "protab.table",
     "MagnitudeCKM": "protab.magnitude",
     "SensitivityRules": "protab.magnitude",
+    "ProtectionLevels": "protab.suppression",
     "SwapSpec": "protab.swapping",
     "Hierarchy": "protab.hierarchy",
     "PTable": "protab.ptable",
@@ -57,6 +58,7 @@ __all__ = [
     "PTableWarning",
     "Programme",
     "ProtabError",
+    "ProtectionLevels",
     "RoundingError",
     "SensitivityRules",
     "Session",
@@ -112,4 +114,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.programme import Programme
     from protab.ptable import MagnitudePTable, NumericPTable, PTable
     from protab.session import DEFAULT_DATABASE, Session, model_matrix
+    from protab.suppression import ProtectionLevels
     from protab.table import TableSpec

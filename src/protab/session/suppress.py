@@ -19,6 +19,7 @@ from protab.table import TableSpec, union_spec
 if TYPE_CHECKING:  # pragma: no cover
     from protab.engines import Engine
     from protab.magnitude import SensitivityRules
+    from protab.suppression import ProtectionLevels
 
 
 class Suppression:
@@ -40,51 +41,43 @@ class Suppression:
         cost: Any = None,
         audit: bool = False,
         protection_range: float | None = None,
-        interval_protection: bool = False,
+        interval_protection: bool | str = False,
+        levels: "ProtectionLevels | None" = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
 
-        Frequency tables (no sums): cells with ``0 < n < min_frequency`` are primary (zero
-        cells too with ``protect_zeros``), as GaussSuppression's SuppressSmallCounts with
-        ``maxN = min_frequency - 1``: empty inner cells are added (extend0; with
-        ``protect_zeros`` also for codes a hierarchy or code list names and the data lack, whose
-        cells are zeros to protect: the package's extend0 = "all"), and the singletons
-        of ``singleton_method`` "anySum" (default) are the inner cells of one record, or the
-        empty ones with ``protect_zeros`` (as the package). Magnitude tables (sums): a cell is
-        primary where ``rules`` mark any sums variable sensitive; candidates are tried in
-        decreasing |value| of the first sums variable (CandidatesNum); inner cells of one record
-        are singletons, handled by "numttHTT" by default (the package's default for magnitude
-        tables).
-        ``forced`` / ``never``: frames of cells (the dimension columns, codes as published)
-        that must be / must not be suppressed. Returns every published cell, null where
-        suppressed, and ``suppressed``: "primary", "secondary" or "no" (internal: publish nulls).
+        Frequency tables (no sums): cells with ``0 < n < min_frequency`` are primary (zeros too
+        with ``protect_zeros``: then every listed code counts, extend0 = "all"), as
+        GaussSuppression's SuppressSmallCounts with ``maxN = min_frequency - 1``; singletons
+        ("anySum") are the inner cells of one record, or the empty ones with ``protect_zeros``.
+        Magnitude tables (sums): a cell is primary where ``rules`` mark any sums variable
+        sensitive; candidates in decreasing |value| (CandidatesNum), singletons by "numttHTT".
+        ``forced`` / ``never``: frames of cells (dimension columns, codes as published) that
+        must / must not be suppressed. ``cost``: "frequency", "value" or a number >= 0 per cell
+        (larger = dearer). Returns every published cell, null where suppressed, and
+        ``suppressed``: "primary", "secondary" or "no" (internal: publish the nulls).
 
-        ``cost``: the order in which candidates are kept published — "frequency" (larger counts
-        first, CandidatesDefault; frequency tables), "value" (larger |value| first,
-        CandidatesNum; with sums), or a number >= 0 per published cell (larger = dearer).
+        ``audit=True`` adds the attacker's interval (``lo``, ``up``; HiGHS LPs,
+        :func:`protab.suppression.intervals`) and ``protected``: no suppressed cell exactly
+        disclosed, a primary cell with ``up - lo >= protection_range``, the p% levels of the
+        rules and ``levels`` (:class:`protab.ProtectionLevels`: lower, upper and sliding
+        protection; implies the audit). ``interval_protection`` adds suppressions ("secondary")
+        until every primary cell is protected: True/"lp" by LPs (:func:`protab.suppression.protect`),
+        "gauss" in candidate order as GaussSuppression (:func:`protab.suppression.protect_in_order`).
 
-        ``audit=True`` adds, per suppressed cell, the interval an attacker derives from the
-        published cells and non-negative inner cells (``lo``, ``up``: two LPs per cell with
-        HiGHS, :func:`protab.suppression.intervals`) and ``protected``: a primary cell needs
-        ``up - lo >= protection_range`` (if given) and, when the rules hold a p% rule, the
-        p% protection levels of tau-ARGUS both ways (from its two largest contributions); no
-        suppressed cell may be exactly disclosed. ``interval_protection=True`` then adds
-        suppressions (labelled "secondary") until every primary cell is protected
-        (:func:`protab.suppression.protect`). The LPs grow with the table: meant for tables of
-        up to some thousands of cells.
-
-        Linked tables: a list of TableSpecs over the same microdata is suppressed as one table
-        (the union of their crossings, GaussSuppression's global method): a common cell is
+        Linked tables: a list of TableSpecs over the same microdata, by default suppressed as one
+        table (the union of their crossings, GaussSuppression's global method): a common cell is
         suppressed in all or none; one frame per spec. Shared dimensions need the same hierarchy
         (or none); weight, sums, freq, null_code, total and drop_empty must agree.
         """
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
-                    protection_range=protection_range, interval_protection=interval_protection)
+                    protection_range=protection_range, interval_protection=interval_protection, levels=levels)
         if isinstance(spec, (list, tuple)):
             return self._suppress_linked(table, spec, args)  # type: ignore[return-value]
         _check_suppress(spec, rules, min_frequency, protect_zeros, audit, interval_protection, protection_range)
+        _check_levels(spec, rules, levels)
         return self._suppress_one(table, spec, **args)
 
     def _suppress_linked(self, table: str, specs: Sequence[TableSpec], args: dict[str, Any]) -> list[pl.DataFrame]:
@@ -97,11 +90,13 @@ class Suppression:
 
     def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
-                      audit: bool, protection_range: float | None, interval_protection: bool) -> pl.DataFrame:
+                      audit: bool, protection_range: float | None, interval_protection: bool | str,
+                      levels: Any) -> pl.DataFrame:
         """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit."""
         from protab.suppression import gauss
 
-        X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros)
+        X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros,
+                                                              diagnostics=levels is not None and levels.rules)
         primary, order, singleton, method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
                                                            published, facts)
         order = _candidate_order(cost, spec, X, published, order)
@@ -112,10 +107,10 @@ class Suppression:
                            forced=forced_mask, never=never_mask, singleton=singleton,
                            singleton_method=singleton_method or method)
         audit_cols: list[pl.Series] = []
-        if audit or interval_protection:
+        if audit or interval_protection or levels is not None:
             suppressed, audit_cols = self._audit_suppression(
                 spec, rules, X, published, facts, suppressed, primary | forced_mask, protection_range,
-                interval_protection,
+                interval_protection, levels=levels, order=order, never=never_mask,
             )
         label = np.where(primary | forced_mask, "primary", np.where(suppressed, "secondary", "no"))
         values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
@@ -126,7 +121,7 @@ class Suppression:
         )
 
     def _suppression_inputs(
-        self, table: str, spec: TableSpec, rules: Any, protect_zeros: bool
+        self, table: str, spec: TableSpec, rules: Any, protect_zeros: bool, diagnostics: bool = False
     ) -> tuple[Any, pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
         """X, the inner and the published cells, and for a magnitude table the rules' columns of
         every published cell (with the top lists and smallest values the audit needs), from one
@@ -140,7 +135,7 @@ class Suppression:
         ) as run:
             inner = run.inner_frame()
             X = run.matrix()
-            facts = run.sensitivity(rules)
+            facts = run.sensitivity(rules, diagnostics=diagnostics)
         dims = list(spec.columns)
         values = [*dims, *(f"{d}_level" for d in dims), "n", *(["w"] if spec.weight else []), *spec.sums]
         return X, inner, facts.select(values), facts
@@ -148,40 +143,21 @@ class Suppression:
     @staticmethod
     def _audit_suppression(
         spec: TableSpec, rules: Any, X: Any, published: pl.DataFrame, facts: pl.DataFrame | None,
-        suppressed: np.ndarray, primary: np.ndarray, protection_range: float | None, protect: bool,
+        suppressed: np.ndarray, primary: np.ndarray, protection_range: float | None, protect: bool | str, *,
+        levels: Any = None, order: Any = None, never: Any = None,
     ) -> tuple[np.ndarray, list[pl.Series]]:
         """Attacker intervals of the suppressed cells (and, with ``protect``, more suppressions
         until every primary cell meets its requirement): (suppressed, [lo, up, protected]).
         ``facts``: the rules' columns of a magnitude table (top lists, smallest values)."""
-        from protab.suppression import audit
+        from protab.suppression import audit, protect_in_order
         from protab.suppression import protect as add_suppressions
 
         value_col = spec.sums[0] if spec.sums else "n"
         z = published[value_col].fill_null(0).to_numpy().astype(float)
-        # the attacker's a priori bounds of the inner cells: 0 or more for counts and for
-        # non-negative variables; none where the variable has negative values
-        lower = 0.0
-        if facts is not None:
-            low = facts[f"{value_col}_min"].min()
-            if low is not None and low < 0:  # type: ignore[operator]
-                lower = None
-        req: dict[str, Any] = {"lower": lower}
-        if protection_range is not None:
-            if isinstance(protection_range, bool) or not isinstance(protection_range, numbers.Real) \
-                    or not math.isfinite(protection_range) or protection_range < 0:
-                raise SpecError("suppress: protection_range must be a finite number of 0 or more")
-            req["protection_range"] = float(protection_range)
-        if spec.sums and rules is not None and rules.p_percent is not None and rules.holding is not None:
-            raise NotImplementedError(
-                "suppress: the audit of the p% rule over holdings is not implemented (its protection "
-                "levels need the holdings' two largest contributions); audit with protection_range, "
-                "or without holding"
-            )
-        if facts is not None and rules is not None and rules.p_percent is not None:
-            lists = facts[f"{value_col}_top"]  # the rules' top lists hold two values at least
-            req.update(p_percent=rules.p_percent, x1=lists.list.get(0, null_on_oob=True).fill_null(0).to_numpy(),
-                       x2=lists.list.get(1, null_on_oob=True).fill_null(0).to_numpy())
-        if protect:
+        req = _audit_requirements(spec, rules, facts, z, primary, protection_range, levels)
+        if protect == "gauss":
+            suppressed = protect_in_order(X, z, suppressed, primary, candidates=order, never=never, **req)
+        elif protect:
             suppressed = add_suppressions(X, z, suppressed, primary, **req)
         frame = audit(X, z, suppressed, primary=primary, **req)
         cells = frame["cell"].to_numpy()
@@ -228,15 +204,76 @@ def _check_suppress(spec: Any, rules: Any, min_frequency: Any, protect_zeros: An
         if isinstance(min_frequency, bool) or not isinstance(min_frequency, numbers.Integral) \
                 or min_frequency < 1:
             raise SpecError("suppress: a frequency table needs min_frequency, a whole number of 1 or more")
-    for flag, value in (("protect_zeros", protect_zeros), ("audit", audit),
-                        ("interval_protection", interval_protection)):
+    for flag, value in (("protect_zeros", protect_zeros), ("audit", audit)):
         if not isinstance(value, bool):
             raise SpecError(f"suppress: {flag} must be True or False")
+    if not isinstance(interval_protection, bool) and interval_protection not in ("lp", "gauss"):
+        raise SpecError("suppress: interval_protection must be True or False, 'lp' (the same as True) or 'gauss'")
     if protection_range is not None and not (audit or interval_protection):
         raise SpecError("suppress: protection_range is a requirement of the audit; pass audit=True "
                         "or interval_protection=True")
     if spec.sums and rules is not None and rules.weights is not None and spec.weight is None:
         raise SpecError("suppress: the rules weigh contributions (weights=...) but the TableSpec has no weight")
+
+
+def _check_levels(spec: TableSpec, rules: Any, levels: Any) -> None:
+    """SpecError for ``levels`` that are not a ProtectionLevels or ask for rules the table lacks."""
+    from protab.suppression import ProtectionLevels
+
+    if levels is None:
+        return
+    if not isinstance(levels, ProtectionLevels):
+        raise SpecError(f"suppress: levels must be a protab.ProtectionLevels, not {type(levels).__name__}")
+    if levels.rules and (not spec.sums or not (rules.dominance or rules.p_percent is not None or rules.pq)):
+        raise SpecError("suppress: ProtectionLevels(rules=True) needs a table with sums and rules holding "
+                        "dominance, p_percent or pq (the rules that imply protection levels)")
+
+
+def _audit_requirements(spec: TableSpec, rules: Any, facts: pl.DataFrame | None, z: np.ndarray,
+                        primary: np.ndarray, protection_range: float | None, levels: Any) -> dict[str, Any]:
+    """The audit's keywords: the attacker's bounds (0 or more unless the variable has negative
+    values) and the requirements: ``protection_range``, the p% levels of the rules (always, as
+    before ``levels`` existed), and ``levels`` (its distances, and with ``rules`` the levels of
+    every rule), combined by taking the largest distance of each kind."""
+    from protab.suppression import p_percent_protection, rule_levels
+
+    value_col = spec.sums[0] if spec.sums else "n"
+    lower = 0.0
+    if facts is not None:
+        low = facts[f"{value_col}_min"].min()
+        if low is not None and low < 0:  # type: ignore[operator]
+            lower = None
+    req: dict[str, Any] = {"lower": lower}
+    if protection_range is not None:
+        if isinstance(protection_range, bool) or not isinstance(protection_range, numbers.Real) \
+                or not math.isfinite(protection_range) or protection_range < 0:
+            raise SpecError("suppress: protection_range must be a finite number of 0 or more")
+        req["protection_range"] = float(protection_range)
+    if spec.sums and rules is not None and rules.p_percent is not None and rules.holding is not None \
+            and (levels is None or not levels.rules):
+        raise NotImplementedError(
+            "suppress: the audit of the p% rule over holdings is not implemented (its protection "
+            "levels need the holdings' two largest contributions); audit with protection_range, "
+            "ProtectionLevels(rules=True) (the rules' shares, holdings included), or without holding"
+        )
+    pp: dict[str, Any] = {}
+    if facts is not None and rules is not None and rules.p_percent is not None and rules.holding is None:
+        lists = facts[f"{value_col}_top"]  # the rules' top lists hold two values at least
+        pp = dict(p_percent=rules.p_percent, x1=lists.list.get(0, null_on_oob=True).fill_null(0).to_numpy(),
+                  x2=lists.list.get(1, null_on_oob=True).fill_null(0).to_numpy())
+    if levels is None:
+        return {**req, **pp}
+    L, U, R = levels.distances(z, primary)
+    if pp:
+        plev = np.where(primary, p_percent_protection(pp["p_percent"], z, pp["x1"], pp["x2"]), 0.0)
+        L, U = np.maximum(L, plev), np.maximum(U, plev)
+    if levels.rules:
+        assert facts is not None
+        shares = {n: facts[f"{value_col}_dominance_{n}"].to_numpy() for n in rules.shares}
+        rlev = np.where(primary, rule_levels(rules, z, shares), 0.0)
+        L, U = np.maximum(L, rlev), np.maximum(U, rlev)
+    R = np.maximum(R, req.pop("protection_range", 0.0))
+    return {**req, "protection_lower": L, "protection_upper": U, "protection_range": R}
 
 
 def _primary_cells(
