@@ -43,6 +43,8 @@ class Suppression:
         protection_range: float | None = None,
         interval_protection: bool | str = False,
         levels: "ProtectionLevels | None" = None,
+        linked: str = "global",
+        extend0: bool | None = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -53,10 +55,9 @@ class Suppression:
         ("anySum") are the inner cells of one record, or the empty ones with ``protect_zeros``.
         Magnitude tables (sums): a cell is primary where ``rules`` mark any sums variable
         sensitive; candidates in decreasing |value| (CandidatesNum), singletons by "numttHTT".
-        ``forced`` / ``never``: frames of cells (dimension columns, codes as published) that
-        must / must not be suppressed. ``cost``: "frequency", "value" or a number >= 0 per cell
-        (larger = dearer). Returns every published cell, null where suppressed, and
-        ``suppressed``: "primary", "secondary" or "no" (internal: publish the nulls).
+        ``forced`` / ``never``: frames of cells that must / must not be suppressed. ``cost``:
+        "frequency", "value" or a number >= 0 per cell (larger = dearer). Returns every published
+        cell, null where suppressed, and ``suppressed``: "primary", "secondary" or "no".
 
         ``audit=True`` adds the attacker's interval (``lo``, ``up``; HiGHS LPs,
         :func:`protab.suppression.intervals`) and ``protected``: no suppressed cell exactly
@@ -68,41 +69,66 @@ class Suppression:
 
         Linked tables: a list of TableSpecs over the same microdata, by default suppressed as one
         table (the union of their crossings, GaussSuppression's global method): a common cell is
-        suppressed in all or none; one frame per spec. Shared dimensions need the same hierarchy
-        (or none); weight, sums, freq, null_code, total and drop_empty must agree.
+        suppressed in all or none; one frame per spec; ``linked="local"`` or "super-consistent"
+        protects each from its own inner cells (:mod:`protab.suppression.linked`). Shared
+        dimensions need the same hierarchy (or none); weight, sums, freq, null_code, total and
+        drop_empty must agree. ``extend0=False``: empty cells are structural zeros (no empty
+        inner cells; frequency tables, without ``protect_zeros``).
         """
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
-                    protection_range=protection_range, interval_protection=interval_protection, levels=levels)
+                    protection_range=protection_range, interval_protection=interval_protection, levels=levels,
+                    extend0=extend0)
         if isinstance(spec, (list, tuple)):
-            return self._suppress_linked(table, spec, args)  # type: ignore[return-value]
+            return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
+        if linked != "global":
+            raise SpecError("suppress: linked= is for a list of TableSpecs (linked tables)")
+        _check_extend0(spec, protect_zeros, extend0)
         _check_suppress(spec, rules, min_frequency, protect_zeros, audit, interval_protection, protection_range)
         _check_levels(spec, rules, levels)
         return self._suppress_one(table, spec, **args)
 
-    def _suppress_linked(self, table: str, specs: Sequence[TableSpec], args: dict[str, Any]) -> list[pl.DataFrame]:
-        """:meth:`suppress` of linked tables: as one combined table, then cut per spec."""
+    def _suppress_linked(self, table: str, specs: Sequence[TableSpec], linked: str,
+                         args: dict[str, Any]) -> list[pl.DataFrame]:
+        """:meth:`suppress` of linked tables: as one combined table, then cut per spec (the
+        global mode), or each table from its own inner cells (``linked``)."""
+        from protab.suppression.linked import LINKED_MODES
+
         combined = linked_spec(specs)
         if args["cost"] is not None and not isinstance(args["cost"], str):
             raise SpecError("suppress: linked tables take cost='frequency' or 'value', not one number per cell")
-        out = self.suppress(table, combined, **args)
-        return [cells_of(out, combined, s) for s in specs]
+        if linked == "global":
+            out = self.suppress(table, combined, **args)
+            return [cells_of(out, combined, s) for s in specs]
+        if linked not in LINKED_MODES and linked != "consistent":
+            raise SpecError(f"suppress: linked must be one of {', '.join(LINKED_MODES)}, not {linked!r}")
+        if args["audit"] or args["interval_protection"] or args["levels"] is not None:
+            raise NotImplementedError("suppress: the audit and interval protection of linked tables in the "
+                                      f"{linked!r} mode are not implemented; use linked='global'")
+        _check_suppress(combined, args["rules"], args["min_frequency"], args["protect_zeros"], False, False, None)
+        _check_extend0(combined, args["protect_zeros"], args["extend0"])
+        return self._suppress_one(table, combined, **args, linked=(specs, linked))  # type: ignore[return-value]
 
     def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
                       audit: bool, protection_range: float | None, interval_protection: bool | str,
-                      levels: Any) -> pl.DataFrame:
-        """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit."""
+                      levels: Any, extend0: bool | None, linked: Any = None) -> Any:
+        """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit
+        (``linked``: (specs, mode) of linked tables in a mode other than global: their frames)."""
         from protab.suppression import gauss
 
         X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros,
-                                                              diagnostics=levels is not None and levels.rules)
+                                                              diagnostics=levels is not None and levels.rules,
+                                                              extend0=extend0)
         primary, order, singleton, method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
                                                            published, facts)
         order = _candidate_order(cost, spec, X, published, order)
         dims = list(spec.columns)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
+        if linked is not None:
+            return _linked_frames(spec, linked, X, inner, published, primary | forced_mask, order, forced_mask,
+                                  never_mask, singleton, singleton_method or method)
         suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
                            forced=forced_mask, never=never_mask, singleton=singleton,
                            singleton_method=singleton_method or method)
@@ -121,13 +147,15 @@ class Suppression:
         )
 
     def _suppression_inputs(
-        self, table: str, spec: TableSpec, rules: Any, protect_zeros: bool, diagnostics: bool = False
+        self, table: str, spec: TableSpec, rules: Any, protect_zeros: bool, diagnostics: bool = False,
+        extend0: bool | None = None,
     ) -> tuple[Any, pl.DataFrame, pl.DataFrame, pl.DataFrame | None]:
         """X, the inner and the published cells, and for a magnitude table the rules' columns of
         every published cell (with the top lists and smallest values the audit needs), from one
         scan. Empty cells are inner cells where zero cells are a rule."""
         if not spec.sums:
-            X, inner, published = self.model_matrix(table, spec, extend0="all" if protect_zeros else True)
+            ext: bool | str = "all" if protect_zeros else (True if extend0 is None else extend0)
+            X, inner, published = self.model_matrix(table, spec, extend0=ext)
             return X, inner, published, None
         zero_rule = rules is not None and rules.zero
         with self.engine.errors(table), self._run(
@@ -214,6 +242,48 @@ def _check_suppress(spec: Any, rules: Any, min_frequency: Any, protect_zeros: An
                         "or interval_protection=True")
     if spec.sums and rules is not None and rules.weights is not None and spec.weight is None:
         raise SpecError("suppress: the rules weigh contributions (weights=...) but the TableSpec has no weight")
+
+
+def _check_extend0(spec: TableSpec, protect_zeros: bool, extend0: Any) -> None:
+    """``extend0`` is None (the default) or False for a frequency table without protect_zeros."""
+    if extend0 is None:
+        return
+    if extend0 is not False:
+        raise SpecError("suppress: extend0 is None (empty inner cells added for frequency tables) or False")
+    if spec.sums or protect_zeros:
+        raise SpecError("suppress: extend0=False is for frequency tables without protect_zeros (a protected "
+                        "zero needs its empty inner cells)")
+
+
+def _linked_frames(spec: TableSpec, linked: Any, X: Any, inner: pl.DataFrame, published: pl.DataFrame,
+                   primary: np.ndarray, order: np.ndarray, forced: np.ndarray, never: np.ndarray,
+                   singleton: np.ndarray, method: str) -> list[pl.DataFrame]:
+    """The frames of linked tables protected in ``linked[1]`` mode (:func:`gauss_linked`):
+    every table with its own decisions, cut from the combined table ``spec``."""
+    from protab.suppression.linked import copies_by_records, gauss_linked
+
+    specs, mode = linked
+    cells = published.with_row_index("_cell")
+    members = []
+    for s in specs:
+        mask = np.zeros(published.height, dtype=bool)
+        mask[cells_of(cells, spec, s)["_cell"].to_numpy()] = True
+        members.append(mask)
+    members = copies_by_records(X, members)
+    value = published[spec.sums[0] if spec.sums else "n"].fill_null(0).to_numpy().astype(float)
+    freq = None if spec.sums else inner["n"].to_numpy().astype(float)
+    supp = gauss_linked(X, value, primary, members, mode=mode, candidates=order, forced=forced, never=never,
+                        singleton=singleton, singleton_method=method, inner_freq=freq)
+    values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
+    out = []
+    for t, s in enumerate(specs):
+        hide = pl.Series(supp[t])
+        label = np.where(primary, "primary", np.where(supp[t], "secondary", "no"))
+        frame = cells.with_columns(
+            [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in cells.columns]
+            + [pl.Series("suppressed", label)])
+        out.append(cells_of(frame, spec, s).drop("_cell"))
+    return out
 
 
 def _check_levels(spec: TableSpec, rules: Any, levels: Any) -> None:

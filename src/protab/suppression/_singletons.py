@@ -11,7 +11,7 @@ from protab.errors import SpecError, show_values
 
 
 def _resolve_method(W0: sparse.csc_matrix, method: str, sing: np.ndarray, protect: np.ndarray,
-                    never: np.ndarray) -> tuple[str, np.ndarray]:
+                    never: np.ndarray, auto: tuple[bool, bool] = (True, True)) -> tuple[str, np.ndarray]:
     """The singleton method that applies and the singleton rows, as the package decides them:
     ``"none"`` drops the singletons; a never-suppressed cell of one inner cell publishes it (not
     a singleton); published singleton cells turn anySum into anySumNOTprimary (the subSum
@@ -25,7 +25,7 @@ def _resolve_method(W0: sparse.csc_matrix, method: str, sing: np.ndarray, protec
         one = (np.asarray(sub.sum(axis=0)).ravel() == 1) & (np.asarray(abs(sub).sum(axis=0)).ravel() == 1)
         if one.any():
             sing[sub[:, one].indices] = False
-    if sing.any() and method in ("anySum", "subSum", "subSumAny"):
+    if sing.any() and method in ("anySum", "subSum", "subSumAny") and auto[0]:
         single = (np.asarray(W0.sum(axis=0)).ravel() == 1) & (np.diff(W0.indptr) == 1)
         single_sing = single.copy()
         single_sing[single] = sing[W0.indices[W0.indptr[:-1][single]]]
@@ -37,7 +37,7 @@ def _resolve_method(W0: sparse.csc_matrix, method: str, sing: np.ndarray, protec
                     f"{method!r} assumes they are primary: use 'anySumNOTprimary'"
                 )
             method = "anySumNOTprimary"  # as the package does
-    if n_never and sing.any() and method == "anySum":
+    if n_never and sing.any() and method == "anySum" and auto[1]:
         method = "subSumAny"  # as the package: the virtual cells show what the never cells expose
     return method, sing
 

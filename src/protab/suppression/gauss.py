@@ -174,6 +174,16 @@ def gauss(X: Any, z: Any, primary: Any, *, candidates: Sequence[int] | np.ndarra
     -------
     Boolean per published cell: suppressed (primary, forced, hidden and secondary).
     """
+    return _gauss(X, z, primary, candidates=candidates, forced=forced, never=never, singleton=singleton,
+                  singleton_method=singleton_method, freq=freq, weight=weight, tol=tol)
+
+
+def _gauss(X: Any, z: Any, primary: Any, *, candidates: Any = None, forced: Any = None, never: Any = None,
+           singleton: Any = None, singleton_method: str = "anySum", freq: Any = None, weight: Any = None,
+           tol: float = 1e-9, auto: tuple[bool, bool] = (True, True)) -> np.ndarray:
+    """:func:`gauss`; ``auto``: whether anySum may turn into anySumNOTprimary (published singleton
+    cells) and into subSumAny (never cells), as the package's ``auto_anySumNOTprimary`` and
+    ``auto_subSumAny`` (its linked tables turn them off: their rows are merged first)."""
     W0 = _as_int_csc(X)
     m, n = W0.shape
     _check_method(singleton_method)
@@ -188,7 +198,7 @@ def gauss(X: Any, z: Any, primary: Any, *, candidates: Sequence[int] | np.ndarra
     if not protect.any():
         return suppressed
     _check_nonempty(W0, protect)
-    method, sing = _resolve_method(W0, singleton_method, sing, protect, nev)
+    method, sing = _resolve_method(W0, singleton_method, sing, protect, nev, auto)
     n_never = int(nev.sum())
     if method == "numttHTT":
         return _gauss_numtthtt(W0, order, n_never, protect, sing, codes, tol)

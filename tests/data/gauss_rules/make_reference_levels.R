@@ -132,6 +132,12 @@ for (lg in c("local", "consistent", "super-consistent")) {
              withinArg = list(table_1 = list(formula = f1), table_2 = list(formula = f2)),
              freqVar = "freq", maxN = 2, extend0 = FALSE, linkedGauss = "%s")', lg))
 }
+for (lg in c("local", "consistent", "super-consistent")) {
+  run_case(paste0("lk_vignette_formulas_", gsub("-", "_", lg)),
+    paste("Linked vignette by SuppressSmallCounts(formula = list(...)), global candidate order, linkedGauss =", lg),
+    sprintf('SuppressSmallCounts(data = dataset, formula = list(table_1 = f1, table_2 = f2), freqVar = "freq",
+             maxN = 2, extend0 = FALSE, linkedGauss = "%s")', lg))
+}
 run_case("lk_vignette_global", "Linked vignette, global (formula list, linkedGauss = global)",
   'SuppressSmallCounts(data = dataset, formula = list(table_1 = f1, table_2 = f2), freqVar = "freq",
    maxN = 2, extend0 = FALSE, linkedGauss = "global")')
