@@ -51,7 +51,7 @@ from protab.serve.broker import Answer, Broker, JobNeeded
 from protab.serve.config import ServeConfig, UserConfig, load_config
 from protab.serve.jobs import POLL_SECONDS, JobFailed, JobStore, JobUnknown
 from protab.serve.query import QueryRefused
-from protab.serve.saved import SavedTables, check_name
+from protab.serve.saved import SavedFull, SavedTables, check_name
 from protab.serve.saved_groups import SavedGroups, check_saved, resolve
 from protab.serve.table_request import check_table_request
 from protab.serve.validator import QueryError, validate
@@ -69,13 +69,29 @@ _INTERNAL = "the service could not answer this request (an internal error, recor
 BODY_SECONDS = 10.0
 
 
+#: the rule and advice of the service's own error answers, by status
+_HTTP_RULES = {
+    400: ("body", 'send the body as one JSON object in UTF-8, as the endpoint takes it (POST /v1/query: '
+                  '{"sql": "SELECT ..."}; POST /v1/table: a table request)'),
+    408: ("body_timeout", "send the whole body at once, right after the headers"),
+    413: ("max_body_bytes", "send a smaller request (fewer filter values or groups)"),
+}
+_AUTH_ADVICE = ("send the header Authorization: Bearer <your token> (the office gives tokens); an expired or "
+                "revoked token needs a new one from the office")
+_INTERNAL_ADVICE = "try again later; the office finds the cause in the service's audit log"
+
+
 class _HTTPError(Exception):
     """An error answer of the service itself (400 malformed body, 408 body too slow, 413 too
-    large); ``close``: the connection ends after the answer (the body was not read to its end)."""
+    large); ``close``: the connection ends after the answer (the body was not read to its end);
+    ``rule`` and ``advice`` as a refusal's (by default those of its status)."""
 
-    def __init__(self, status: int, message: str, close: bool = False) -> None:
+    def __init__(self, status: int, message: str, close: bool = False, *, rule: str | None = None,
+                 advice: str | None = None) -> None:
         super().__init__(message)
         self.status, self.close = status, close
+        default = _HTTP_RULES.get(status, ("http", "see the endpoints of docs/serve.md"))
+        self.rule, self.advice = rule or default[0], advice or default[1]
 
 
 def _max_digits() -> int:
@@ -83,10 +99,11 @@ def _max_digits() -> int:
     return getattr(sys, "get_int_max_str_digits", lambda: 4300)()
 
 
-def _error(status: int, message: str, headers: Mapping[str, str] | None = None,
-           extra: Mapping[str, str] | None = None) -> JSONResponse:
-    """``{"error": message}`` (with ``extra`` fields, e.g. a disclosure rule's ``rule`` and ``advice``)."""
-    return JSONResponse({"error": message, **(extra or {})}, status_code=status,
+def _error(status: int, message: str, rule: str, advice: str, headers: Mapping[str, str] | None = None
+           ) -> JSONResponse:
+    """A refusal's answer: ``{"error": message, "rule": rule, "advice": advice}`` (every refusal
+    names the rule or check that refused it and what would pass)."""
+    return JSONResponse({"error": message, "rule": rule, "advice": advice}, status_code=status,
                         headers={**_NO_STORE, **(headers or {})})
 
 
@@ -94,17 +111,18 @@ def _refusal(exc: Exception) -> tuple[int, str, Response]:
     """The status, audited reason and answer of a request that failed with ``exc``: 401, the
     refusal's own status, 400 for an unknown ?format=, else 500 (its cause to the audit log only)."""
     if isinstance(exc, AuthError):
-        return 401, str(exc), _error(401, str(exc), {"WWW-Authenticate": 'Bearer realm="protab"'})
+        return 401, str(exc), _error(401, str(exc), "token", _AUTH_ADVICE,
+                                     {"WWW-Authenticate": 'Bearer realm="protab"'})
     if isinstance(exc, QueryError):
         retry = getattr(exc, "retry_after", None)
-        extra = {k: str(getattr(exc, k)) for k in ("rule", "advice") if getattr(exc, k, None)}
-        return exc.status, str(exc), _error(exc.status, str(exc),
-                                            {"Retry-After": str(retry)} if retry is not None else None, extra)
+        return exc.status, str(exc), _error(exc.status, str(exc), exc.rule, exc.advice,
+                                            {"Retry-After": str(retry)} if retry is not None else None)
     if isinstance(exc, _HTTPError):
-        return exc.status, str(exc), _error(exc.status, str(exc), {"Connection": "close"} if exc.close else None)
+        return exc.status, str(exc), _error(exc.status, str(exc), exc.rule, exc.advice,
+                                            {"Connection": "close"} if exc.close else None)
     if isinstance(exc, InputError):  # an unknown ?format=
-        return 400, str(exc), _error(400, str(exc))
-    return 500, f"{type(exc).__name__}: {exc}", _error(500, _INTERNAL)
+        return 400, str(exc), _error(400, str(exc), "format", f"use ?format= one of {', '.join(formats.SUFFIXES)}")
+    return 500, f"{type(exc).__name__}: {exc}", _error(500, _INTERNAL, "internal", _INTERNAL_ADVICE)
 
 
 #: a request's computation: (user, payload[, direct]) → an Answer, a JSON-able value or a Response
@@ -199,7 +217,8 @@ class _Service:
         try:
             await run_in_threadpool(self.audit.write, **record)
         except Exception:  # no line, no answer
-            return _error(500, "the service could not write its audit log; the request was not answered")
+            return _error(500, "the service could not write its audit log; the request was not answered", "audit_log",
+                          _INTERNAL_ADVICE)
         return response
 
     async def _answer(self, request: Request, work: Work, seen: dict[str, Any], *, body: bool,
@@ -273,10 +292,12 @@ class _Service:
 
     def _query(self, user: UserConfig, payload: Any, direct: bool = True) -> Answer:
         if not isinstance(payload, dict) or "sql" not in payload:
-            raise _HTTPError(400, 'the body must be a JSON object {"sql": "SELECT ..."}')
+            raise _HTTPError(400, 'the body must be a JSON object {"sql": "SELECT ..."}',
+                             advice='send {"sql": "SELECT ..."}')
         extra = [k for k in payload if k != "sql"]
         if extra:
-            raise _HTTPError(400, f'unknown key {str(extra[0])[:60]!r}: the body is {{"sql": "SELECT ..."}}')
+            raise _HTTPError(400, f'unknown key {str(extra[0])[:60]!r}: the body is {{"sql": "SELECT ..."}}',
+                             advice='send {"sql": "SELECT ..."}')
         return self.broker.query(payload["sql"], user, admit=direct,
                                  job_cells=self.config.job_cells if direct else None)
 
@@ -347,7 +368,8 @@ class _Service:
                 raise JobUnknown(f"no job {job_id[:64]!r} of yours (finished jobs are kept "
                                  f"{self.config.job_keep_hours:g} hours); GET /v1/jobs lists yours")
             if job["status"] == "failed":
-                raise JobFailed(job["http_status"], f"job {job_id} failed: {job['error']}")
+                raise JobFailed(job["http_status"], f"job {job_id} failed: {job['error']}", rule=job.get("rule"),
+                                advice=job.get("advice"))
             if job["status"] != "done":
                 return JSONResponse({"job": self.jobs.view(job)}, status_code=202,
                                     headers={**_NO_STORE, "Retry-After": str(POLL_SECONDS)})
@@ -414,7 +436,11 @@ class _Service:
         def work(user: UserConfig, payload: Any) -> Response:
             self.broker.rate.admit(user.name)
             dataset, dim, name, groups = check_saved(payload, self.broker.datasets, self.broker.user_rights(user))
-            entry = self.groups.save(user.name, dataset, dim, name, groups)
+            try:
+                entry = self.groups.save(user.name, dataset, dim, name, groups)
+            except SavedFull as exc:
+                raise SavedFull(str(exc), rule="groups_per_user", advice="delete some of your saved groups "
+                                "(DELETE /v1/groups/{dataset}/{dim}/{name}) before saving more") from None
             return JSONResponse(entry, status_code=201,
                                 headers={**_NO_STORE, "Location": f"/v1/groups/{dataset}/{dim}/{name}"})
 
@@ -453,9 +479,10 @@ class _Service:
                                     query=None, status=status, accepted=False, reason=message, cells=None,
                                     cached=None, format=None, ms=None)
         except Exception:
-            return _error(500, "the service could not write its audit log; the request was not answered")
+            return _error(500, "the service could not write its audit log; the request was not answered", "audit_log",
+                          _INTERNAL_ADVICE)
         headers = dict(getattr(exc, "headers", None) or {})
-        return _error(status, message, headers)
+        return _error(status, message, "endpoint", f"use one of the endpoints: {ENDPOINTS}", headers)
 
 
 async def _health(request: Request) -> Response:

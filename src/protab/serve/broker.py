@@ -38,26 +38,40 @@ keyed by (dataset, normalised request) serves repeats.
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import math
-import queue
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
 from protab.errors import ProtabError, SpecError, show_values
+from protab.serve import snapshot
 from protab.serve.caching import state_folder
 from protab.serve.classifications import check_data
 from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
+from protab.serve.fair_pool import FairPool
 from protab.serve.groups import Ledger, group_hierarchy
 from protab.serve.groups import check_request as check_groups
 from protab.serve.limits import LRU, RateLimit
-from protab.serve.query import ALLOWED_FORM, DatasetRights, Query, QueryRefused
-from protab.serve.rules import Withheld, check_query, check_table, notice, withheld_areas
-from protab.serve.table_request import check_table_request
+from protab.serve.query import (
+    ALLOWED_FORM,
+    MIN_POPULATION_MESSAGE,
+    SET_FILTER_ADVICE,
+    SET_FILTER_MESSAGE,
+    SET_FILTER_RULE,
+    DatasetRights,
+    Query,
+    QueryRefused,
+    population_refused,
+    same_refusal,
+)
+from protab.serve.rules import Withheld, check_query, notice, withheld_areas
+from protab.serve.table_plan import TablePlan, plan_table
 from protab.serve.validator import validate
 from protab.sqltools import FLOAT_TYPES, quote_ident
 
@@ -67,16 +81,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable import PTable
     from protab.session import Session
 
-MIN_POPULATION_MESSAGE = (
-    "refused by the minimum-population rule: the records a query's filters select must be, after "
-    "perturbation, at least the service's minimum; widen or drop a filter condition"
-)
-SET_FILTER_MESSAGE = (
-    "a filter with several values (IN with more than one value, <>, NOT IN) may only be on a dimension "
-    "that the query also groups by in every grouping set (it then only picks rows of the answer); on "
-    "other dimensions filter with = one value. A filter that makes a new population would let two "
-    "answers differ by a few records"
-)
 #: codes of a dimension listed in the catalogue when there are at most this many
 CATALOG_CODES = 1000
 #: count requests read a dataset's key sums when they have this many times fewer rows than its records
@@ -89,6 +93,23 @@ _NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINY
 
 #: true while a request runs as a job (Broker.as_job): it takes a session of the jobs' pool
 _IN_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar("protab_in_job", default=False)
+#: the user whose request runs (Broker.query, Broker.table): sessions are handed out fairly by user
+_USER: contextvars.ContextVar[str | None] = contextvars.ContextVar("protab_user", default=None)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _for_user(method: _F) -> _F:
+    """A broker method of ``(self, request, user, ...)`` run as ``user``'s: the sessions it borrows
+    are handed out in turn with other users' (protab.serve.fair_pool)."""
+    @functools.wraps(method)
+    def run(self: Any, request: Any, user: UserConfig, *args: Any, **kwargs: Any) -> Any:
+        token = _USER.set(user.name)
+        try:
+            return method(self, request, user, *args, **kwargs)
+        finally:
+            _USER.reset(token)
+
+    return run  # type: ignore[return-value]
 
 
 class JobNeeded(Exception):
@@ -132,6 +153,9 @@ class _Dataset:
     sums_kept: bool = False
     #: the areas withheld by the dataset's rules (protab.serve.rules), set at start-up
     withheld: Withheld | None = None
+    #: per dimension with a hierarchy: its codes per level (1 = coarsest) and its finest codes
+    level_sizes: dict[str, dict[int, int]] = field(default_factory=dict, repr=False)
+    finest: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -141,10 +165,12 @@ class _Dataset:
 class Broker:
     """Sessions on the microdata (read-only), the datasets, the p-table and the answer cache.
 
-    ``config.sessions`` read-only sessions are opened on the database; a request borrows one
-    for its scan (requests beyond that wait). Start-up checks every dataset against the
-    database (table, record keys, columns, NULL codes, hierarchies, magnitude parameters) and
-    raises a :class:`~protab.errors.ProtabError` naming the key of serve.toml.
+    ``config.sessions`` read-only sessions are opened on a snapshot of the database taken at
+    start-up (protab.serve.snapshot: the service holds no lock on the office's file); a request
+    borrows one for its scan (requests beyond that wait, served by user in turn:
+    protab.serve.fair_pool). Start-up checks every dataset against the database (table, record
+    keys, columns, NULL codes, hierarchies, magnitude parameters) and raises a
+    :class:`~protab.errors.ProtabError` naming the key of serve.toml.
     """
 
     def __init__(self, config: ServeConfig) -> None:
@@ -158,13 +184,16 @@ class Broker:
             raise type(exc)(f"[ptable] of the serve config: {exc}") from None
         # the custom groups each user asked for (protab.serve.groups), kept in the state folder
         self._ledger = Ledger(state_folder(config))
-        self._pool: queue.LifoQueue[Session] = queue.LifoQueue()
+        self._pool: FairPool[Session] = FairPool()
         self._sessions: list[Session] = []
+        self.snapshot: snapshot.Snapshot | None = None
         try:
+            self.snapshot = snapshot.take(config.database, state_folder(config), {
+                ds.table: f"datasets.{name} of the serve config" for name, ds in config.datasets.items()})
             # jobs (protab.serve.jobs) take sessions of their own: small requests keep every one of theirs
-            self._job_pool: queue.LifoQueue[Session] | None = queue.LifoQueue() if config.job_cells else None
+            self._job_pool: FairPool[Session] | None = FairPool() if config.job_cells else None
             for k in range(config.sessions + (config.job_workers if self._job_pool is not None else 0)):
-                s = Session(config.database, read_only=True, progress=False, threads=config.threads,
+                s = Session(self.snapshot.path, read_only=True, progress=False, threads=config.threads,
                             memory_limit=config.memory_limit)
                 self._sessions.append(s)
                 (self._pool if k < config.sessions or self._job_pool is None else self._job_pool).put(s)
@@ -213,7 +242,10 @@ class Broker:
         check_data(s, ds.table, ds.dims, ds.code_lists, ds.null_code, where)  # the office's config: names codes
         codes = {d: ds.code_lists[d].codes for d in ds.dims}  # declared, never from the records
         hierarchies = {d: h for d in ds.hierarchies if (h := ds.code_lists[d].hierarchy) is not None}
-        return _Dataset(ds, codes, hierarchies)
+        levels = {d: h.code_levels().column("level").to_pylist() for d, h in hierarchies.items()}
+        return _Dataset(ds, codes, hierarchies,
+                        level_sizes={d: dict(Counter(ks)) for d, ks in levels.items()},
+                        finest={d: frozenset(h.leaves) for d, h in hierarchies.items()})
 
     def _magnitudes(self, s: Session, ds: _Dataset) -> None:
         """The dataset's magnitude parameters and sensitivity rules, read as a protect request's
@@ -306,15 +338,19 @@ class Broker:
         return h
 
     def close(self) -> None:
+        """Close the sessions and remove the snapshot (idempotent)."""
         for s in self._sessions:
             s.close()
         self._sessions.clear()
+        if self.snapshot is not None:
+            self.snapshot.close()
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """Borrow a session of the pool for one request (of the jobs' pool inside :meth:`as_job`)."""
+        """Borrow a session of the pool for one request (of the jobs' pool inside :meth:`as_job`),
+        in turn with other users' requests when all are busy (the user of :func:`_for_user`)."""
         pool = self._job_pool if _IN_JOB.get() and self._job_pool is not None else self._pool
-        s = pool.get()
+        s = pool.get(_USER.get())
         try:
             yield s
         finally:
@@ -379,7 +415,8 @@ class Broker:
             rule = f" (the disclosure rule max_cells of dataset {ds.name!r})" if own and ds is not None else ""
             raise QueryRefused(
                 f"the request asks for about {cells:,} cells; the service answers at most "
-                f"{most:,}{rule}: use fewer or coarser dimensions, or filter"
+                f"{most:,}{rule}: use fewer or coarser dimensions, or filter",
+                rule="max_cells", advice="use fewer or coarser dimensions, or filter",
             )
 
     @staticmethod
@@ -403,7 +440,7 @@ class Broker:
         total = frame.filter(pl.all_horizontal([pl.col(f"{d}_level") == 0 for d in dims]))["n_pert"]
         own = ds.conf.rules.min_population if ds is not None and ds.conf.rules is not None else None
         if total.is_empty() or total[0] is None or total[0] < (own or self.config.min_population):
-            raise QueryRefused(MIN_POPULATION_MESSAGE)
+            raise population_refused()
 
     @staticmethod
     def _set_filters(filters: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
@@ -417,13 +454,13 @@ class Broker:
             try:
                 hit = ("ok", compute())
             except QueryRefused as exc:  # deterministic refusals (the population rule) are kept too
-                hit = ("refused", str(exc))
+                hit = ("refused", population_refused() if str(exc) == MIN_POPULATION_MESSAGE else same_refusal(exc))
             self._cache.put(key, hit)
             cached = False
         else:
             cached = True
         if hit[0] == "refused":
-            raise QueryRefused(hit[1])
+            raise same_refusal(hit[1])
         return Answer(hit[1], summary, cached)
 
     def _protect(self, s: Session, ds: _Dataset, spec: Any, sums: bool) -> pl.DataFrame:
@@ -451,12 +488,14 @@ class Broker:
         if any(m.func != "count" for m in q.measures) and ds.magnitude is None:
             raise QueryRefused(
                 f"sum() and avg() are not available for dataset {q.dataset!r}: the service protects its counts "
-                "only (no magnitude parameters are configured for it); use count(*)"
+                "only (no magnitude parameters are configured for it); use count(*)", rule="measures",
+                advice="use count(*)"
             )
         filters = [(f.column, f.op, f.values) for f in q.filters]
         loose = [c for c in self._set_filters(filters) if not all(c in g for g in q.grouping_sets)]
         if loose:
-            raise QueryRefused(f"{SET_FILTER_MESSAGE} (filter on {loose[0]!r}). {ALLOWED_FORM}")
+            raise QueryRefused(f"{SET_FILTER_MESSAGE} (filter on {loose[0]!r}). {ALLOWED_FORM}", rule=SET_FILTER_RULE,
+                               advice=SET_FILTER_ADVICE)
         codes = {d: self._codes(ds, d, filters) for d in q.dims}
         area, note = check_query(ds.withheld, q.grouping_sets, q.dims, filters, codes)  # the rules
         self._check_cells(sum(math.prod(len(codes[d]) for d in g) for g in q.grouping_sets), job_cells, ds)
@@ -518,7 +557,7 @@ class Broker:
             if h is None:
                 codes = self._codes(ds, d, filters)
                 if not codes:  # its own filter lets no code pass: no records
-                    raise QueryRefused(MIN_POPULATION_MESSAGE)
+                    raise population_refused()
                 h = self._flat_hierarchy(ds, d, codes)
             dims[d] = h
         flat = [d for d in req["levels"] if dims[d] is not ds.hierarchies.get(d)]
@@ -526,38 +565,23 @@ class Broker:
             raise QueryRefused(f"levels: dimension {flat[0]!r} is served without hierarchy levels")
         return dims
 
+    def plan_table(self, body: Any, user: UserConfig) -> TablePlan:
+        """Everything a table request is judged by before any scan (protab.serve.table_plan): its
+        plan, or the refusal; reads no data and records nothing (a saved table is judged so when
+        it is saved)."""
+        return plan_table(self, body, user)
+
+    @_for_user
     def table(self, body: Any, user: UserConfig, *, admit: bool = True, job_cells: int | None = None) -> Answer:
         """A table request (``dataset``, ``dims``, ``formula``, ``filters``, ``measure``, ``levels``)
         answered as ``Session.cell_key``: dims, ``<dim>_level``, ``n_pert`` (and the measure's
         ``<m>_pert``, ``<m>_mean_pert``)."""
-        from protab.table import TableSpec
-
         if admit:  # ``admit`` and ``job_cells`` as for query()
             self.rate.admit(user.name)
-        req = check_table_request(body, self.datasets, self.user_rights(user))
-        ds = self.datasets[req["dataset"]]
-        rights = self.user_rights(user)[ds.name]
-        grouped = next(iter(req["groups"].items()), None)  # a dimension with custom groups, or None
-        filters = [(d, "in", tuple(v)) for d, v in req["filters"].items()]
-        picked = self._set_filters(filters)  # shown at their finest level only
-        loose = [c for c in picked if c not in req["dims"] or c in req["levels"]]
-        if loose:
-            raise QueryRefused(
-                f"a filter with several values may only be on a dimension of the table, shown at its finest "
-                f"level (the answer then holds that level only); on other dimensions filter with one value "
-                f"(filter on {loose[0]!r})"
-            )
-        dims = self._table_dims(ds, req, rights, grouped, filters)
-        where = filters + ([(grouped[0], "in", tuple(c for cs in grouped[1].values() for c in cs))] if grouped else [])
-        try:
-            spec = TableSpec(dims, formula=req["formula"], sums=[req["measure"]] if req["measure"] else (),
-                             null_sums=ds.conf.null_sums, null_code=ds.conf.null_code,
-                             where=[(d, op, list(v)) for d, op, v in where])
-        except SpecError as exc:
-            raise QueryRefused(str(exc)) from None
-        area, note = check_table(ds, spec.terms, dims, req["levels"], filters, grouped, self._codes)  # the rules
-        size = {d: len(h) - 1 for d, h in dims.items()}  # codes below the total
-        self._check_cells(sum(math.prod(size[d] for d in sub) for sub in spec.published_subsets()), job_cells, ds)
+        plan = self.plan_table(body, user)
+        req, ds, dims, filters, grouped = plan.req, plan.ds, plan.dims, plan.filters, plan.grouped
+        spec, where, area, picked = plan.spec, plan.where, plan.area, plan.picked
+        self._check_cells(plan.cells, job_cells, ds)
         if grouped:  # the differencing rule, against the published cells and the user's other groups
             with self.session() as s:
                 check_groups(s, self.config.min_population, ds, user.name, self._ledger, *grouped,
@@ -569,8 +593,9 @@ class Broker:
                 frame = self._protect(s, ds, spec, bool(req["measure"]))
             self._min_population(frame, list(dims), where, ds)
             frame = ds.withheld.drop(frame, area)
-            for d in picked:
-                frame = frame.filter(pl.col(f"{d}_level") == pl.col(f"{d}_level").max())
+            for d, values in picked.items():  # the codes picked, at the finest level
+                frame = frame.filter((pl.col(f"{d}_level") == pl.col(f"{d}_level").max())
+                                     & pl.col(d).cast(pl.String).is_in(list(values)))
             for d, level in {**req["levels"], **({grouped[0]: 1} if grouped else {})}.items():
                 frame = frame.filter(pl.col(f"{d}_level").is_in([0, level]))
             cols = list(dims) + [f"{d}_level" for d in dims] + ["n_pert"]
@@ -580,4 +605,4 @@ class Broker:
 
         # the dimensions served with their hierarchy depend on the user's rights: part of the key
         served_with = tuple(d for d in dims if dims[d] is ds.hierarchies.get(d))
-        return self._noted(self._cached(("table", summary, served_with), compute, summary), ds, note)
+        return self._noted(self._cached(("table", summary, served_with), compute, summary), ds, plan.note)

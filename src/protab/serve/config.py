@@ -94,7 +94,7 @@ DEFAULTS: dict[str, Any] = {
     "state_dir": None,
 }
 
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"[0-9a-f]{64}")  # matched in full: a trailing newline does not pass
 _SECRET_SECTIONS = ("ptable", "magnitude", "sensitivity", "rules")
 
 
@@ -316,6 +316,9 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
         raise SpecError(f"{where}: needs the key 'database' (the microdata file), or pass --db")
     if db != ":memory:" and not os.path.isabs(db) and database is None:
         db = str(base / db)
+    for kind in ("datasets", "users"):
+        for name in cfg.get(kind, {}):
+            _check_name(kind, name, where)
     datasets = {name: _dataset(name, ds, base, where) for name, ds in cfg["datasets"].items()}
     if not datasets:
         raise SpecError(f"{where}: [datasets] is empty; configure at least one dataset")
@@ -328,6 +331,14 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
         tokens_file=base / tokens if tokens else None, ptable=cfg["ptable"], datasets=datasets,
         users=users, threads=cfg.get("threads"), memory_limit=cfg.get("memory_limit"), **kw,
     )
+
+
+def _check_name(kind: str, name: str, where: str) -> None:
+    """A dataset's or user's name as analysts type it (in SQL, in a login): printable, without
+    a space at either end (a name is compared in full: ``"persons\\n"`` is another name)."""
+    if not name or not name.isprintable() or name != name.strip():
+        raise SpecError(f"{where}: {kind}.{name.strip()[:60]!r}: a name of {kind} must be printable characters "
+                        "without spaces at either end (no newline, tab or control character)")
 
 
 def _dataset(name: str, ds: Mapping[str, Any], base: Path, where: str) -> DatasetConfig:
@@ -395,7 +406,7 @@ def _user(name: str, u: Mapping[str, Any], datasets: Mapping[str, DatasetConfig]
     hashes = u.get("token_sha256", [])
     hashes = [hashes] if isinstance(hashes, str) else list(hashes)
     for k, h in enumerate(hashes):
-        if not _HEX64.match(h):
+        if not _HEX64.fullmatch(h):
             raise SpecError(
                 f"{where}: users.{name}.token_sha256[{k}] must be the SHA-256 of a token as 64 lowercase "
                 "hex digits (give tokens with `protab serve-token add`, which stores hashes only)"

@@ -137,7 +137,8 @@ class JobStore:
             now = time.time()
             for job in self._jobs.values():
                 if job["status"] in UNFINISHED and not _alive(self.folder, job.get("owner")):  # stopped under it
-                    job.update(status="failed", http_status=503, error=RESTARTED, finished=now)
+                    job.update(status="failed", http_status=503, error=RESTARTED, finished=now, rule="restart",
+                               advice="submit the request again")
             self._expire(now)
             self._save()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="protab-job", initializer=_background)
@@ -203,7 +204,8 @@ class JobStore:
             if mine >= self.per_user:
                 raise QueryThrottled(
                     f"you have {mine} jobs queued or running, the most the service runs for one user at once; "
-                    f"wait until one has finished (GET /v1/jobs)", POLL_SECONDS * 5)
+                    f"wait until one has finished (GET /v1/jobs)", POLL_SECONDS * 5, rule="jobs_per_user",
+                    advice="wait until one of your jobs has finished (GET /v1/jobs lists them), then ask again")
             job_id = secrets.token_hex(16)
             job = {"id": job_id, "user": user, "owner": self.owner, "request": summary, "status": "queued",
                    "http_status": None,
@@ -234,10 +236,12 @@ class JobStore:
             job = self._finish(job_id, status="done", http_status=200, cells=frame.height, withheld=withheld)
         except QueryError as exc:  # a refusal (the minimum-population rule): the analyst may read it
             reason = str(exc)
-            job = self._finish(job_id, status="failed", http_status=exc.status, error=reason)
+            job = self._finish(job_id, status="failed", http_status=exc.status, error=reason, rule=exc.rule,
+                               advice=exc.advice)
         except Exception as exc:  # the service's own failure: its cause to the audit log only
             reason = f"{type(exc).__name__}: {exc}"
-            job = self._finish(job_id, status="failed", http_status=500, error=INTERNAL)
+            job = self._finish(job_id, status="failed", http_status=500, error=INTERNAL, rule="internal",
+                               advice="submit the request again later; the office finds the cause in the audit log")
         if self.on_finish is not None:
             try:
                 self.on_finish(job, reason)
@@ -284,12 +288,14 @@ class JobUnknown(QueryError):
     """HTTP 404: no such job of this user (another user's id is answered the same)."""
 
     status = 404
+    rule = "job"
+    advice = "GET /v1/jobs lists your jobs; submit the request again for a job that expired"
 
 
 class JobFailed(QueryError):
     """A failed job, asked for: the status its request would have had (400 refused, 500 the
-    service's failure, 503 the service restarted under it)."""
+    service's failure, 503 the service restarted under it), with its refusal's rule and advice."""
 
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, status: int, message: str, *, rule: str | None = None, advice: str | None = None) -> None:
+        super().__init__(message, rule=rule or "job", advice=advice or "submit the request again")
         self.status = status

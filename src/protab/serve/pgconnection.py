@@ -26,7 +26,6 @@ from protab.serve.pgproto import (
     _count_params,
     _cstr,
     _data_row,
-    _error_msg,
     _msg,
     _Reader,
     _row_description,
@@ -58,6 +57,12 @@ def _sqlstate(exc: QueryError) -> str:
     if isinstance(exc, QueryThrottled):
         return "53400"  # configuration_limit_exceeded: the user's rate
     return "42501" if isinstance(exc, QueryForbidden) else "42000"
+
+
+def pg_refusal(exc: QueryError) -> PgError:
+    """A refusal of the broker or the validator as an ErrorResponse: its SQLSTATE, message, and
+    its rule (DETAIL) and advice (HINT)."""
+    return PgError(_sqlstate(exc), str(exc), rule=exc.rule, advice=exc.advice)
 
 
 @dataclass
@@ -171,7 +176,7 @@ class Connection:
             await self.writer.drain()
 
     def fail(self, exc: PgError) -> None:
-        self.writer.write(_error_msg(exc.code, str(exc)))
+        self.writer.write(exc.message())
         if self.tx == b"T":
             self.tx = b"E"
         self.skip_to_sync = True
@@ -295,7 +300,7 @@ class Connection:
                          self.server.broker.user_rights(self.user), max_length=self.server.broker.config.max_sql_length,
                          max_limit=self.server.broker.config.max_limit)
         except QueryError as exc:
-            raise PgError(_sqlstate(exc), str(exc)) from None
+            raise pg_refusal(exc) from None
         oids = {m.alias: _INT8 if m.func == "count" else _FLOAT8 for m in q.measures}
         return [(c, oids.get(c, _TEXT)) for c in q.columns]
 
@@ -373,7 +378,7 @@ class Connection:
         except PgError as exc:
             status, reason, error = 400, str(exc), exc
         except QueryError as exc:
-            status, reason, error = exc.status, str(exc), PgError(_sqlstate(exc), str(exc))
+            status, reason, error = exc.status, str(exc), pg_refusal(exc)
         except Exception as exc:  # the service's own failure: its cause to the audit log only
             status, reason, error = 500, f"{type(exc).__name__}: {exc}", PgError("XX000", INTERNAL)
         record.update(status=status, reason=reason, ms=round(1000 * (time.perf_counter() - t0), 1))

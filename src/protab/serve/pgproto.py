@@ -29,11 +29,17 @@ _WHOLE = re.compile(r"-?[0-9]{1,38}")  # a whole number in text (up to DuckDB's 
 
 
 class PgError(Exception):
-    """An ErrorResponse: SQLSTATE ``code`` and ``message``; ``fatal`` ends the connection."""
+    """An ErrorResponse: SQLSTATE ``code`` and ``message``; ``fatal`` ends the connection; a
+    refusal's ``rule`` goes into the DETAIL field (``rule: <name>``), its ``advice`` into HINT."""
 
-    def __init__(self, code: str, message: str, fatal: bool = False) -> None:
+    def __init__(self, code: str, message: str, fatal: bool = False, *, rule: str | None = None,
+                 advice: str | None = None) -> None:
         super().__init__(message)
-        self.code, self.fatal = code, fatal
+        self.code, self.fatal, self.rule, self.advice = code, fatal, rule, advice
+
+    def message(self) -> bytes:
+        """The ErrorResponse message."""
+        return _error_msg(self.code, str(self), self.fatal, rule=self.rule, advice=self.advice)
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -45,9 +51,13 @@ def _cstr(s: str) -> bytes:
     return s.encode("utf-8") + b"\x00"
 
 
-def _error_msg(code: str, message: str, fatal: bool = False) -> bytes:
+def _error_msg(code: str, message: str, fatal: bool = False, *, rule: str | None = None,
+               advice: str | None = None) -> bytes:
+    """An ErrorResponse (fields S, V, C, M; D ``rule: <name>`` and H the advice when given)."""
     sev = "FATAL" if fatal else "ERROR"
-    return _msg(b"E", b"S" + _cstr(sev) + b"V" + _cstr(sev) + b"C" + _cstr(code) + b"M" + _cstr(message) + b"\x00")
+    extra = (b"D" + _cstr(f"rule: {rule}") if rule else b"") + (b"H" + _cstr(advice) if advice else b"")
+    return _msg(b"E", b"S" + _cstr(sev) + b"V" + _cstr(sev) + b"C" + _cstr(code) + b"M" + _cstr(message) + extra
+                + b"\x00")
 
 
 def _row_description(columns: list[tuple[str, int]], formats: list[int]) -> bytes:
@@ -188,6 +198,10 @@ def check_result_formats(formats: list[int], columns: int) -> None:
 _TOO_DEEP = f"the SQL is nested too deeply. {ALLOWED_FORM}"  # the validator's words over HTTP
 
 
+def _too_deep() -> PgError:
+    return PgError("42000", _TOO_DEEP, rule="allowed_form", advice="write the query in the allowed form, less nested")
+
+
 def _count_params(sql: str) -> int:
     try:
         tree = parse_one(sql, read="duckdb")
@@ -195,7 +209,7 @@ def _count_params(sql: str) -> int:
     except SqlglotError:
         return 0
     except RecursionError:  # refused as the validator refuses it over HTTP
-        raise PgError("42000", _TOO_DEEP) from None
+        raise _too_deep() from None
     return max(nums, default=0)
 
 
@@ -233,7 +247,7 @@ def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | No
     except SqlglotError as exc:
         raise PgError("42601", f"syntax error: {str(exc)[:200]}") from None
     except RecursionError:  # refused as the validator refuses it over HTTP
-        raise PgError("42000", _TOO_DEEP) from None
+        raise _too_deep() from None
 
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Placeholder) and str(node.this).isdigit():
@@ -246,4 +260,4 @@ def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | No
     try:
         return tree.transform(swap).sql(dialect="duckdb")
     except RecursionError:
-        raise PgError("42000", _TOO_DEEP) from None
+        raise _too_deep() from None

@@ -172,7 +172,7 @@ class PgWireServer:
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, asyncio.CancelledError):
             pass  # gone, or a TLS handshake that failed: nothing to answer
         except PgError as exc:
-            writer.write(_error_msg(exc.code, str(exc), fatal=True))
+            writer.write(_error_msg(exc.code, str(exc), fatal=True, rule=exc.rule, advice=exc.advice))
         except (struct.error, ValueError):
             writer.write(_error_msg("08P01", "malformed start-up or login message", fatal=True))
         except Exception as exc:  # the service's own failure ends this connection only; its cause to the audit log

@@ -21,10 +21,28 @@ _ECHO = 200  # characters of the analyst's SQL echoed in a message
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
+#: what the answers of a refusal that names no rule of its own advise
+CATALOG_ADVICE = ("change the request as the message says; GET /v1/catalog lists the datasets, dimensions, "
+                  "levels, codes and measures you may use")
+
+
 class QueryError(SpecError):
-    """An analyst's query that the service does not answer; ``status`` is its HTTP status."""
+    """An analyst's request that the service does not answer; ``status`` is its HTTP status,
+    ``rule`` the rule or check that refused it (a disclosure rule's name, ``max_cells``,
+    ``min_population``, ``allowed_form``, ``validator``, ``rights``, ...) and ``advice`` what
+    would pass: every refusal's JSON carries both beside ``error``, and the PostgreSQL front
+    sends them as the ErrorResponse's DETAIL (``rule: <name>``) and HINT."""
 
     status = 400
+    rule = "validator"
+    advice = CATALOG_ADVICE
+
+    def __init__(self, message: str, *, rule: str | None = None, advice: str | None = None) -> None:
+        super().__init__(message)
+        if rule is not None:
+            self.rule = rule
+        if advice is not None:
+            self.advice = advice
 
 
 class QueryRefused(QueryError):
@@ -37,6 +55,9 @@ class QueryForbidden(QueryError):
     """HTTP 403: a well-formed query that uses a dataset, dimension or measure outside the user's rights."""
 
     status = 403
+    rule = "rights"
+    advice = ("use only the datasets, dimensions and measures of your rights (GET /v1/catalog lists them), or ask "
+              "the office for wider rights")
 
 
 class QueryThrottled(QueryError):
@@ -44,10 +65,17 @@ class QueryThrottled(QueryError):
     ``retry_after``: whole seconds until the next one is admitted."""
 
     status = 429
+    rule = "requests_per_minute"
 
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry_after: int, *, rule: str | None = None, advice: str | None = None) -> None:
+        super().__init__(message, rule=rule, advice=advice if advice is not None else
+                         f"wait {retry_after} s (the Retry-After header) before the next request")
         self.retry_after = retry_after
+
+
+def same_refusal(exc: QueryError) -> QueryRefused:
+    """A refusal (400) with the message, rule and advice of ``exc`` (a kept refusal raised anew)."""
+    return QueryRefused(str(exc), rule=exc.rule, advice=exc.advice)
 
 
 @dataclass(frozen=True)
@@ -91,14 +119,36 @@ class DatasetRights:
     measures: frozenset[str] = field(default_factory=frozenset)
 
 
+MIN_POPULATION_MESSAGE = (
+    "refused by the minimum-population rule: the records a query's filters select must be, after "
+    "perturbation, at least the service's minimum; widen or drop a filter condition"
+)
+SET_FILTER_MESSAGE = (
+    "a filter with several values (IN with more than one value, <>, NOT IN) may only be on a dimension "
+    "that the query also groups by in every grouping set (it then only picks rows of the answer); on "
+    "other dimensions filter with = one value. A filter that makes a new population would let two "
+    "answers differ by a few records"
+)
+MIN_POPULATION_ADVICE = "widen or drop a filter condition"
+SET_FILTER_RULE = "multi_value_filter"
+SET_FILTER_ADVICE = ("filter with = one value, or group by the filtered dimension in every grouping set (a table "
+                     "request: filter a dimension of the table, shown at its finest level)")
+
+
+def population_refused() -> QueryRefused:
+    """The refusal of the minimum-population rule (one message, whatever the count)."""
+    return QueryRefused(MIN_POPULATION_MESSAGE, rule="min_population", advice=MIN_POPULATION_ADVICE)
+
+
 def cut(text: str, limit: int = _ECHO) -> str:
     """``text``, cut to ``limit`` characters for a message."""
     return text if len(text) <= limit else text[:limit] + "…"
 
 
 def refused(message: str) -> QueryRefused:
-    """A refusal (400) that shows the allowed form after its message."""
-    return QueryRefused(f"{message}. {ALLOWED_FORM}")
+    """A refusal (400) that shows the allowed form after its message (rule ``allowed_form``)."""
+    return QueryRefused(f"{message}. {ALLOWED_FORM}", rule="allowed_form",
+                        advice="write the query in the allowed form; " + ALLOWED_FORM[0].lower() + ALLOWED_FORM[1:])
 
 
 def node_sql(node: exp.Expression) -> str:

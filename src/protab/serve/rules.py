@@ -61,8 +61,8 @@ class RuleRefused(QueryRefused):
     (``blocked``, ``max_dims``, ``area.detail``, ...), ``advice`` what would pass."""
 
     def __init__(self, dataset: str, rule: str, why: str, advice: str) -> None:
-        super().__init__(f"refused by the disclosure rule {rule} of dataset {dataset!r}: {why}; {advice}")
-        self.rule, self.advice = rule, advice
+        super().__init__(f"refused by the disclosure rule {rule} of dataset {dataset!r}: {why}; {advice}",
+                         rule=rule, advice=advice)
 
 
 @dataclass(frozen=True)

@@ -30,28 +30,34 @@ except ImportError:  # pragma: no cover - not POSIX: one service per state folde
     fcntl = None  # type: ignore[assignment]
 
 FILE = "saved.json"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: a saved table's or saved groups' name, matched in full (``$`` would let a trailing newline pass)
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class SavedFull(QueryError):
-    """HTTP 409: the user keeps as many saved tables as the service allows."""
+    """HTTP 409: the user keeps as many saved tables (or groups) as the service allows."""
 
     status = 409
+    rule = "saved_per_user"
+    advice = "delete one of yours (DELETE /v1/saved/{name}) before saving another"
 
 
 class SavedUnknown(QueryError):
-    """HTTP 404: no saved table of that name (for this user)."""
+    """HTTP 404: no saved table (or saved groups) of that name for this user."""
 
     status = 404
+    rule = "saved"
+    advice = "GET /v1/saved (saved tables) or GET /v1/groups (saved groups) lists yours"
 
 
 def check_name(name: Any, what: str = "a saved table's") -> str:
     """A saved table's (or ``what``'s) name: 1 to 64 letters, digits, ``.``, ``_``, ``-`` (a letter
     or digit first)."""
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         shown = repr(name[:40]) if isinstance(name, str) else type(name).__name__
         raise QueryRefused(f"name {shown} is not {what} name: use 1 to 64 letters, digits, '.', '_' "
-                           "or '-', starting with a letter or digit")
+                           "or '-', starting with a letter or digit", rule="name",
+                           advice="use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
     return name
 
 
