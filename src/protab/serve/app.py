@@ -386,7 +386,8 @@ class _Service:
         return await self._serve(request, work)
 
     async def saved_add(self, request: Request) -> Response:
-        """``{"name": ..., "request": {table request}}``: the request checked now (400, 403) and kept."""
+        """``{"name": ..., "request": {table request}}``: the request judged now as a table request is
+        before its scan (400, 403: its form, rights, the disclosure rules, max_cells) and kept."""
         def work(user: UserConfig, payload: Any) -> Response:
             self.broker.rate.admit(user.name)
             shape = '{"name": "...", "request": {a table request, as POST /v1/table takes}}'
@@ -399,8 +400,9 @@ class _Service:
                 if key not in payload:
                     raise QueryRefused(f"the key {key!r} is missing: the body is {shape}")
             check_name(payload["name"])
-            check_table_request(resolve(payload["request"], user.name, self.groups), self.broker.datasets,
-                                self.broker.user_rights(user))  # saved groups stay names: their codes of the day
+            # judged now as a table request is before its scan (rights, the rules, max_cells); saved
+            # groups stay names: their codes of the day
+            self.broker.plan_table(resolve(payload["request"], user.name, self.groups), user)
             entry = self.saved.save(user.name, payload["name"], payload["request"])
             return JSONResponse(entry, status_code=201,
                                 headers={**_NO_STORE, "Location": f"/v1/saved/{payload['name']}"})
