@@ -97,7 +97,7 @@ def test_sql_above_job_cells_is_a_job_too(served):
 
 
 def test_job_answer_in_every_format_with_an_etag(served):
-    job = _submit(served, BIG)
+    job = _submit(served, {**BIG, "filters": {"agegroup": "a5-9"}})  # a new request: a new job
     as_json = _frame(_wait(served, job["id"]))
     path = f"/v1/jobs/{job['id']}"
     readers = {"csv": lambda b: pl.read_csv(io.BytesIO(b), infer_schema_length=None),
@@ -117,7 +117,7 @@ def test_job_answer_in_every_format_with_an_etag(served):
 
 
 def test_jobs_are_listed_per_user_and_other_users_ids_are_unknown(served):
-    job = _submit(served, BIG)
+    job = _submit(served, {**BIG, "filters": {"agegroup": "a10-14"}})  # a new request: a new job
     _wait(served, job["id"])
     alice = {j["id"] for j in _call(served, "GET", "/v1/jobs").json()["jobs"]}
     bob = {j["id"] for j in _call(served, "GET", "/v1/jobs", token="bob").json()["jobs"]}
@@ -146,7 +146,7 @@ def test_a_job_refused_by_the_rules_fails_with_the_refusal(served):
 
 
 def test_jobs_are_audited(served):
-    job = _submit(served, BIG)
+    job = _submit(served, {**BIG, "filters": {"agegroup": "a15-19"}})  # a new request: a new job
     _wait(served, job["id"])
     _call(served, "GET", f"/v1/jobs/{job['id']}", params={"format": "csv"})
     lines = [json.loads(x) for x in served["audit"].read_text(encoding="utf-8").splitlines()]

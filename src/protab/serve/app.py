@@ -248,12 +248,17 @@ class _Service:
         try:
             result = await run_in_threadpool(work, user, payload)
         except JobNeeded as need:
-            return await self._submit(work, user, payload, seen, need.cells)
+            job_tag = await run_in_threadpool(tag, user, payload, "job") if tag is not None else None
+            return await self._submit(work, user, payload, seen, need.cells, job_tag[0] if job_tag else None)
         headers = self.etags.headers(etag[0]) if etag is not None else dict(_NO_STORE)
         if isinstance(result, Response):
             return result
         if not isinstance(result, Answer):
             return JSONResponse(result, headers=headers)
+        return await self._render(result, fmt, headers, seen)
+
+    async def _render(self, result: Answer, fmt: str, headers: dict[str, str], seen: dict[str, Any]) -> Response:
+        """An answer in format ``fmt`` with ``headers`` (and the areas the rules withheld)."""
         seen.update(query=result.summary, cells=result.cells, cached=result.cached)
         content = await run_in_threadpool(formats.render, result.frame, fmt)
         if fmt != "json":
@@ -262,16 +267,28 @@ class _Service:
             headers["Protab-Withheld"] = json.dumps(result.withheld, ensure_ascii=True, separators=(",", ":"))
         return Response(content, media_type=formats.MEDIA_TYPES[fmt], headers=headers)
 
-    async def _submit(self, work: Work, user: UserConfig, payload: Any, seen: dict[str, Any], cells: int) -> Response:
+    async def _submit(self, work: Work, user: UserConfig, payload: Any, seen: dict[str, Any], cells: int,
+                      key: str | None) -> Response:
         """A request above ``job_cells`` (about ``cells`` cells): queued as a job (the same
-        computation, not counted against the rate again); 202 with the job and where to fetch it."""
+        computation, not counted against the rate again); 202 with the job and where to fetch it.
+        The same request (``key``: its canonical form, rights and data) posted again by its user
+        is answered as ``GET /v1/jobs/<id>`` of its job: 202 with it while queued or running, the
+        answer (200) once done."""
         def run() -> tuple[Any, dict[str, list[str]]]:
             with self.broker.as_job():  # on the jobs' own sessions
                 answer = work(user, payload, False)
             return answer.frame, answer.withheld
 
-        job = await run_in_threadpool(self.jobs.submit, user.name, seen["query"], cells, run)
+        job, existing = await run_in_threadpool(self.jobs.submit_once, user.name, key, seen["query"], cells, run)
         seen["job"] = job["id"]
+        if existing and job["status"] == "done":
+            stored = await run_in_threadpool(self.jobs.get, user.name, job["id"])
+            if stored is not None:
+                frame = await run_in_threadpool(self.jobs.frame, job["id"])
+                headers = {**self.etags.headers(self.etags.tag(user.name, "job", job["id"], None, seen["format"])),
+                           "Content-Location": job["result"]}
+                answer = Answer(frame, stored["request"] or f"job {job['id']}", withheld=stored.get("withheld") or {})
+                return await self._render(answer, seen["format"], headers, seen)
         return JSONResponse({"job": job}, status_code=202,
                             headers={**_NO_STORE, "Location": job["result"], "Retry-After": str(POLL_SECONDS)})
 

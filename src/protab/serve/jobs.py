@@ -14,7 +14,10 @@ failed only the jobs of a service that is gone.
 
 Job ids are random (128 bits) and per user: another user's id is answered as an unknown one.
 A user may have ``jobs_per_user`` jobs queued or running at once (429 beyond), so that one
-user cannot fill the queue before the others.
+user cannot fill the queue before the others. The same request posted again by its user
+(the same canonical request, rights and data: the key its ETag hashes) while its job is
+queued, running or done is that job (:meth:`JobStore.submit_once`), not a new one; another
+user's identical request gets its own job.
 """
 
 from __future__ import annotations
@@ -198,8 +201,20 @@ class JobStore:
     def submit(self, user: str, summary: str | None, cells: int | None, run: Run) -> dict[str, Any]:
         """Queue ``run`` (the protected answer's computation: its frame and the areas the
         disclosure rules withheld from it) for ``user``; the job's public view."""
+        return self.submit_once(user, None, summary, cells, run)[0]
+
+    def submit_once(self, user: str, key: str | None, summary: str | None, cells: int | None,
+                    run: Run) -> tuple[dict[str, Any], bool]:
+        """:meth:`submit`, unless ``user`` already has a job of the same ``key`` (the request's
+        canonical form, rights and data, as its ETag hashes them) that is queued, running or done:
+        then that job. Returns the job's public view and whether it is the existing one. Under the
+        index's lock, so that the same request posted twice at once makes one job."""
         self.expire()
         with self._locked():
+            same = [j for j in self._jobs.values() if key is not None and j["user"] == user
+                    and j.get("key") == key and j["status"] in (*UNFINISHED, "done")]
+            if same:
+                return self.view(max(same, key=lambda j: j["created"])), True
             mine = sum(1 for j in self._jobs.values() if j["user"] == user and j["status"] in UNFINISHED)
             if mine >= self.per_user:
                 raise QueryThrottled(
@@ -208,13 +223,13 @@ class JobStore:
                     advice="wait until one of your jobs has finished (GET /v1/jobs lists them), then ask again")
             job_id = secrets.token_hex(16)
             job = {"id": job_id, "user": user, "owner": self.owner, "request": summary, "status": "queued",
-                   "http_status": None,
+                   "http_status": None, "key": key,
                    "error": None, "cells": cells, "created": time.time(), "finished": None}
             self._jobs[job_id] = job
             self._save()
             view = self.view(job)
         self._pool.submit(self._run, job_id, run)
-        return view
+        return view, False
 
     def _finish(self, job_id: str, **changes: Any) -> dict[str, Any]:
         with self._locked():
