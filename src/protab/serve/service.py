@@ -76,7 +76,7 @@ def serve(
         from protab.serve import httpd
         from protab.serve.app import create_app
         from protab.serve.config import load_config
-        from protab.serve.tls import tls_files
+        from protab.serve.tls import check_key_mode, tls_files
     except ModuleNotFoundError as exc:
         raise ProtabError(
             f"protab serve needs the serve extra (missing: {exc.name}); install it with "
@@ -92,6 +92,7 @@ def serve(
     cfg = load_config(config, database=database)
     if cfg.require_tls and tls is None:
         raise ProtabError("require_tls = true in the serve config: start the service with --tls-cert and --tls-key")
+    check_key_mode(tls, cfg.require_tls, lambda text: print(f"protab serve: {text}", file=sys.stderr, flush=True))
     app = create_app(cfg, body_timeout=body_timeout)
     app.state.tls = tls  # the PostgreSQL front's TLS (protab.serve.pgwire.attach)
     pg = ""

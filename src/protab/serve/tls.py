@@ -12,7 +12,10 @@ Encryption"). Both accept TLS 1.2 and later only.
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +86,31 @@ class TLSFiles:
         if alpn is not None:
             ctx.set_alpn_protocols([alpn])
         return ctx
+
+
+def key_exposure(path: str) -> str | None:
+    """What is wrong with the private key file's permissions, or None: a key that its group or
+    others may read (or write) is a key others can take, and with it the service's identity."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None  # unreadable files are the certificate check's to refuse
+    if not mode & 0o077:
+        return None
+    who = " and ".join(w for w, bits in (("its group", 0o070), ("others", 0o007)) if mode & bits)
+    return (f"--tls-key {path!r} has mode {mode:04o}: {who} may read it (the private key of the service's "
+            f"certificate); make it readable by the service's user only: chmod 600 {path}")
+
+
+def check_key_mode(files: TLSFiles | None, require_tls: bool, warn: Callable[[str], None]) -> None:
+    """A key file open to its group or others: a warning (``warn``), or with ``require_tls`` (an
+    office that asks for TLS) a ProtabError that stops the start-up."""
+    problem = None if files is None else key_exposure(files.key)
+    if problem is None:
+        return
+    if require_tls:
+        raise ProtabError(f"{problem} (require_tls = true: the service does not start with an exposed key)")
+    warn(f"warning: {problem}")
 
 
 def tls_files(cert: str | None, key: str | None) -> TLSFiles | None:
