@@ -21,7 +21,8 @@ from typing import Any
 from sqlglot import exp, parse_one
 from sqlglot.errors import SqlglotError
 
-from protab.serve.query import ALLOWED_FORM
+from protab.serve.query import ALLOWED_FORM, QueryError
+from protab.serve.validator import check_strings
 
 _TEXT, _INT8, _FLOAT8 = 25, 20, 701  # type oids of pg_type
 _INT_OIDS = (20, 21, 23)  # int8, int2, int4
@@ -237,6 +238,10 @@ def _bind(sql: str, oids: list[int], formats: list[int], values: list[bytes | No
     (never pasted into the text); the validator then checks the result as any other query."""
     if not values:
         return sql
+    try:
+        check_strings(sql)  # bound, a $$...$$ string would come back as '...': said as over HTTP
+    except QueryError as exc:
+        raise PgError("42000", str(exc), rule=exc.rule, advice=exc.advice) from None
     if len(formats) not in (0, 1, len(values)):
         raise PgError("08P01", f"bind message has {len(formats)} parameter formats but {len(values)} parameters")
     literals = [_literal(k, v, oids[k] if k < len(oids) else 0,

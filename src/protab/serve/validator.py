@@ -71,6 +71,33 @@ _CLAUSE_NAMES = {
 }
 
 
+#: string literals of other spellings than '...', with what they are
+_OTHER_STRINGS = {
+    TokenType.HEREDOC_STRING: "{text} is a PostgreSQL dollar-quoted string ($$...$$ or $tag$...$tag$); only string "
+                              "literals in single quotes are accepted: write {value} (a quote inside doubled: 'O''Brien')",
+    TokenType.BYTE_STRING: "{text} is an escape string (E'...'); only plain string literals in single quotes are "
+                           "accepted: write {value}",
+}
+
+
+def _check_string(sql: str, tok: sqlglot.tokens.Token) -> None:
+    """Refuse a string literal spelled otherwise than '...' (``$$R1$$``, ``E'R1'``), saying what it is."""
+    if tok.token_type in _OTHER_STRINGS:
+        raise refused(_OTHER_STRINGS[tok.token_type].format(text=cut(sql[tok.start:tok.end + 1], 60),
+                                                            value=_string(cut(tok.text, 60))))
+
+
+def check_strings(sql: str) -> None:
+    """QueryRefused for a dollar-quoted or escape string in ``sql`` (the PostgreSQL front checks a
+    statement so before it binds parameters into it, which would rewrite such strings as '...')."""
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except sqlglot.errors.SqlglotError:
+        return  # the validator says what cannot be read
+    for tok in tokens:
+        _check_string(sql, tok)
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -115,6 +142,7 @@ def _parse(sql: str) -> exp.Expression:
             raise refused("only one statement is accepted: nothing may follow ';'")
         if tok.token_type == TokenType.HINT:
             raise refused("optimizer hints are not accepted")
+        _check_string(sql, tok)
     try:
         trees = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
     except sqlglot.errors.ParseError as e:
