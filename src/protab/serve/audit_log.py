@@ -9,6 +9,11 @@ The log never holds a token, a seed, a record key or a p-table parameter: caller
 fields above only. Lines are ASCII JSON (every other character escaped as ``\\uXXXX``), so no
 text a user sent, such as U+2028, U+2029 or U+0085, can look like a line break to a reader that
 splits on Unicode line breaks (Python's ``str.splitlines``, many log shippers).
+
+Lines written at the same time share their fsync (group commit, as databases commit their
+logs): each writer appends its line, then waits until an fsync that began after its line was
+written has ended — its own, or the one another writer was doing — so that requests finishing
+together do not queue behind one fsync each.
 """
 
 from __future__ import annotations
@@ -37,7 +42,9 @@ class AuditLog:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         except OSError as exc:
             raise InputError(f"cannot open the audit log {str(self.path)!r}: {exc.strerror}") from None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # appending a line
+        self._sync = threading.Lock()  # one fsync at a time
+        self._written = self._synced = 0  # lines appended; lines known to be on disk
 
     def write(self, **fields: Any) -> None:
         """Append one line (``time`` added) and fsync it; raises OSError if the disk refuses."""
@@ -50,10 +57,19 @@ class AuditLog:
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
-            os.fsync(self._fd)
+            self._written += 1
+            mine = self._written
+        with self._sync:
+            if self._synced >= mine:  # an fsync that began after this line was written covered it
+                return
+            with self._lock:
+                upto = self._written
+                fd = self._fd
+            os.fsync(fd)
+            self._synced = upto
 
     def close(self) -> None:
-        with self._lock:
+        with self._sync, self._lock:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1

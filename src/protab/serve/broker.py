@@ -184,7 +184,7 @@ class Broker:
             raise type(exc)(f"[ptable] of the serve config: {exc}") from None
         # the custom groups each user asked for (protab.serve.groups), kept in the state folder
         self._ledger = Ledger(state_folder(config))
-        self._pool: FairPool[Session] = FairPool()
+        self._pool: FairPool[Session] = FairPool(config.sessions_per_user or max(1, config.sessions - 1))
         self._sessions: list[Session] = []
         self.snapshot: snapshot.Snapshot | None = None
         try:
@@ -196,7 +196,7 @@ class Broker:
                 s = Session(self.snapshot.path, read_only=True, progress=False, threads=config.threads,
                             memory_limit=config.memory_limit)
                 self._sessions.append(s)
-                (self._pool if k < config.sessions or self._job_pool is None else self._job_pool).put(s)
+                (self._pool if k < config.sessions or self._job_pool is None else self._job_pool).add(s)
             with self.session() as s:
                 self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
                 for ds in self.datasets.values():
@@ -350,11 +350,12 @@ class Broker:
         """Borrow a session of the pool for one request (of the jobs' pool inside :meth:`as_job`),
         in turn with other users' requests when all are busy (the user of :func:`_for_user`)."""
         pool = self._job_pool if _IN_JOB.get() and self._job_pool is not None else self._pool
-        s = pool.get(_USER.get())
+        user = _USER.get()
+        s = pool.get(user)
         try:
             yield s
         finally:
-            pool.put(s)
+            pool.put(s, user)
 
     @staticmethod
     @contextmanager
@@ -476,6 +477,7 @@ class Broker:
         return frame
 
     # -- POST /v1/query ----------------------------------------------------------------------
+    @_for_user
     def query(self, sql: Any, user: UserConfig, *, admit: bool = True, job_cells: int | None = None) -> Answer:
         """An analyst's SQL, validated and answered with protected values (see the module doc).
         ``admit``: count it against the user's rate; ``job_cells``: raise JobNeeded above that many cells."""

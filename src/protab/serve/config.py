@@ -35,6 +35,7 @@ serve.toml (paths relative to the file):
   max_cells = 10000                # largest answer in cells (default 10000)
   max_sql_length = 10000  max_limit = 1000000  max_body_bytes = 1048576
   sessions = 4  threads = 2  cache_size = 256  memory_limit = "4GB"
+  sessions_per_user = 3            # sessions one user may hold at once (default sessions - 1, at least 1)
   requests_per_minute = 600        # per user (catalogue, queries, tables); 0: no limit
   cache_max_age = 0                # Cache-Control max-age of answers, seconds (they carry an ETag)
   state_dir = "serve_state"        # jobs, saved tables, ETag key (default: beside the audit log)
@@ -81,6 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "max_limit": 1_000_000,
     "max_body_bytes": 1 << 20,
     "sessions": 4,
+    "sessions_per_user": None,
     "cache_size": 256,
     "requests_per_minute": 600,
     "require_tls": False,
@@ -163,6 +165,7 @@ SERVE = schema.Table(
         "max_limit": schema.Int(1),
         "max_body_bytes": schema.Int(1024, 1 << 30),
         "sessions": schema.Int(1, 64),
+        "sessions_per_user": schema.Int(1, 64),
         "threads": schema.Int(1, 1024),
         "cache_size": schema.Int(0, 1_000_000),
         "requests_per_minute": schema.Int(0, 1_000_000),
@@ -243,6 +246,8 @@ class ServeConfig:
     max_limit: int = 1_000_000
     max_body_bytes: int = 1 << 20
     sessions: int = 4
+    #: sessions one user's requests may hold at once (None: sessions - 1, at least 1: one stays for others)
+    sessions_per_user: int | None = None
     threads: int | None = None
     cache_size: int = 256
     memory_limit: str | None = None

@@ -10,6 +10,7 @@ import asyncio
 import re
 import struct
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,6 +46,8 @@ class Front(Protocol):
     """What a connection uses of its server (:class:`~protab.serve.pgwire.PgWireServer`)."""
 
     broker: Broker
+    #: the threads statements are answered in (one per connection slot: none waits for a thread)
+    executor: Executor
     max_message: int
     idle_seconds: float
     max_statements: int
@@ -366,7 +369,7 @@ class Connection:
             result = self.local(sql)
             if result is None:
                 loop = asyncio.get_running_loop()
-                answer = await loop.run_in_executor(None, self.server.broker.query, sql, self.user)
+                answer = await loop.run_in_executor(self.server.executor, self.server.broker.query, sql, self.user)
                 record.update(query=answer.summary, cells=answer.cells, cached=answer.cached)
                 if answer.notice:  # areas the disclosure rules withheld: a NoticeResponse before the rows
                     self.writer.write(_msg(b"N", b"SNOTICE\0VNOTICE\0C01000\0M" + _cstr(answer.notice) + b"\0"))

@@ -45,6 +45,7 @@ import ssl
 import struct
 import threading
 from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from protab.errors import ProtabError
@@ -97,6 +98,9 @@ class PgWireServer:
         self.max_waiting, self.max_waiting_per_peer = max_waiting, max_waiting_per_peer
         self.max_connections_per_user = max_connections_per_user
         self._slots = threading.BoundedSemaphore(max_connections)
+        # a thread per connection slot for the statements: a user's many statements wait for the broker's
+        # sessions (handed out in turn by user), not for one of a few shared threads
+        self.executor = ThreadPoolExecutor(max_workers=max_connections, thread_name_prefix="protab-pg")
         self._per_user: dict[str, int] = {}  # logged-in connections by user (changed on the loop's thread only)
         self._waiting: dict[asyncio.Task[None], tuple[str, asyncio.StreamWriter]] = {}  # oldest first
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -148,6 +152,7 @@ class PgWireServer:
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout)
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
     # -- one connection ---------------------------------------------------------------------
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
