@@ -50,6 +50,7 @@ from protab.serve.auth import AuthError, TokenStore
 from protab.serve.broker import Answer, Broker, JobNeeded
 from protab.serve.config import ServeConfig, UserConfig, load_config
 from protab.serve.jobs import POLL_SECONDS, JobFailed, JobStore, JobUnknown
+from protab.serve.leftovers import remove_leftovers
 from protab.serve.query import QueryRefused
 from protab.serve.saved import SavedFull, SavedTables, check_name
 from protab.serve.saved_groups import SavedGroups, check_saved, resolve
@@ -550,7 +551,8 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
     audit = AuditLog(cfg.audit_log)
     try:
         folder = caching.state_folder(cfg)
-        etags = caching.ETags(caching.load_key(folder), caching.version(cfg), cfg.cache_max_age)
+        remove_leftovers(folder)  # what a killed service left: its snapshot, temporary files (protab.serve.leftovers)
+        key = caching.load_key(folder)
         saved = SavedTables(folder, cfg.saved_per_user)
         groups = SavedGroups(folder, cfg.groups_per_user)
         jobs = JobStore(folder / "jobs", workers=cfg.job_workers, keep_hours=cfg.job_keep_hours,
@@ -564,6 +566,9 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
         jobs.close()
         audit.close()
         raise
+    # the data's fingerprint as the snapshot was copied (protab.serve.snapshot), not as the file is now
+    source = broker.snapshot.source_identity if broker.snapshot is not None else None
+    etags = caching.ETags(key, caching.version(cfg, source), cfg.cache_max_age)
     service = _Service(cfg, broker, tokens, audit, body_timeout, etags=etags, jobs=jobs, saved=saved,
                        groups=groups)
     jobs.on_finish = service.job_finished

@@ -116,16 +116,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def version(config: Any) -> bytes:
+def version(config: Any, database: list[Any] | None = None) -> bytes:
     """The fingerprint of what answers depend on, taken at start-up (never shown: only hashed
     under the key): every key of the config but the users and the service's own files, the
     datasets with their code lists, the identity (device, inode, size, time) of the database
-    and of the files the p-table and magnitude sections name. Users are not part of it (an
-    answer's rights are hashed per request)."""
+    — ``database``: as it was when the service's snapshot was copied from it
+    (protab.serve.snapshot), else now — and of the files the p-table and magnitude sections
+    name. Users are not part of it (an answer's rights are hashed per request)."""
     base = Path(config.base)
     skip = {"users", "path", "base", "audit_log", "tokens_file", "state_dir"}
     state = {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config) if f.name not in skip}
-    state["database"] = _file_identity(Path(config.database)) if config.database != ":memory:" else secrets.token_hex(16)
+    if database is not None:
+        state["database"] = database
+    else:
+        state["database"] = _file_identity(Path(config.database)) if config.database != ":memory:" else secrets.token_hex(16)
     state["files"] = _named_files(config.ptable, base) + [
         _named_files(ds.magnitude, base) for _, ds in sorted(config.datasets.items())]
     return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode("utf-8")).digest()
