@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from protab.serve import pgcatalog
 from protab.serve.broker import Broker
 from protab.serve.config import UserConfig
 from protab.serve.pgproto import (
@@ -297,6 +298,12 @@ class Connection:
         local = self.local(sql, dry=True)
         if local is not None:
             return local.columns
+        try:
+            found = pgcatalog.answer(sql, self.server.broker, self.user)
+        except QueryError as exc:
+            raise pg_refusal(exc) from None
+        if found is not None:
+            return [(c, _TEXT) for c in found.columns]
         placeholders = [b"0" if oid in (20, 21, 23) else b"" for oid in (oids + [0] * n)[:n]]
         try:
             q = validate(_bind(sql, oids, [], placeholders), self.server.broker.catalog_rights,
@@ -361,12 +368,23 @@ class Connection:
             return _Result([(fn, _TEXT)], [(value,)], "SELECT 1")
         return None
 
+    def catalog(self, sql: str) -> _Result | None:
+        """psql's catalogue queries (\\d, \\dt, \\d NAME), answered from the catalogue of the user's
+        rights (protab.serve.pgcatalog); None for any other statement. Counted against the rate."""
+        found = pgcatalog.answer(sql, self.server.broker, self.user)
+        if found is None:
+            return None
+        self.server.broker.rate.admit(self.user.name)
+        return _Result([(c, _TEXT) for c in found.columns], found.rows, f"SELECT {len(found.rows)}")
+
     async def answer(self, sql: str) -> _Result:
         """A statement's answer: the front's own for session statements, else Broker.query; audited."""
         t0 = time.perf_counter()
         record: dict[str, Any] = {"user": self.user.name, "query": sql}
         try:
             result = self.local(sql)
+            if result is None:
+                result = self.catalog(sql)
             if result is None:
                 loop = asyncio.get_running_loop()
                 answer = await loop.run_in_executor(self.server.executor, self.server.broker.query, sql, self.user)

@@ -17,6 +17,7 @@ ALLOWED_FORM = (
     "[GROUP BY <dims> | ROLLUP(...) | CUBE(...) | GROUPING SETS((...), ...)] "
     "[ORDER BY <output column> [ASC|DESC], ...] [LIMIT n]; no comments, one statement."
 )
+FORM_ADVICE = "write the query in the allowed form the message shows (GET /v1/catalog gives it as allowed_form)"
 _ECHO = 200  # characters of the analyst's SQL echoed in a message
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -147,8 +148,7 @@ def cut(text: str, limit: int = _ECHO) -> str:
 
 def refused(message: str) -> QueryRefused:
     """A refusal (400) that shows the allowed form after its message (rule ``allowed_form``)."""
-    return QueryRefused(f"{message}. {ALLOWED_FORM}", rule="allowed_form",
-                        advice="write the query in the allowed form; " + ALLOWED_FORM[0].lower() + ALLOWED_FORM[1:])
+    return QueryRefused(f"{message}. {ALLOWED_FORM}", rule="allowed_form", advice=FORM_ADVICE)
 
 
 def node_sql(node: exp.Expression) -> str:
