@@ -378,8 +378,12 @@ def grid_server(tmp_path_factory):
 
 
 def _job_answer(server, request):
-    """The answer of a table request answered as a job: submitted, then fetched when done."""
-    job = _api(server, "/v1/table", request).json()["job"]
+    """The answer of a table request answered as a job: submitted, then fetched when done (the
+    same request posted again once its job is done is answered at once, 200)."""
+    posted = _api(server, "/v1/table", request)
+    if posted.status_code == 200:
+        return posted.json()
+    job = posted.json()["job"]
     for _ in range(200):
         r = _api(server, job["result"])
         if r.status_code == 200:
@@ -481,7 +485,8 @@ def test_forbidden_dimension_shows_the_message(browser, server):
     refusal = _api(server, "/v1/table", browser.execute_script("return tableRequest()"))
     assert refusal.status_code == 403
     assert refusal.json()["error"] in _error_text(browser)
-    assert not browser.find_element(By.ID, "error-rule").is_displayed()
+    assert browser.find_element(By.ID, "error-rule").text == "Rule: rights"  # every refusal names its rule
+    assert browser.find_element(By.ID, "error-advice").text == f"What you can do: {refusal.json()['advice']}"
     assert not browser.find_element(By.ID, "answer").is_displayed()
 
 
