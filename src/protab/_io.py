@@ -6,7 +6,10 @@ hard-linked in, new files written), renamed to ``.<out>.protab-ready-<id>`` when
 then exchanged with ``out`` in one ``renameat2(RENAME_EXCHANGE)`` call (Linux); where the file
 system cannot exchange, ``out`` is moved aside and the ready folder renamed onto it. A process
 killed at any instant leaves ``out`` as it was or complete; :func:`recover` (run at the start of
-every batch) finishes an interrupted swap or removes what an interrupted run left.
+every batch) finishes an interrupted swap or removes what an interrupted run left. Both run while
+holding ``out``'s lock (:mod:`protab._locks`), so they never touch a folder a live run is building.
+
+CSV files are written spreadsheet-safe (:func:`spreadsheet_safe`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from protab._locks import output_lock
 from protab.errors import InputError, ProtabError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -83,7 +87,7 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     suffix = target.suffix.lower()
     with atomic_path(target) as tmp:
         if suffix == ".csv":
-            frame.write_csv(tmp)
+            spreadsheet_safe(frame).write_csv(tmp)
         elif suffix in (".parquet", ".pq"):
             # no statistics of wall-clock or writer version that would differ between runs
             frame.write_parquet(tmp, compression="zstd", statistics=False)
@@ -113,17 +117,37 @@ _PARTIAL, _READY, _OLD = "protab-partial", "protab-ready", "protab-old"
 NAME_MAX = 255
 
 
+_TAG = 12  # hex digits of a batch's id
+
+
 def _siblings(out: Path, kind: str) -> list[Path]:
+    """The batch folders of ``kind`` beside ``out``: exactly ``.<out>.<kind>-<id>`` (so that a
+    folder whose own name ends like one is never taken for another's)."""
     prefix = f".{out.name}.{kind}-"
+    hexdigits = set("0123456789abcdef")
+
+    def ours(name: str) -> bool:
+        tag = name[len(prefix):]
+        return name.startswith(prefix) and len(tag) == _TAG and set(tag) <= hexdigits
+
     try:
-        return sorted(p for p in out.parent.iterdir() if p.name.startswith(prefix))
+        return sorted(p for p in out.parent.iterdir() if ours(p.name))
     except FileNotFoundError:
         return []
 
 
 def recover(out: str | os.PathLike[str]) -> None:
-    """Finish or undo what an interrupted batch left beside ``out`` (see the module docstring)."""
+    """Finish or undo what an interrupted batch left beside ``out`` (see the module docstring),
+    holding ``out``'s lock: a folder that a live run is building is that run's (its lock is
+    held), and this refuses with the run's name instead of touching it."""
     out = Path(os.path.realpath(out))
+    if not out.parent.is_dir():
+        return
+    with output_lock((out, "the output folder")):
+        _recover(out)
+
+
+def _recover(out: Path) -> None:
     ready = _siblings(out, _READY)
     if not out.exists() and ready:
         # killed between moving the old folder aside and renaming the new one: finish the swap
@@ -195,23 +219,6 @@ def _probe(folder: Path, raw: str) -> None:
     except OSError as exc:
         raise InputError(f"cannot write {raw!r}: {exc.strerror or exc} in {str(folder)!r}") from None
     os.rmdir(tmp)
-
-
-@contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``folder`` (a directory): batches into one output folder run
-    one after another, so one run's clean-up never removes another's staging folder."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def real_path(path: str | os.PathLike[str]) -> str:
@@ -317,7 +324,7 @@ def write_batch(out: str | os.PathLike[str], files: Mapping[str, Callable[[Path]
     """
     folder = check_output_folder(out, list(files))
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(folder.parent):
+    with output_lock((folder, "the output folder")):
         return _write_batch(folder, files)
 
 
@@ -353,26 +360,28 @@ def replacing_folder(folder: Path) -> Iterator[Path]:
     beside ``folder`` as ``.<name>.protab-partial-<id>``, renamed ``…-ready-…`` when whole,
     then exchanged with ``folder`` in one call where Linux can, else ``folder`` is moved aside
     and the ready one renamed in. A process killed at any point leaves the old folder or the
-    new one: :func:`recover` (run first, here and by every batch) finishes or undoes the rest."""
-    recover(folder)
-    tag = uuid.uuid4().hex[:12]
-    partial = folder.parent / f".{folder.name}.{_PARTIAL}-{tag}"
-    ready = folder.parent / f".{folder.name}.{_READY}-{tag}"
-    old = folder.parent / f".{folder.name}.{_OLD}-{tag}"
-    try:
-        yield partial
-        _fsync_dir(partial)
-        os.rename(partial, ready)
-        if not folder.exists():
-            os.rename(ready, folder)
-        elif not _exchange(ready, folder):
-            os.rename(folder, old)
-            os.rename(ready, folder)
-        _fsync_dir(folder.parent)
-    finally:
-        for p in (partial, ready, old):
-            if p.exists():
-                shutil.rmtree(p, ignore_errors=True)
+    new one: :func:`recover` (run first, here and by every batch) finishes or undoes the rest.
+    All of it holds ``folder``'s lock (another run into it refuses, naming this one)."""
+    with output_lock((folder, "the output folder")):
+        recover(folder)
+        tag = uuid.uuid4().hex[:_TAG]
+        partial = folder.parent / f".{folder.name}.{_PARTIAL}-{tag}"
+        ready = folder.parent / f".{folder.name}.{_READY}-{tag}"
+        old = folder.parent / f".{folder.name}.{_OLD}-{tag}"
+        try:
+            yield partial
+            _fsync_dir(partial)
+            os.rename(partial, ready)
+            if not folder.exists():
+                os.rename(ready, folder)
+            elif not _exchange(ready, folder):
+                os.rename(folder, old)
+                os.rename(ready, folder)
+            _fsync_dir(folder.parent)
+        finally:
+            for p in (partial, ready, old):
+                if p.exists():
+                    shutil.rmtree(p, ignore_errors=True)
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -414,14 +423,42 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def frame_writer(frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:
-    """A writer for :func:`write_batch`: ``frame`` as CSV or Parquet, deterministically."""
+    """A writer for :func:`write_batch`: ``frame`` as CSV (spreadsheet-safe) or Parquet,
+    deterministically."""
+    safe = spreadsheet_safe(frame) if fmt == "csv" else frame
 
     def write(path: Path) -> None:
         if fmt == "csv":
-            frame.write_csv(path)
+            safe.write_csv(path)
         elif fmt == "parquet":
             frame.write_parquet(path, compression="zstd", statistics=False)
         else:  # pragma: no cover - formats are checked with the request
             raise ValueError(f"unknown format {fmt!r}")
 
     return write
+
+
+# -- spreadsheet-safe text -----------------------------------------------------------------------
+#: a text cell a spreadsheet would read as a formula (OWASP, "CSV Injection")
+FORMULA_START = r"^[=+\-@\t\r]"
+#: a plain decimal number (``-5``, ``+3``, ``-0.5``, ``1e3``): a spreadsheet reads it as a number
+PLAIN_NUMBER = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+
+
+def spreadsheet_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` ready to be written as CSV that is safe to open in a spreadsheet: every text
+    cell (and column name) that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
+    return gets a leading single quote, as OWASP's advice on CSV injection says, unless it is a
+    plain number (``-5`` stays ``-5``). Numeric columns are left as they are. One polars
+    expression per text column: no loop over cells."""
+    import polars as pl
+
+    def neutral(e: pl.Expr) -> pl.Expr:
+        risky = e.str.contains(FORMULA_START) & ~e.str.contains(PLAIN_NUMBER)
+        return pl.when(risky).then(pl.lit("'") + e).otherwise(e)
+
+    text = [c for c, t in frame.schema.items() if t == pl.String or t == pl.Categorical or isinstance(t, pl.Enum)]
+    out = frame.with_columns(neutral(pl.col(c).cast(pl.String)).alias(c) for c in text) if text else frame
+    names = pl.Series(out.columns, dtype=pl.String)
+    safe = names.to_frame("c").select(neutral(pl.col("c")).alias("c"))["c"].to_list()
+    return out.rename(dict(zip(out.columns, safe))) if safe != out.columns else out
