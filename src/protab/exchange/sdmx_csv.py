@@ -4,7 +4,9 @@ Columns, in the order of the SDMX-CSV 2.0 field guide: ``STRUCTURE`` (``dataflow
 ``STRUCTURE_ID`` (``AGENCY:ID(VERSION)``), ``ACTION`` (``I``, information), one column per
 dimension (upper-case ids; ``MEASURE`` when a table has several values per cell), ``OBS_VALUE``,
 then the attributes ``OBS_STATUS`` and ``CONF_STATUS`` (see
-:mod:`protab.exchange.observations`). RFC 4180: comma separated, CRLF line ends, UTF-8.
+:mod:`protab.exchange.observations`). RFC 4180: comma separated, CRLF line ends, UTF-8; text
+cells spreadsheet-safe (``protab._io.spreadsheet_safe``: a code such as ``=HYPERLINK(…)`` gets a
+leading ``'``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from protab._io import spreadsheet_safe
 from protab.errors import SpecError
 from protab.exchange.observations import check_id, observations
 
@@ -50,7 +53,7 @@ def sdmx_csv(
         pl.lit("dataflow").alias("STRUCTURE"), pl.lit(sid).alias("STRUCTURE_ID"), pl.lit("I").alias("ACTION"),
         *keys, pl.col("OBS_TEXT").alias("OBS_VALUE"), "OBS_STATUS", "CONF_STATUS",
     )
-    return out.write_csv(line_terminator="\r\n", quote_style="necessary")
+    return spreadsheet_safe(out).write_csv(line_terminator="\r\n", quote_style="necessary")
 
 
 def sdmx_csv_writer(frame: Any, dataflow: str, **kw: Any) -> Callable[[Path], None]:

@@ -94,8 +94,10 @@ def render(frame: pl.DataFrame, fmt: str) -> bytes:
     """The bytes of ``frame`` in format ``fmt``."""
     if fmt == "json":
         return to_json(frame)
-    if fmt == "csv":
-        return frame.write_csv().encode("utf-8")
+    if fmt == "csv":  # text cells spreadsheet-safe, as protab's CSV files (docs/exchange.md)
+        from protab._io import spreadsheet_safe
+
+        return spreadsheet_safe(frame).write_csv().encode("utf-8")
     if fmt in ("sdmx-csv", "json-stat"):
         from protab.errors import ProtabError
         from protab.exchange import json_stat_text, sdmx_csv
