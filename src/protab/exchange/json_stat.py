@@ -2,7 +2,8 @@
 
 ``id`` and ``size`` list the dimensions (``MEASURE`` last when a table has several values per
 cell, with role ``metric``); each dimension's categories are its codes in publication order
-(``category.index`` a list, ``category.label`` code → code). ``value`` is in row-major order
+(``category.index`` a list, ``category.label`` code → code; the total is ``_T``, as in SDMX,
+labelled with its own name, e.g. "Total"). ``value`` is in row-major order
 (the last dimension varies fastest): an array when at least half the positions hold a cell,
 else an object of position → value. Cells a table does not publish, and withheld cells, are
 null. ``status`` is an object of position → flag: the CONF_STATUS code of a withheld cell
@@ -20,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from protab.errors import SpecError
-from protab.exchange.observations import check_id, observations
+from protab.exchange.observations import TOTAL, check_id, observations_and_totals
 
 MEDIA_TYPE = "application/json"
 #: the largest cube a value index addresses exactly (positions are JSON numbers, i.e. doubles)
@@ -56,7 +57,7 @@ def json_stat(frame: Any, dataset: str, *, label: str | None = None, **kw: Any) 
         check_id(dataset, "JSON-stat dataset id")
     except SpecError as exc:
         raise SpecError(f"table {dataset!r}: {exc}") from None
-    obs, ids, measures = observations(frame, dataset, **kw)
+    obs, ids, measures, totals = observations_and_totals(frame, dataset, **kw)
     keys = ids + (["MEASURE"] if "MEASURE" in obs.columns else [])
     pos, cats = positions(obs, keys)
     total = int(np.prod([len(c) for c in cats]))
@@ -72,7 +73,8 @@ def json_stat(frame: Any, dataset: str, *, label: str | None = None, **kw: Any) 
     status = dict(zip(flag["pos"].to_list(), flag["flag"].to_list()))
     dimension = {
         k: {"label": measures.get(k, k) if k != "MEASURE" else "measure",
-            "category": {"index": c, "label": {x: measures.get(x, x) for x in c}}}
+            "category": {"index": c, "label": {x: totals[k] if x == TOTAL and k in totals else measures.get(x, x)
+                                               for x in c}}}
         for k, c in zip(keys, cats)
     }
     out: dict[str, Any] = {

@@ -15,6 +15,11 @@ threshold; a suppressed cell of ``protect``)
 listed in ``structural_zeros``                 empty        ``M``        ``F``
 =============================================  ===========  ===========  =========
 
+A dimension's total — the code at ``<dim>_level`` 0 (the hierarchy's root, "Total" unless named
+otherwise) or a null code (a dimension a query answer aggregates) — is SDMX's total code ``_T``
+in every output, as the SDMX Content-Oriented Guidelines reserve it; a code ``_T`` that is not a
+total is refused. JSON-stat keeps the root's name as the label of ``_T``.
+
 ``Q`` is "missing value; suppressed", ``M`` "missing value; data cannot exist", ``C``
 "confidential", ``D`` "secondary confidentiality set by the sender", ``F`` "free". No cell is
 flagged as changed by noise: such a flag would tell readers which counts are exact and undo the
@@ -33,8 +38,10 @@ from protab.errors import InputError, SpecError
 
 #: An SDMX identifier (the IDType of the SDMX information model).
 ID_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-#: The SDMX code for a dimension a grouping set aggregates (a null code in a query answer).
+#: SDMX's total code: a dimension's root (level 0) and a dimension a grouping set aggregates.
 TOTAL = "_T"
+#: the label of ``_T`` when a frame does not name its total (a null code)
+TOTAL_LABEL = "Total"
 #: Columns that are never measures: suppression labels and the audit's intervals.
 _NOT_MEASURES = {"suppressed", "lo", "up", "protected"}
 
@@ -85,15 +92,29 @@ def observations(
     structural_zeros: Any = None,
 ) -> tuple[pl.DataFrame, list[str], dict[str, str]]:
     """The observations of ``frame`` (see the module docstring), in the frame's order: the
-    dimension columns upper-cased (a null code is ``_T``), ``MEASURE`` when there are several
+    dimension columns upper-cased (a total is ``_T``), ``MEASURE`` when there are several
     measures, ``OBS_VALUE`` (Float64), ``OBS_TEXT`` (the value as written in CSV),
     ``OBS_STATUS`` and ``CONF_STATUS``. Also the dimension ids and the measure id → column."""
+    obs, ids, measure_ids, _ = observations_and_totals(frame, table, dims=dims, measures=measures,
+                                                       structural_zeros=structural_zeros)
+    return obs, ids, measure_ids
+
+
+def observations_and_totals(
+    frame: Any, table: str, *, dims: Sequence[str] | None = None, measures: Sequence[str] | None = None,
+    structural_zeros: Any = None,
+) -> tuple[pl.DataFrame, list[str], dict[str, str], dict[str, str]]:
+    """:func:`observations`, and per dimension id the name its total had in ``frame`` (the
+    root's code, else "Total"): the label JSON-stat gives ``_T``."""
     from protab._frames import as_polars
 
     frame = as_polars(frame, f"table {table!r}")
     dims, measures = pick_columns(frame, dims, measures, table)
     ids = [d.upper() for d in dims]
-    codes = [pl.col(d).cast(pl.String).fill_null(TOTAL).alias(i) for d, i in zip(dims, ids)]
+    totals = _totals(frame, dims, ids, table)
+    raw = frame.select(pl.col(d).cast(pl.String).alias(i) for d, i in zip(dims, ids))
+    codes = [pl.when(_is_total(frame, d)).then(pl.lit(TOTAL)).otherwise(pl.col(d).cast(pl.String)).alias(i)
+             for d, i in zip(dims, ids)]
     base = frame.select(*codes, *measures, *([pl.col("suppressed")] if "suppressed" in frame.columns else []))
     empty = [i for i in ids if (base[i] == "").any()]
     if empty:
@@ -104,7 +125,7 @@ def observations(
         row = base.filter(dup).row(0)
         raise InputError(f"table {table!r}: {int(dup.sum())} rows share their codes (first {row[:len(ids)]}); "
                          "SDMX needs one row per cell")
-    zero = _structural(base, structural_zeros, dims, ids, table)
+    zero = _structural(raw, structural_zeros, dims, ids, table)
     parts = []
     for m in measures:
         value = pl.col(m)
@@ -126,7 +147,28 @@ def observations(
             pl.int_range(pl.len()).alias("_row"),
         ))
     out = pl.concat(parts).sort("_row", maintain_order=True).drop("_row")  # cell by cell, measures together
-    return out, ids, {m.upper(): m for m in measures}
+    return out, ids, {m.upper(): m for m in measures}, totals
+
+
+def _is_total(frame: pl.DataFrame, dim: str) -> pl.Expr:
+    """The rows where ``dim`` is at its total: a null code, or level 0 when the frame has levels."""
+    level = f"{dim}_level"
+    total = pl.col(dim).is_null()
+    return total | (pl.col(level) == 0).fill_null(False) if level in frame.columns else total
+
+
+def _totals(frame: pl.DataFrame, dims: list[str], ids: list[str], table: str) -> dict[str, str]:
+    """Each dimension's total's own name (for JSON-stat's label); a code ``_T`` that is not the
+    total is an InputError (it would be read as the total)."""
+    out = {}
+    for d, i in zip(dims, ids):
+        code = pl.col(d).cast(pl.String)
+        named = frame.filter(_is_total(frame, d) & code.is_not_null())[d].cast(pl.String).unique(maintain_order=True)
+        out[i] = named[0] if named.len() else TOTAL_LABEL
+        if f"{d}_level" in frame.columns and frame.select((~_is_total(frame, d) & (code == TOTAL)).any()).item():
+            raise InputError(f"table {table!r}: dimension {d!r} has the code {TOTAL!r}, which SDMX reserves for the "
+                             "total; rename that code")
+    return out
 
 
 def _structural(base: pl.DataFrame, zeros: Any, dims: list[str], ids: list[str], table: str) -> pl.Expr:
