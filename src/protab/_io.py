@@ -121,14 +121,14 @@ _TAG = 12  # hex digits of a batch's id
 
 
 def _siblings(out: Path, kind: str) -> list[Path]:
-    """The batch folders of ``kind`` beside ``out``: exactly ``.<out>.<kind>-<id>`` (so that a
+    """The batch folders of ``kind`` beside ``out``: exactly ``.<out>.<kind>-<hex id>`` (so that a
     folder whose own name ends like one is never taken for another's)."""
     prefix = f".{out.name}.{kind}-"
     hexdigits = set("0123456789abcdef")
 
     def ours(name: str) -> bool:
         tag = name[len(prefix):]
-        return name.startswith(prefix) and len(tag) == _TAG and set(tag) <= hexdigits
+        return name.startswith(prefix) and 0 < len(tag) <= _TAG and set(tag) <= hexdigits
 
     try:
         return sorted(p for p in out.parent.iterdir() if ours(p.name))

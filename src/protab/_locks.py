@@ -2,13 +2,16 @@
 (or file) before any work that writes, and holds until its outputs are in place.
 
 The lock is ``flock(2)`` on a file beside the output's real path (symbolic links resolved, so
-two spellings of one folder share one lock): ``.<name>.protab-lock``. The file is never moved or
-removed, because a lock on a file that may be replaced locks nothing (two runs could each hold a
-lock on a different file of the same name). The kernel releases the lock when its holder exits,
-also when it is killed (``kill -9``), so a dead run never blocks the next one. While a run holds
-it, the file names the holder — process id, host, command and start time, no secret — for the
-message a second run gets: it refuses at once (:class:`OutputInUse`) unless asked to wait
-(``--wait``, ``wait=True``).
+two spellings of one folder share one lock): ``.<name>.protab-lock``. The file is never renamed
+or replaced, and the kernel releases the lock when its holder exits, also when it is killed
+(``kill -9``), so a dead run never blocks the next one. While a run holds it, the file names the
+holder — process id, host, command and start time, no secret — for the message a second run
+gets: it refuses at once (:class:`OutputInUse`) unless asked to wait (``--wait``, ``wait=True``).
+
+The holder removes the file as it lets go, so that a finished run leaves nothing beside its
+output (a killed run's file stays until the next run). That is safe because a run holds the
+lock only when the file it locked is still the one at the path (same device and inode, checked
+after the flock): a run that waited on a file removed meanwhile locks the path anew.
 
 Within one thread the lock is re-entrant: the batch a run writes (``protab._io.write_batch``,
 ``recover``) takes its folder's lock again without waiting for itself. Another thread, or another
@@ -96,7 +99,7 @@ def _hold(lock: Path, what: str, command: str, wait: bool) -> Iterator[None]:
         if held[key][1] == 0:
             fd = held.pop(key)[0]
             try:
-                os.ftruncate(fd, 0)  # nobody holds it: no holder to name
+                os.unlink(lock)  # still holding it: a waiter finds the path gone and locks it anew
             except OSError:
                 pass
             os.close(fd)  # releases the lock
@@ -109,25 +112,38 @@ def _take(lock: Path, what: str, command: str, wait: bool) -> int | None:
     except ImportError:  # pragma: no cover - not POSIX
         return None
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd, writable = _open(lock)
-    try:
+    while True:
+        fd, writable = _open(lock)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                raise OutputInUse(
-                    f"{what} is in use by another protab run ({holder(lock)}); wait for it to finish and run "
-                    f"again, or pass --wait (wait=True in Python) to wait for it (its lock: {str(lock)!r})"
-                ) from None
-            print(f"protab: waiting for {what}, in use by another protab run ({holder(lock)})", file=sys.stderr,
-                  flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        if writable:
-            _note(fd, command)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    raise OutputInUse(
+                        f"{what} is in use by another protab run ({holder(lock)}); wait for it to finish and run "
+                        f"again, or pass --wait (wait=True in Python) to wait for it (its lock: {str(lock)!r})"
+                    ) from None
+                print(f"protab: waiting for {what}, in use by another protab run ({holder(lock)})",
+                      file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            if _current(fd, lock):
+                if writable:
+                    _note(fd, command)
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the holder removed the file as it let go: lock the path anew
+
+
+def _current(fd: int, lock: Path) -> bool:
+    """True when the open file ``fd`` is still the file at ``lock`` (not removed or replaced)."""
+    mine = os.fstat(fd)
+    try:
+        now = os.stat(lock, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino)
 
 
 def _open(lock: Path) -> tuple[int, bool]:

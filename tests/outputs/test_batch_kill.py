@@ -155,20 +155,33 @@ def test_a_failing_writer_leaves_the_folder_as_it_was(tmp_path):
     assert leftovers(out) == []
 
 
-def test_batches_into_one_folder_wait_for_each_other(tmp_path):
-    """While one batch holds the folder, another waits: its clean-up never removes the first
-    one's staging folder (two runs into one output folder end complete, never mixed)."""
+def test_batches_into_one_folder_never_run_together(tmp_path):
+    """While one run holds the folder, another batch into it (here from another thread) refuses
+    at once, naming the holder, and touches nothing: its clean-up never removes the first run's
+    staging folder. Once the first lets go, the batch runs (two runs end complete, never mixed)."""
     import threading
 
-    from protab._io import _locked
+    from protab._locks import OutputInUse, output_lock
 
     out = tmp_path / "out"
-    done = threading.Event()
-    with _locked(tmp_path):
-        t = threading.Thread(target=lambda: (write_batch(out, {"a.csv": lambda p: p.write_text("b")}), done.set()))
+    write_batch(out, {"a.csv": lambda p: p.write_text("a")})
+    building = tmp_path / ".out.protab-partial-0123456789ab"  # the holder's batch, being built
+    errors: list[str] = []
+
+    def second() -> None:
+        try:
+            write_batch(out, {"a.csv": lambda p: p.write_text("b")})
+        except OutputInUse as exc:
+            errors.append(str(exc))
+
+    with output_lock(out, command="protab protect first.toml"):
+        building.mkdir()
+        t = threading.Thread(target=second)
         t.start()
-        assert not done.wait(0.5)  # blocked by the lock
-        assert not out.exists()
-    t.join(30)
-    assert done.is_set() and (out / "a.csv").read_text() == "b"
+        t.join(30)
+        assert len(errors) == 1 and "protab protect first.toml" in errors[0] and "--wait" in errors[0]
+        assert building.is_dir() and (out / "a.csv").read_text() == "a"
+        building.rmdir()
+    second()
+    assert len(errors) == 1 and (out / "a.csv").read_text() == "b"
     assert leftovers(out) == []
