@@ -39,7 +39,8 @@ programme file (TOML; paths in it are relative to the file):
 
 Outputs: <hypercube>.<table>.<format> and summary.csv, written all at once. A killed run keeps
 its finished hypercubes beside the output folder and the next run of the same programme on the
-same records does not recompute them.
+same records does not recompute them. One run at a time writes an output folder: a second run
+into it refuses at once, naming the first (--wait waits for it instead).
 """
 
 
@@ -53,10 +54,12 @@ def add_parser(sub: Any) -> None:
     pr.add_argument("programme", help="the TOML programme file")
     pr.add_argument("--db", help="DuckDB file (overrides the programme's database)")
     pr.add_argument("--out", help="output folder (overrides the programme's output)")
+    pr.add_argument("--wait", action="store_true",
+                    help="wait for another run writing the same output folder (default: refuse at once)")
     pr.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> None:
     from protab.programme import Programme
 
-    Programme(args.programme).run(args.db, args.out)
+    Programme(args.programme).run(args.db, args.out, wait=args.wait)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab._io import check_output_file, check_output_folder, refuse_replacing
+from protab._locks import output_lock
 from protab.cli.options import DEFAULT_OUTPUT, FORMATS, output_file
 from protab.cli.protect_checks import (
     OWN_FOLDER,
@@ -92,7 +93,8 @@ request file (TOML; paths in it are relative to the file):
 
 Unknown keys and values of the wrong type are errors. Every table is protected before any
 file is written, and the output folder receives all tables at once (a killed run leaves it
-as it was; the next run clears what it left).
+as it was; the next run clears what it left). One run at a time writes an output folder: a
+second run into it refuses at once, naming the first (--wait waits for it instead).
 """
 
 
@@ -115,6 +117,8 @@ def add_parsers(sub: Any) -> None:
                                          "(default: the request's folder; Spark tables are used first)")
     pr.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
                                          "(default: as keyed in the request's DuckDB database)")
+    pr.add_argument("--wait", action="store_true",
+                    help="wait for another run writing the same output folder (default: refuse at once)")
     pr.set_defaults(run=_run_protect)
 
     pb = sub.add_parser("publish", help="protect a request's tables into a DuckDB file of protected tables only",
@@ -127,26 +131,31 @@ def add_parsers(sub: Any) -> None:
     pb.add_argument("--to", required=True, help="the DuckDB file to write (e.g. protected.duckdb)")
     pb.add_argument("--db", help="DuckDB file of the microdata (overrides the request's database)")
     pb.add_argument("--replace", action="store_true", help="replace the file if it exists")
+    pb.add_argument("--wait", action="store_true",
+                    help="wait for another run writing the same file (default: refuse at once)")
     pb.set_defaults(run=_run_publish)
 
 
 def _run_protect(args: argparse.Namespace) -> None:
     protect(args.request, args.db, args.out, engine=args.engine, spark_master=args.spark_master,
-            spark_data=args.spark_data, spark_keys=args.spark_keys)
+            spark_data=args.spark_data, spark_keys=args.spark_keys, wait=args.wait)
 
 
 def _run_publish(args: argparse.Namespace) -> None:
-    publish(args.request, args.to, args.db, replace=args.replace)
+    publish(args.request, args.to, args.db, replace=args.replace, wait=args.wait)
 
 
 def protect(
     request: str, database: str | None = None, out: str | None = None, *, engine: str = "duckdb",
     spark_master: str | None = None, spark_data: str | None = None, spark_keys: str | None = None,
+    wait: bool = False,
 ) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
 
     The whole request is checked first (schema, file names, output folder, database, p-table,
-    hierarchies); tables are written only after every one was protected, all at once.
+    hierarchies); tables are written only after every one was protected, all at once. The run
+    holds the output folder's lock (protab._locks) from before the first table: another run
+    into it refuses at once, naming this one, or waits for it with ``wait=True``.
 
     ``engine="spark"`` runs the tables on Spark (docs/spark.md): each source is a Spark table
     of that name or the Parquet ``<spark_data>/<source>.parquet``; its record-key column and
@@ -169,7 +178,8 @@ def protect(
     refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
                      "protect: the output folder", OWN_FOLDER)
     spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
-    rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark)
+    with output_lock((out_dir, "protect: the output folder"), command=f"protab protect {request}", wait=wait):
+        rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark)
     print(summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
@@ -184,13 +194,15 @@ def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
             check_id(n.upper(), f"protect: table {n!r} (its SDMX dataflow id)")
 
 
-def publish(request: str, to: str, database: str | None = None, *, replace: bool = False) -> list[dict[str, Any]]:
+def publish(request: str, to: str, database: str | None = None, *, replace: bool = False,
+            wait: bool = False) -> list[dict[str, Any]]:
     """Protect the tables of a request (as ``protect``) into a new DuckDB database ``to``.
 
     The database holds the protected tables only (one table each, named as in the request, and
     a view ``protab_catalog`` of table names, cells and methods): no records, record keys,
     p-table, original values or seeds. It is written beside ``to`` and renamed onto it when
-    complete (atomic); an existing file is replaced only with ``replace=True``.
+    complete (atomic); an existing file is replaced only with ``replace=True``. The run holds
+    the file's lock (protab._locks) from before the first table, as ``protect`` its folder's.
     """
     from protab._io import atomic_path
 
@@ -200,8 +212,6 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
     target = check_output_file(to)  # the real file: through a symbolic link, the file it points to
     refuse_replacing(to, request_inputs(path, cfg, database_path(path, cfg, database)), "publish: --to",
                      "publish to a new file")
-    if target.exists() and not replace:
-        raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
     methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
 
     def write(frames: dict[str, pl.DataFrame]) -> None:
@@ -209,7 +219,10 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
             os.unlink(tmp)  # DuckDB creates the file itself
             _write_database(str(tmp), frames, methods)
 
-    rows = _protect_request(path, cfg, database, write)
+    with output_lock((target, "publish: the file"), command=f"protab publish {request} --to {to}", wait=wait):
+        if target.exists() and not replace:  # under the lock: two runs cannot both find it missing
+            raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
+        rows = _protect_request(path, cfg, database, write)
     print(summary(rows))
     print(f"protected tables published to {target} (open it with duckdb; it holds protected tables only)")
     return rows

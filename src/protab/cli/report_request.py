@@ -19,10 +19,12 @@ def add_parser(sub: Any) -> None:
     rp.add_argument("--out", help="report folder (overrides the request's output)")
     rp.add_argument("--db", help="DuckDB file of the microdata (overrides the request's [original] database; "
                                  "only when [original] names a table)")
+    rp.add_argument("--wait", action="store_true",
+                    help="wait for another run writing the same report folder (default: refuse at once)")
     rp.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> None:
     from protab.report import run_request
 
-    run_request(args.request, args.out, database=args.db)
+    run_request(args.request, args.out, database=args.db, wait=args.wait)

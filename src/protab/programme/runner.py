@@ -49,19 +49,28 @@ class Programme:
     def run(
         self, database: str | None = None, out: str | os.PathLike[str] | None = None, *,
         on_hypercube: Callable[[str, dict[str, Any]], None] | None = None, quiet: bool = False,
+        wait: bool = False,
     ) -> pl.DataFrame:
         """Protect every hypercube, then write all files into ``out`` at once (``<hypercube>.
         <table>.<format>`` and ``summary.csv``) and return the summary. A hypercube finished by
         an earlier, interrupted run of the same definition on the same records is not
-        recomputed. ``on_hypercube(name, summary_row)`` is called as each one is finished."""
+        recomputed. ``on_hypercube(name, summary_row)`` is called as each one is finished.
+
+        The run holds the locks of ``out`` and of its staging folder (protab._locks) from before
+        it opens the records until the outputs are in place: another run into the same folder
+        refuses at once, naming this one, or waits for it with ``wait=True``."""
         import polars as pl
+
+        from protab._locks import output_lock
 
         base = self.path.parent
         db = database or _relative(base, self.cfg.get("database", "protab.duckdb"))
         out_dir = Path(out) if out is not None else base / self.cfg.get("output", "protab_output")
         formats = self.cfg.get("formats", ["csv", "parquet"])
         self._check_outputs(db, out_dir, formats)
-        rows = self._protect(db, out_dir, formats, on_hypercube, quiet)
+        with output_lock((out_dir, "programme: the output folder"), (staging_folder(out_dir), "programme: its staging "
+                         "folder"), command=f"protab programme {self.path}", wait=wait):
+            rows = self._protect(db, out_dir, formats, on_hypercube, quiet)
         summary = pl.DataFrame(rows, schema_overrides={"blanked": pl.Float64, "changed": pl.Float64,
                                                        "hellinger_utility": pl.Float64}).select(SUMMARY_COLUMNS)
         if not quiet:

@@ -340,12 +340,16 @@ def _inputs(req: _Request, cfg: Mapping[str, Any], database: str | os.PathLike[s
 
 
 def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
-                database: str | os.PathLike[str] | None = None) -> pl.DataFrame:
+                database: str | os.PathLike[str] | None = None, wait: bool = False) -> pl.DataFrame:
     """Run a report request file (TOML, format in the docstring of :mod:`protab.report`) and
     write the report folder (``out``, else the request's ``output``, else ``report`` beside
     the request). ``database`` (``--db``) overrides ``original.database`` of a request whose
     ``[original]`` names a table. Every key and file is checked before anything is computed; nothing is
-    written unless the whole report could be computed."""
+    written unless the whole report could be computed. The run holds the report folder's lock
+    (protab._locks) from before it reads anything: another run into the folder refuses at once,
+    naming this one, or waits for it with ``wait=True``."""
+    from protab._locks import output_lock
+
     path = Path(request)
     cfg = _read_request(path)
     req = _Request(path)
@@ -354,6 +358,13 @@ def run_request(request: str | os.PathLike[str], out: str | os.PathLike[str] | N
         raise SpecError(f"{req.name}: --db applies only when [original] names table = '…' (counts "
                         "tabulated from the database); this request reads original.file")
     out_dir = _report_folder(req, cfg, out, database)
+    with output_lock((out_dir, f"{req.name}: the report folder"), command=f"protab report {request}", wait=wait):
+        return _run(req, cfg, out_dir, database)
+
+
+def _run(req: _Request, cfg: Mapping[str, Any], out_dir: Path, database: str | os.PathLike[str] | None
+         ) -> pl.DataFrame:
+    """The report of a checked request, written into ``out_dir`` (whose lock the caller holds)."""
     _check_files(req, cfg)
     original, inner = _original(req, cfg, database)
     tables = _protected(req, cfg["protected"], cfg["dims"])
