@@ -7,7 +7,11 @@ count and a hash of every row's used columns and record key), over the hypercube
 classifications it uses (their codes), the p-table section and the programme-wide options. A
 changed definition, p-table, swap or record therefore invalidates a hypercube. The state file
 holds names, these digests and the summary rows only: no seed, key or p-table parameter, and the
-digests cannot be tested against guessed parameters without the records and their keys."""
+digests cannot be tested against guessed parameters without the records and their keys.
+
+Only the run that holds the locks of the output folder and of the staging folder
+(``protab._locks``, taken by ``Programme.run``) reads or changes a staging folder, so two runs
+never share one."""
 
 from __future__ import annotations
 
