@@ -11,7 +11,8 @@ gets: it refuses at once (:class:`OutputInUse`) unless asked to wait (``--wait``
 The holder removes the file as it lets go, so that a finished run leaves nothing beside its
 output (a killed run's file stays until the next run). That is safe because a run holds the
 lock only when the file it locked is still the one at the path (same device and inode, checked
-after the flock): a run that waited on a file removed meanwhile locks the path anew.
+after the flock): a run that waited on a file removed meanwhile locks the path anew. (POSIX
+only: where Python has no ``fcntl`` no lock is taken.)
 
 Within one thread the lock is re-entrant: the batch a run writes (``protab._io.write_batch``,
 ``recover``) takes its folder's lock again without waiting for itself. Another thread, or another
