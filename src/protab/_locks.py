@@ -69,11 +69,6 @@ def output_lock(*targets: str | os.PathLike[str] | tuple[str | os.PathLike[str],
         yield [lock for lock, _ in files]
 
 
-def holds(target: str | os.PathLike[str]) -> bool:
-    """True when this thread holds the lock of ``target``."""
-    return str(lock_file(target)) in _held()
-
-
 def _held() -> dict[str, list[int]]:
     """This thread's locks: lock file -> [file descriptor, depth]."""
     if not hasattr(_LOCAL, "held"):
