@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import protab as pt
 from protab import cli
-from protab._io import frame_writer, spreadsheet_safe, write_frame
-from protab.exchange import sdmx_csv, write_grid_csv
+from protab._io import frame_writer, write_frame
+from protab.exchange import sdmx_csv, spreadsheet_safe, write_grid_csv
 from protab.serve.formats import render
 
 HOSTILE = ['=HYPERLINK("http://evil.example","click")', "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd", "\tx", "\rx",

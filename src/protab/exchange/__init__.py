@@ -1,9 +1,11 @@
 """Exchange formats for protected tables (docs/exchange.md): SDMX-CSV 2.0 data messages,
 JSON-stat 2.0 datasets, and grid tables as GeoPackages of EPSG:3035 squares or as CSV with the
 INSPIRE ``GRD_ID``. Frames in (of ``Session.cell_key``, ``Session.suppress``, ``protab protect``
-or the query service), text or files out; no session, no SQL.
+or the query service), text or files out; no session, no SQL. ``spreadsheet_safe`` is the
+neutraliser every CSV of protab goes through (docs/exchange.md).
 """
 
+from protab._io import spreadsheet_safe
 from protab.exchange.geopackage import grid_arrow, grid_csv, write_geopackage, write_grid_csv
 from protab.exchange.json_stat import json_stat, json_stat_text, json_stat_writer, write_json_stat
 from protab.exchange.observations import check_id, observations
@@ -25,6 +27,7 @@ __all__ = [
     "observations",
     "sdmx_csv",
     "sdmx_csv_writer",
+    "spreadsheet_safe",
     "structure_id",
     "write_geopackage",
     "write_grid_csv",

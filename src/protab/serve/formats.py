@@ -95,7 +95,7 @@ def render(frame: pl.DataFrame, fmt: str) -> bytes:
     if fmt == "json":
         return to_json(frame)
     if fmt == "csv":  # text cells spreadsheet-safe, as protab's CSV files (docs/exchange.md)
-        from protab._io import spreadsheet_safe
+        from protab.exchange import spreadsheet_safe
 
         return spreadsheet_safe(frame).write_csv().encode("utf-8")
     if fmt in ("sdmx-csv", "json-stat"):
