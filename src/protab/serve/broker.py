@@ -41,7 +41,6 @@ import contextvars
 import functools
 import json
 import math
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,15 +48,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
-from protab.errors import ProtabError, SpecError, show_values
+from protab.errors import ProtabError
 from protab.serve import snapshot
 from protab.serve.caching import state_folder
-from protab.serve.classifications import check_data
-from protab.serve.config import DatasetConfig, ServeConfig, UserConfig
+from protab.serve.config import ServeConfig, UserConfig
 from protab.serve.fair_pool import FairPool
 from protab.serve.groups import Ledger, group_hierarchy
 from protab.serve.groups import check_request as check_groups
 from protab.serve.limits import LRU, RateLimit
+from protab.serve.nesting import RULE as NESTING_RULE
+from protab.serve.nesting import refusal_text as nesting_refusal
+from protab.serve.nesting import undeclared_nesting
+from protab.serve.nesting import warning as nesting_warning
 from protab.serve.query import (
     ALLOWED_FORM,
     MIN_POPULATION_MESSAGE,
@@ -70,25 +72,21 @@ from protab.serve.query import (
     population_refused,
     same_refusal,
 )
-from protab.serve.rules import Withheld, check_query, notice, withheld_areas
+from protab.serve.rules import check_query, notice, withheld_areas
+from protab.serve.served_datasets import KEY_SUMS_GAIN as KEY_SUMS_GAIN
+from protab.serve.served_datasets import ServedDataset, keep_key_sums, load_dataset
 from protab.serve.table_plan import TablePlan, plan_table
 from protab.serve.validator import validate
-from protab.sqltools import FLOAT_TYPES, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
-    from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
     from protab.session import Session
 
 #: codes of a dimension listed in the catalogue when there are at most this many
 CATALOG_CODES = 1000
-#: count requests read a dataset's key sums when they have this many times fewer rows than its records
-KEY_SUMS_GAIN = 4
 #: hierarchies a session keeps as tables before it drops them (bounded memory)
 KEEP_HIERARCHIES = 64
-_NUMERIC_PREFIX = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-                   "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "REAL", "DECIMAL")
 
 
 #: true while a request runs as a job (Broker.as_job): it takes a session of the jobs' pool
@@ -137,31 +135,6 @@ class Answer:
         return self.frame.height
 
 
-@dataclass
-class _Dataset:
-    """A configured dataset as the broker uses it (built against the database at start-up)."""
-
-    conf: DatasetConfig
-    codes: dict[str, list[str]]
-    hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
-    magnitude: MagnitudeCKM | None = field(default=None, repr=False)
-    #: the measures' sensitivity rules (protect's [rules]): sensitive cells get the extra noise mu_c
-    sensitivity: SensitivityRules | None = field(default=None, repr=False)
-    #: the key-sum table of the dataset's dims in every session (Session.key_sums), or None
-    counts_table: str | None = None
-    #: whether that table keeps the measures' sums too (so magnitude requests read it)
-    sums_kept: bool = False
-    #: the areas withheld by the dataset's rules (protab.serve.rules), set at start-up
-    withheld: Withheld | None = None
-    #: per dimension with a hierarchy: its codes per level (1 = coarsest) and its finest codes
-    level_sizes: dict[str, dict[int, int]] = field(default_factory=dict, repr=False)
-    finest: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
-
-    @property
-    def name(self) -> str:
-        return self.conf.name
-
-
 class Broker:
     """Sessions on the microdata (read-only), the datasets, the p-table and the answer cache.
 
@@ -198,9 +171,7 @@ class Broker:
                 self._sessions.append(s)
                 (self._pool if k < config.sessions or self._job_pool is None else self._job_pool).add(s)
             with self.session() as s:
-                self.datasets = {name: self._load(s, ds) for name, ds in config.datasets.items()}
-                for ds in self.datasets.values():
-                    self._magnitudes(s, ds)
+                self.datasets = {name: load_dataset(s, ds, config) for name, ds in config.datasets.items()}
             self._key_sums()  # after the magnitude parameters: their top_k decides the lists kept
             self._withheld()
         except BaseException:
@@ -214,106 +185,22 @@ class Broker:
         self._warm_up()
 
     # -- start-up ----------------------------------------------------------------------------
-    def _load(self, s: Session, ds: DatasetConfig) -> _Dataset:
-        where = f"datasets.{ds.name} of the serve config"
-        if not s.exists(ds.table):
-            raise SpecError(f"{where}: table {ds.table!r} is not in the database {self.config.database!r} "
-                            f"(tables: {show_values(s.tables(), 10)})")
-        cols = s.columns(ds.table)
-        try:
-            key = s.record_key(ds.table)[0]
-        except ProtabError:
-            raise SpecError(f"{where}: table {ds.table!r} has no record keys; add them with `protab keys` "
-                            "before serving it") from None
-        hier_cols = [c for cs in ds.hierarchies.values() for c in cs]
-        for what, names in (("dims", ds.dims), ("measures", ds.measures), ("hierarchies", hier_cols)):
-            missing = [c for c in names if c not in cols]
-            if missing:
-                raise SpecError(f"{where}: {what} names {show_values(missing)}, not columns of table {ds.table!r}")
-            if key in names:
-                raise SpecError(f"{where}: {what} names {key!r}, the secret record keys of {ds.table!r}")
-        floats = [d for d in ds.dims if cols[d].upper() in FLOAT_TYPES]
-        if floats:
-            raise SpecError(f"{where}: dims {show_values(floats)} are floating-point columns; dimensions are codes "
-                            "(text or whole numbers)")
-        bad = [m for m in ds.measures if not cols[m].upper().startswith(_NUMERIC_PREFIX)]
-        if bad:
-            raise SpecError(f"{where}: measures {show_values(bad)} are not numeric columns")
-        check_data(s, ds.table, ds.dims, ds.code_lists, ds.null_code, where)  # the office's config: names codes
-        codes = {d: ds.code_lists[d].codes for d in ds.dims}  # declared, never from the records
-        hierarchies = {d: h for d in ds.hierarchies if (h := ds.code_lists[d].hierarchy) is not None}
-        levels = {d: h.code_levels().column("level").to_pylist() for d, h in hierarchies.items()}
-        return _Dataset(ds, codes, hierarchies,
-                        level_sizes={d: dict(Counter(ks)) for d, ks in levels.items()},
-                        finest={d: frozenset(h.leaves) for d, h in hierarchies.items()})
-
-    def _magnitudes(self, s: Session, ds: _Dataset) -> None:
-        """The dataset's magnitude parameters and sensitivity rules, read as a protect request's
-        [magnitude] and [rules] (the same loaders): the same table is protected the same way.
-        Errors name the section, never a value (they are secrets)."""
-        from protab.request.loaders import load_magnitude, load_rules
-
-        name = ds.name
-        if ds.conf.magnitude is not None:
-            try:
-                ds.magnitude = load_magnitude(dict(ds.conf.magnitude), self.config.base)
-            except ProtabError as exc:
-                raise type(exc)(f"datasets.{name}.magnitude of the serve config: {exc}") from None
-        if ds.conf.sensitivity is not None:
-            try:
-                ds.sensitivity = load_rules(dict(ds.conf.sensitivity))
-            except ProtabError as exc:
-                raise type(exc)(f"datasets.{name}.sensitivity of the serve config: {exc}") from None
-            holding = ds.sensitivity.holding
-            if holding is not None and holding not in s.columns(ds.conf.table):
-                raise SpecError(f"datasets.{name}.sensitivity of the serve config: holding {holding!r} is not a "
-                                f"column of table {ds.conf.table!r}")
-            if holding is not None and holding in ds.conf.dims:
-                raise SpecError(f"datasets.{name}.sensitivity of the serve config: holding {holding!r} is a "
-                                "dimension; the holding is the contributor group of each record, not a code")
-
     def _key_sums(self) -> None:
-        """Count requests read, in every session, the records aggregated to the dataset's dims
-        with their key sums (Session.key_sums: the same counts and cell keys, so the same
-        answers byte for byte, from one row per combination of codes instead of one per
-        record), when that is at least KEY_SUMS_GAIN times fewer rows (judged in the first
-        session before the others build theirs). With magnitude parameters they keep the
-        measures' sums and top lists too (Session.key_sums(sums=...): the same magnitudes byte
-        for byte), unless a measure holds values no table could hold, which the records' scan
-        then names per request. A dataset with a dim named as a column of the key sums is
-        answered from its records."""
-        from protab.errors import InputError
-        from protab.session import Session
-
-        first, others = self._sessions[0], self._sessions[1:]
+        """Each dataset's key sums in every session (protab.serve.served_datasets.keep_key_sums)."""
         for k, ds in enumerate(self.datasets.values()):
-            if {Session.KEY_SUM_RECORDS, Session.KEY_SUM_KEY} & set(ds.conf.dims):
-                continue
-            name = f"_protab_serve_counts_{k}"
-            sums: dict[str, Any] = {}
-            holdings = ds.sensitivity is not None and ds.sensitivity.holding is not None  # need the records
-            if ds.magnitude is not None and ds.conf.measures and not holdings:
-                top_k = max(ds.magnitude.top_k, ds.sensitivity.top_k if ds.sensitivity is not None else 1)
-                sums = {"sums": list(ds.conf.measures), "top_k": top_k, "null_sums": ds.conf.null_sums}
-            try:
-                first.key_sums(ds.conf.table, ds.conf.dims, name=name, **sums)
-            except InputError:  # a measure no table could hold: counts only, sums from the records
-                sums = {}
-                first.key_sums(ds.conf.table, ds.conf.dims, name=name)
-            rows = first.sql(f"SELECT count(*) AS n FROM {quote_ident(name)}")["n"][0]
-            records = first.sql(f"SELECT count(*) AS n FROM {quote_ident(ds.conf.table)}")["n"][0]
-            if rows * KEY_SUMS_GAIN > records:  # hardly fewer rows than records: not worth the memory
-                first.drop_key_sums(name)
-                continue
-            for s in others:
-                s.key_sums(ds.conf.table, ds.conf.dims, name=name, **sums)
-            ds.counts_table, ds.sums_kept = name, bool(sums)
+            keep_key_sums(self._sessions, ds, f"_protab_serve_counts_{k}")
 
     def _withheld(self) -> None:
-        """The areas each dataset's rules withhold (protab.serve.rules.withheld_areas), once, before any answer."""
+        """The areas each dataset's rules withhold (protab.serve.rules.withheld_areas), once, before
+        any answer, and the dimensions that nest undeclared (protab.serve.nesting): the office's
+        console is warned (``self.warnings``) and custom groups on them are refused."""
+        self.warnings: list[str] = []
         with self.session() as s:
             for ds in self.datasets.values():
                 ds.withheld = withheld_areas(s, ds, self.ptable)
+                ds.nested = undeclared_nesting(s, ds.counts_table or ds.conf.table, ds.conf.dims,
+                                               ds.conf.hierarchies)
+                self.warnings += [nesting_warning(ds.name, d, others) for d, others in ds.nested.items()]
 
     def _warm_up(self) -> None:
         """One small protected table per session, so that the first analyst does not wait for
@@ -326,7 +213,7 @@ class Broker:
         for s in self._sessions:
             s.cell_key(ds.conf.table, spec, self.ptable)
 
-    def _flat_hierarchy(self, ds: _Dataset, dim: str, codes: Sequence[str]) -> Hierarchy:
+    def _flat_hierarchy(self, ds: ServedDataset, dim: str, codes: Sequence[str]) -> Hierarchy:
         """The flat hierarchy of a code list (cached: building one costs more than a small table)."""
         from protab.hierarchy import Hierarchy
 
@@ -372,7 +259,7 @@ class Broker:
     def user_rights(user: UserConfig) -> dict[str, DatasetRights]:
         return {ds: DatasetRights(r.dims, r.measures) for ds, r in user.rights.items()}
 
-    def _hierarchy_for(self, ds: _Dataset, dim: str, rights: DatasetRights) -> Hierarchy | None:
+    def _hierarchy_for(self, ds: ServedDataset, dim: str, rights: DatasetRights) -> Hierarchy | None:
         """The dimension's hierarchy if the user may use every dimension it is built from (its
         upper levels are tables of those columns), else None (the dimension is served flat)."""
         h = ds.hierarchies.get(dim)
@@ -407,7 +294,7 @@ class Broker:
                 "limits": {"max_cells": c.max_cells, "max_limit": c.max_limit, "max_sql_length": c.max_sql_length}}
 
     # -- checks before a scan ----------------------------------------------------------------
-    def _check_cells(self, cells: int, job_cells: int | None = None, ds: _Dataset | None = None) -> None:
+    def _check_cells(self, cells: int, job_cells: int | None = None, ds: ServedDataset | None = None) -> None:
         own = ds.conf.rules.max_cells if ds is not None and ds.conf.rules is not None else None
         most = own or self.config.max_cells  # the dataset's rule max_cells, else the service's
         if job_cells and job_cells < cells <= most:
@@ -421,7 +308,7 @@ class Broker:
             )
 
     @staticmethod
-    def _codes(ds: _Dataset, dim: str, filters: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
+    def _codes(ds: ServedDataset, dim: str, filters: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
         """The codes of a flat dimension in a filtered request: those its own filters let pass."""
         codes = ds.codes[dim]
         for col, op, values in filters:
@@ -431,7 +318,7 @@ class Broker:
         return codes
 
     def _min_population(self, frame: pl.DataFrame, dims: Sequence[str], filters: Sequence[object],
-                        ds: _Dataset | None = None) -> None:
+                        ds: ServedDataset | None = None) -> None:
         """The minimum-population rule: the filtered population, as its *perturbed* total (the
         table's grand total, published by the same cell key method in every answer over the same
         records), must be at least ``min_population``. A verdict from perturbed values tells no
@@ -464,7 +351,7 @@ class Broker:
             raise same_refusal(hit[1])
         return Answer(hit[1], summary, cached)
 
-    def _protect(self, s: Session, ds: _Dataset, spec: Any, sums: bool) -> pl.DataFrame:
+    def _protect(self, s: Session, ds: ServedDataset, spec: Any, sums: bool) -> pl.DataFrame:
         from protab.errors import NoRecordsError
 
         table = ds.counts_table if ds.counts_table is not None and (ds.sums_kept or not sums) else ds.conf.table
@@ -506,13 +393,13 @@ class Broker:
         return self._noted(answer, ds, note)
 
     @staticmethod
-    def _noted(answer: Answer, ds: _Dataset, note: dict[str, list[str]]) -> Answer:
+    def _noted(answer: Answer, ds: ServedDataset, note: dict[str, list[str]]) -> Answer:
         """The answer with the areas its rules withheld (``Answer.withheld``, ``Answer.notice``)."""
         if note:
             answer.withheld, answer.notice = note, notice(ds.name, note)
         return answer
 
-    def _answer_query(self, q: Query, ds: _Dataset, codes: Mapping[str, list[str]],
+    def _answer_query(self, q: Query, ds: ServedDataset, codes: Mapping[str, list[str]],
                       filters: list[tuple[str, str, tuple[str, ...]]], area: Mapping[str, int | None]) -> pl.DataFrame:
         from protab.table import TableSpec
 
@@ -548,7 +435,7 @@ class Broker:
         return out.select(list(q.columns))
 
     # -- POST /v1/table ----------------------------------------------------------------------
-    def _table_dims(self, ds: _Dataset, req: Mapping[str, Any], rights: DatasetRights,
+    def _table_dims(self, ds: ServedDataset, req: Mapping[str, Any], rights: DatasetRights,
                     grouped: tuple[str, Any] | None, filters: Sequence[tuple[str, str, Sequence[str]]]
                     ) -> dict[str, Any]:
         """The hierarchy of each dimension of a table request: its custom groups, its configured
@@ -584,6 +471,8 @@ class Broker:
         req, ds, dims, filters, grouped = plan.req, plan.ds, plan.dims, plan.filters, plan.grouped
         spec, where, area, picked = plan.spec, plan.where, plan.area, plan.picked
         self._check_cells(plan.cells, job_cells, ds)
+        if grouped and grouped[0] in ds.nested:  # nests undeclared with another dimension: not judged alone
+            raise ds.withheld.rules.refuse(NESTING_RULE, *nesting_refusal(grouped[0]))
         if grouped:  # the differencing rule, against the published cells and the user's other groups
             with self.session() as s:
                 check_groups(s, self.config.min_population, ds, user.name, self._ledger, *grouped,
