@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 DIMS = ["municipality", "region", "sex", "agegroup", "age"]
 CODES = {"municipality": [c for _, c in F.PERSONS_CODES["municipality"]] + ["R1"],  # R1: not a finest code
-         "region": ["R1", "R2", "R3"], "sex": F.PERSONS_CODES["sex"], "agegroup": F.PERSONS_CODES["agegroup"],
-         "age": F.PERSONS_CODES["age"]}
+         "region": ["R1", "R2", "R3"], "sex": F.PERSONS_CODES["sex"], "agegroup": F.AGEGROUP_CODES,
+         "age": F.AGE_CODES}
 BANDS = {"young": ["a0-4", "a5-9"], "older": ["a10-14", "a15-19"]}
 
 

@@ -71,7 +71,7 @@ def test_the_snapshot_keeps_the_record_keys_and_answers_as_the_database_does(tmp
         got = b.table({"dataset": "persons", "dims": ["sex", "agegroup"]}, cfg.users["bob"]).frame
         with pt.Session(db, read_only=True) as s:
             want = s.cell_key("persons", pt.TableSpec({"sex": F.PERSONS_CODES["sex"],
-                                                       "agegroup": F.PERSONS_CODES["agegroup"]}),
+                                                       "agegroup": F.AGEGROUP_CODES}),
                               pt.PTable.maximum_entropy(**F.PTABLE), threshold=F.THRESHOLD)
         key = ["sex", "agegroup"]
         assert got.sort(key).select(want.columns).equals(want.sort(key).cast(dict(got.select(want.columns).schema)))

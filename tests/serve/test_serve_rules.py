@@ -40,8 +40,6 @@ R3 = ["R3-0", "R3-1", "R3-2", "R3-3"]
 def rules_config(db: str) -> str:
     """The fixture's serve.toml with age as a hierarchy (agegroup > age) and the rules above."""
     text = F.config_text(db)
-    text = text.replace('hierarchies = { municipality = ["region", "municipality"] }',
-                        'hierarchies = { municipality = ["region", "municipality"], age = ["agegroup", "age"] }')
     codes = {"municipality": F.PERSONS_CODES["municipality"], "sex": F.PERSONS_CODES["sex"], "age": AGES}
     text = text.replace(f"codes = {F._toml_value(F.PERSONS_CODES)}", f"codes = {F._toml_value(codes)}")
     assert "age = [\"agegroup\", \"age\"]" in text and "a15-19\", \"19\"" in text

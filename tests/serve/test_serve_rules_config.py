@@ -45,7 +45,7 @@ detail = {{ region = {{ age = "age" }} }}
     rules = cfg.datasets["persons"].rules
     assert (rules.max_dims, rules.min_population, rules.blocked) == (3, SECRET, (("sex", "age", "municipality"),))
     assert rules.area == "municipality" and dict(rules.area_min_population) == {"region": SECRET, "municipality": 5}
-    assert rules.column_level["region"] == ("municipality", 1) and rules.column_level["age"] == ("age", 1)
+    assert rules.column_level["region"] == ("municipality", 1) and rules.column_level["age"] == ("age", 2)
     assert SECRET not in (repr(rules), repr(cfg))
     assert cfg.datasets["households"].rules.blocked == ()  # no rules: the defaults
     assert cfg.datasets["households"].rules.max_cells is None
@@ -87,13 +87,7 @@ def test_contradictory_or_meaningless_rules_are_refused(tmp_path, rules, words):
 def test_a_finer_area_level_may_not_allow_more_detail(tmp_path):
     """With region (and finer), age at level agegroup at most; municipality is finer than region,
     so allowing age there contradicts it."""
-    age = F.PERSONS_CODES["age"]
-    rows = [[["a0-4", "a5-9", "a10-14", "a15-19"][int(a) // 5], a] for a in age]
-    text = F.config_text(":memory:").replace(
-        'hierarchies = { municipality = ["region", "municipality"] }',
-        'hierarchies = { municipality = ["region", "municipality"], age = ["agegroup", "age"] }',
-    ).replace(f"codes = {F._toml_value(F.PERSONS_CODES)}", "codes = " + F._toml_value(
-        {"municipality": F.PERSONS_CODES["municipality"], "sex": ["F", "M"], "age": rows}))
+    text = F.config_text(":memory:")  # the fixture's age: a hierarchy (agegroup > age)
     (tmp_path / "serve.toml").write_text(text + """
 [datasets.persons.rules.area]
 dim = "municipality"

@@ -94,6 +94,8 @@ def serve(
         raise ProtabError("require_tls = true in the serve config: start the service with --tls-cert and --tls-key")
     check_key_mode(tls, cfg.require_tls, lambda text: print(f"protab serve: {text}", file=sys.stderr, flush=True))
     app = create_app(cfg, body_timeout=body_timeout)
+    for text in app.state.broker.warnings:  # the office's console only
+        print(f"protab serve: warning: {text}", file=sys.stderr, flush=True)
     app.state.tls = tls  # the PostgreSQL front's TLS (protab.serve.pgwire.attach)
     pg = ""
     if pg_port is not None:
