@@ -164,3 +164,15 @@ def test_a_programme_writes_neutralised_csv(tmp_path):
 def test_sdmx_csv_of_a_python_frame_is_neutralised():
     text = sdmx_csv(pl.DataFrame({"sex": ["\tF", "M"], "n_pert": [1, 2]}), "T")
     assert [r[3] for r in _cells(text)[1:]] == ["'\tF", "M"]
+
+
+def test_a_reports_measures_csv_is_neutralised(tmp_path):
+    """A version label of the report's request is a text cell of measures.csv."""
+    from protab.report import compare
+
+    original = pl.DataFrame({"region": ["Total", "a", "b"], "n": [30, 10, 20]})
+    versions = {"=cmd|' /C calc'!A0": pl.DataFrame({"region": ["Total", "a", "b"], "n_pert": [31, 10, 21]})}
+    compare(original, versions, dims=["region"], out_dir=tmp_path / "report")
+    rows = _cells((tmp_path / "report" / "measures.csv").read_bytes().decode("utf-8"))
+    methods = [r[rows[0].index("method")] for r in rows[1:]]
+    assert "'=cmd|' /C calc'!A0" in methods and not any(m.startswith(DANGER) for m in methods)

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 import protab.measures as m
-from protab._io import write_batch
+from protab._io import spreadsheet_safe, write_batch
 from protab.ptable import PTable
 from protab.report._columns import MEASURES, Options
 from protab.report.plots import _noise_figure, _png, _ru_map_figure
@@ -119,7 +119,7 @@ def _write_report(out: Path, result: pl.DataFrame, pairs: dict[str, pl.DataFrame
              if c in ("method", "view", "cells") or result[c].null_count() < result.height]
     table = result.select(shown)
     methods = [x for x in result["method"].unique(maintain_order=True).to_list() if x != "original"]
-    files: dict[str, bytes] = {"measures.csv": result.write_csv().encode("utf-8")}
+    files: dict[str, bytes] = {"measures.csv": spreadsheet_safe(result).write_csv().encode("utf-8")}
     files["ru_map.png"] = _png(_ru_map_figure(result, risk=risk, utility=utility,
                                               title=f"R-U map: {title}", note=risk_note))
     taken: set[str] = {"ru_map"}
