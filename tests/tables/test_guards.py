@@ -219,6 +219,16 @@ def test_nan_codes_in_hierarchy_columns_are_missing(session):
             "table 't'", "'m'", "NULL or NaN")
 
 
+def test_a_code_at_two_levels_of_hierarchy_columns_is_refused(session):
+    # bands 0-9 coded like the ages 0-9 they hold: '1' would name two cells
+    session.register("t", pl.DataFrame({"band": [0, 0, 1, 1], "age": [0, 5, 1, 12]}))
+    msg = _raises(session, InputError, lambda: session.hierarchy_from_columns("t", ["band", "age"]),
+                  "table 't'", "'band'", "'age'", "two levels")
+    assert "'0', '1'" in msg and "2 in all" in msg
+    session.register("u", pl.DataFrame({"band": [100, 100, 101], "age": [0, 5, 12]}))
+    assert session.hierarchy_from_columns("u", ["band", "age"]).depth == 2
+
+
 # -- 4. seeds --------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", [12345, 1.5, True, "   ", "", "\t\n", b"", None, ["s"]])
 def test_bad_seeds_are_refused(session, micro, seed):

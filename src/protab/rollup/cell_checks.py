@@ -220,8 +220,10 @@ class Checks:
             if c.startswith("_chk_null"):
                 raise InputError(
                     f"sums column {col!r} of table {self.table!r} is missing (NULL) in {int(n)} record(s); "
-                    "say what a missing value means with TableSpec(null_sums='zero') (a contributor "
-                    "with value 0) or null_sums='omit' (not a contributor, left out of the sum)"
+                    "say what a missing value means: null_sums 'zero' (a contributor with value 0) "
+                    "or 'omit' (not a contributor, left out of the sum and of a mean's count) — "
+                    "TableSpec(null_sums=...) in Python, null_sums = \"zero\" in a request's [[tables]] "
+                    "or a served dataset"
                 )
             raise InputError(
                 f"sums column {col!r} of table {self.table!r} times the weight {self.spec.weight!r} is "

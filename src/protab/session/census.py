@@ -51,7 +51,28 @@ class Census:
                 f"hierarchy_from_columns: columns {show_values(columns)} of table {table!r} have "
                 "missing (NULL or NaN) codes; fill them in or drop those records"
             )
+        self._refuse_shared_codes(table, columns, code)
         return Hierarchy.from_parent_child(pairs, root=root)
+
+    def _refuse_shared_codes(self, table: str, columns: list[str], code: dict[str, str]) -> None:
+        """InputError when one code stands at two levels (a band '0' and an age '0'): a code
+        names one cell of a hierarchy, so the levels' codes must differ."""
+        if len(columns) < 2:
+            return
+        t = quote_ident(table)
+        levels = " UNION ALL ".join(f"SELECT DISTINCT {i} AS lvl, CAST({code[c]} AS VARCHAR) AS code FROM {t}"
+                                    for i, c in enumerate(columns))
+        rows = self.engine.rows(f"SELECT code, min(lvl), max(lvl), count(*) OVER () FROM ({levels}) "
+                                "WHERE code IS NOT NULL GROUP BY code HAVING count(*) > 1 ORDER BY code LIMIT 5")
+        if rows:
+            at, n = rows[0][1:3], int(rows[0][3])
+            raise InputError(
+                f"hierarchy_from_columns: table {table!r} has codes at two levels of one classification: "
+                f"{', '.join(repr(r[0]) for r in rows)}{', …' if n > len(rows) else ''} "
+                f"({n} in all; the first both in {columns[int(at[0])]!r} and in "
+                f"{columns[int(at[1])]!r}); a code names one cell, so recode one level (e.g. bands as "
+                "'0-9' or with a prefix)"
+            )
 
     def hierarchy_from_grid(
         self,
