@@ -20,8 +20,14 @@ Iceland is all of nonEU), and such a cell belongs to every table that has any of
   the equations of all tables together, but the tables' inner cells are not combined as in the
   global mode.
 
-The package's ``"consistent"`` mode (common cells suppressed alike without their equality as
-knowledge) is not implemented here.
+* ``"consistent"``: the tables side by side with the copies of every common cell suppressed
+  or published together, without their equality as the attacker's knowledge (the package's
+  ``cell_grouping``; :mod:`protab.suppression._linked_consistent`).
+
+:func:`linked_intervals` gives the attacker's intervals per mode: per table for local and
+consistent (each table's own equations), on the joint system (the tables side by side and the
+copies' equality) for super-consistent. :func:`shared_cells_agree` refuses linked tables whose
+common cells have different values.
 """
 
 from __future__ import annotations
@@ -36,8 +42,8 @@ from protab.suppression._suppression_inputs import _as_int_csc
 
 __all__ = ["LINKED_MODES", "copies_by_records", "gauss_linked"]
 
-LINKED_MODES = ("global", "local", "super-consistent")
-_NOT_IMPLEMENTED = ("consistent", "back-tracking", "local-bdiag")
+LINKED_MODES = ("global", "local", "consistent", "super-consistent")
+_NOT_IMPLEMENTED = ("back-tracking", "local-bdiag")
 
 
 def _column_classes(X: sparse.csc_matrix) -> np.ndarray:
@@ -110,7 +116,7 @@ def gauss_linked(X: Any, z: Any, primary: Any, members: list[Any], *, mode: str,
     if mode in _NOT_IMPLEMENTED:
         raise NotImplementedError(f"linked tables: mode {mode!r} is not implemented; use one of "
                                   f"{', '.join(LINKED_MODES)}")
-    if mode not in ("local", "super-consistent"):
+    if mode not in ("local", "consistent", "super-consistent"):
         raise SpecError(f"linked tables: unknown mode {mode!r}; use one of {', '.join(LINKED_MODES)}")
     W = _as_int_csc(X, "linked tables")
     m_rows, n = W.shape
@@ -139,6 +145,8 @@ def gauss_linked(X: Any, z: Any, primary: Any, members: list[Any], *, mode: str,
                          singleton=st, singleton_method=singleton_method, auto=(False, True))
             out[t, cols] = got
         return out
+    if mode == "consistent":
+        return _consistent(blocks, prim | forc, nev, order, singleton_method, out)
     return _super_consistent(blocks, zz, prim, forc, nev, order, singleton_method, out)
 
 
@@ -170,17 +178,37 @@ def block_diagonal(blocks: list[tuple[np.ndarray, sparse.csc_matrix, np.ndarray,
     return Xbd, orig, tab, D
 
 
+def _copy_order(orig: np.ndarray, tab: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """Every copy of each combined cell in the combined order, copies in table order."""
+    rank = np.full(n, np.iinfo(np.int64).max)
+    rank[order] = np.arange(order.size)
+    cand = np.lexsort((tab, rank[orig]))
+    return cand[rank[orig][cand] < np.iinfo(np.int64).max]
+
+
+def _consistent(blocks: list, protect: np.ndarray, nev: np.ndarray, order: np.ndarray, method: str,
+                out: np.ndarray) -> np.ndarray:
+    from protab.suppression._linked_consistent import consistent_elimination
+
+    sing = np.concatenate([b[2] for b in blocks])
+    if method != "none" and sing.any():
+        raise NotImplementedError("linked tables: the 'consistent' mode has no singleton method; pass "
+                                  "singleton_method='none' or use 'super-consistent'")
+    Xbd, orig, tab, _ = block_diagonal(blocks)
+    copies = np.bincount(orig, minlength=out.shape[1])
+    group = np.where(copies[orig] > 1, orig, -1)
+    got = consistent_elimination(Xbd, protect[orig], nev[orig], _copy_order(orig, tab, order, out.shape[1]), group)
+    out[tab, orig] = got
+    return out
+
+
 def _super_consistent(blocks: list, z: np.ndarray, prim: np.ndarray, forc: np.ndarray, nev: np.ndarray,
                       order: np.ndarray, method: str, out: np.ndarray) -> np.ndarray:
     from protab.suppression.gauss import _gauss
 
     Xbd, orig, tab, D = block_diagonal(blocks)
     nb = orig.size
-    # candidates: every copy of each combined cell in the combined order, copies in table order
-    rank = np.full(out.shape[1], np.iinfo(np.int64).max)
-    rank[order] = np.arange(order.size)
-    cand = np.lexsort((tab, rank[orig]))
-    cand = cand[rank[orig][cand] < np.iinfo(np.int64).max]
+    cand = _copy_order(orig, tab, order, out.shape[1])
     Xs = sparse.csc_matrix(sparse.hstack([Xbd, D], format="csc"), dtype=np.int64)
     never = np.concatenate([nev[orig], np.ones(D.shape[1], dtype=bool)])
     zs = np.concatenate([z[orig], np.zeros(D.shape[1])])
