@@ -37,10 +37,11 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from protab.errors import SpecError
+from protab.errors import InputError, SpecError
 from protab.suppression._suppression_inputs import _as_int_csc
 
-__all__ = ["LINKED_MODES", "copies_by_records", "gauss_linked"]
+__all__ = ["INTERVAL_SYSTEMS", "LINKED_MODES", "copies_by_records", "gauss_linked", "linked_intervals",
+           "shared_cells_agree"]
 
 LINKED_MODES = ("global", "local", "consistent", "super-consistent")
 _NOT_IMPLEMENTED = ("back-tracking", "local-bdiag")
@@ -219,3 +220,88 @@ def _super_consistent(blocks: list, z: np.ndarray, prim: np.ndarray, forc: np.nd
                  singleton=sing, singleton_method=method, auto=(False, False))
     out[tab, orig] = got[:nb]
     return out
+
+
+INTERVAL_SYSTEMS = {"global": "joint", "super-consistent": "joint", "local": "table", "consistent": "table"}
+
+
+def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any], *, mode: str,
+                     primary: Any = None, **requirements: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The attacker's intervals of linked tables protected in ``mode``: (lo, up, protected),
+    each tables × columns of X (NaN / True outside a table's suppressed cells).
+
+    ``suppressed``: one mask per table (rows, as :func:`gauss_linked` returns); ``members``: the
+    tables' cells (with :func:`copies_by_records`). ``"local"`` and ``"consistent"``: each
+    table from its own equations (its cells over its own inner cells), as the attacker of one
+    table; ``"super-consistent"``: the joint system, the tables side by side with the copies of
+    every common cell known to be equal (``INTERVAL_SYSTEMS`` names which). The requirements
+    are those of :func:`protab.suppression.audit` (one value per column of X, or scalars)."""
+    from protab.suppression.intervals import audit
+
+    if mode not in ("local", "consistent", "super-consistent"):
+        raise SpecError(f"linked intervals: mode must be local, consistent or super-consistent, not {mode!r}")
+    W = _as_int_csc(X, "linked tables")
+    m_rows, n = W.shape
+    zz = np.asarray(z, dtype=float)
+    supp = np.asarray(suppressed, dtype=bool)
+    prim = supp.any(axis=0) if primary is None else _mask(primary, n)
+    blocks = []
+    for mb in members:
+        cols = np.flatnonzero(np.asarray(mb, dtype=bool))
+        Xt, st, rows = _table_rows(W[:, cols], np.zeros(m_rows, dtype=bool))
+        blocks.append((cols, Xt, st, rows))
+    lo = np.full(supp.shape, np.nan)
+    up = np.full(supp.shape, np.nan)
+    ok = np.ones(supp.shape, dtype=bool)
+    if mode == "super-consistent":
+        Xbd, orig, tab, D = block_diagonal(blocks)
+        Xs = sparse.csc_matrix(sparse.hstack([Xbd, D], format="csc"))
+        pad = np.zeros(D.shape[1])
+        frame = audit(Xs, np.concatenate([zz[orig], pad]), np.concatenate([supp[tab, orig], pad.astype(bool)]),
+                      primary=np.concatenate([prim[orig], pad.astype(bool)]),
+                      **_pick(requirements, n, orig, D.shape[1]))
+        c = frame["cell"].to_numpy()
+        t, o = tab[c], orig[c]
+        lo[t, o], up[t, o], ok[t, o] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
+        return lo, up, ok
+    for t, (cols, Xt, _st, _rows) in enumerate(blocks):
+        frame = audit(Xt, zz[cols], supp[t, cols], primary=prim[cols], **_pick(requirements, n, cols, 0))
+        c = cols[frame["cell"].to_numpy()]
+        lo[t, c], up[t, c], ok[t, c] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
+    return lo, up, ok
+
+
+def _pick(requirements: dict[str, Any], n: int, cols: np.ndarray, pad: int) -> dict[str, Any]:
+    """The requirements at the columns ``cols`` (arrays of one value per column of X), with
+    ``pad`` zeros for the columns of the copies' differences."""
+    out = {}
+    for k, v in requirements.items():
+        a = None if v is None or np.isscalar(v) else np.asarray(v)
+        if a is not None and a.ndim == 1 and a.size == n and k not in ("lower", "upper"):
+            out[k] = np.concatenate([a[cols], np.zeros(pad, dtype=a.dtype)])
+        else:
+            out[k] = v
+    return out
+
+
+def shared_cells_agree(values: list[Any], members: list[Any], *, names: list[str] | None = None,
+                       labels: list[str] | None = None, tol: float = 1e-9) -> None:
+    """InputError when linked tables give a common cell different values: ``values`` per table
+    one value per column of the combined cells (the table's own, NaN outside it), ``members``
+    its cells (with :func:`copies_by_records`: the copies of a cell under other codes count),
+    ``names`` the tables and ``labels`` the cells for the message."""
+    vals = [np.asarray(v, dtype=float) for v in values]
+    masks = [np.asarray(mb, dtype=bool) for mb in members]
+    names = names or [f"table {t + 1}" for t in range(len(vals))]
+    for a in range(len(vals)):
+        for b in range(a + 1, len(vals)):
+            both = masks[a] & masks[b]
+            va, vb = vals[a][both], vals[b][both]
+            scale = np.maximum(1.0, np.maximum(np.abs(va), np.abs(vb)))
+            bad = np.flatnonzero(~(np.abs(va - vb) <= tol * scale) & ~(np.isnan(va) & np.isnan(vb)))
+            if bad.size:
+                c = int(np.flatnonzero(both)[bad[0]])
+                cell = labels[c] if labels is not None else f"cell {c}"
+                raise InputError(f"linked tables {names[a]!r} and {names[b]!r} disagree on their common cell {cell}: "
+                                 f"{vals[a][c]:g} in {names[a]!r}, {vals[b][c]:g} in {names[b]!r} "
+                                 f"({bad.size} common cells differ)")
