@@ -97,6 +97,8 @@ class Suppression:
         global mode), or each table from its own inner cells (``linked``)."""
         from protab.suppression.linked import LINKED_MODES
 
+        if len({s.where for s in specs if isinstance(s, TableSpec)}) > 1:  # their common cells may disagree
+            _check_shared(self, table, specs)
         combined = linked_spec(specs)
         if args["cost"] is not None and not isinstance(args["cost"], str):
             raise SpecError("suppress: linked tables take cost='frequency' or 'value', not one number per cell")
@@ -434,7 +436,21 @@ def linked_spec(specs: Sequence[TableSpec]) -> TableSpec:
                 )
             dims.setdefault(d.column, d.hierarchy)
     return union_spec(specs, weight=first.weight, sums=first.sums, freq=first.freq, null_code=first.null_code,
-                      total=first.total, drop_empty=first.drop_empty, null_sums=first.null_sums)
+                      total=first.total, drop_empty=first.drop_empty, null_sums=first.null_sums, where=first.where)
+
+
+def _check_shared(session: Any, table: str, specs: Sequence[TableSpec]) -> None:
+    """Linked tables with different ``where`` filters: InputError naming two tables and a common
+    cell they give different values (:func:`check_shared_cells`), else SpecError (one table of
+    cells is built from one set of records)."""
+    from protab.suppression.linked import check_shared_cells
+
+    first = specs[0]
+    values = ["n"] + (["w"] if first.weight else []) + list(first.sums)
+    frames = [session.tabulate(table, s) for s in specs]
+    check_shared_cells(frames, [list(s.columns) for s in specs], values,
+                       names=[f"table {t + 1} ({' x '.join(s.columns)})" for t, s in enumerate(specs)])
+    raise SpecError("suppress: linked tables must have the same where filter (one table of cells is built)")
 
 
 def cells_of(frame: pl.DataFrame, combined: TableSpec, spec: TableSpec) -> pl.DataFrame:

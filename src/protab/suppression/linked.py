@@ -26,8 +26,8 @@ Iceland is all of nonEU), and such a cell belongs to every table that has any of
 
 :func:`linked_intervals` gives the attacker's intervals per mode: per table for local and
 consistent (each table's own equations), on the joint system (the tables side by side and the
-copies' equality) for super-consistent. :func:`shared_cells_agree` refuses linked tables whose
-common cells have different values.
+copies' equality) for super-consistent. :func:`check_shared_cells` refuses linked tables whose
+common cells have different values (tabulated under different ``where`` filters).
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ from scipy import sparse
 from protab.errors import InputError, SpecError
 from protab.suppression._suppression_inputs import _as_int_csc
 
-__all__ = ["INTERVAL_SYSTEMS", "LINKED_MODES", "copies_by_records", "gauss_linked", "linked_intervals",
-           "shared_cells_agree"]
+__all__ = ["INTERVAL_SYSTEMS", "LINKED_MODES", "copies_by_records", "gauss_linked", "check_shared_cells", "linked_intervals"]
 
 LINKED_MODES = ("global", "local", "consistent", "super-consistent")
 _NOT_IMPLEMENTED = ("back-tracking", "local-bdiag")
@@ -284,24 +283,32 @@ def _pick(requirements: dict[str, Any], n: int, cols: np.ndarray, pad: int) -> d
     return out
 
 
-def shared_cells_agree(values: list[Any], members: list[Any], *, names: list[str] | None = None,
-                       labels: list[str] | None = None, tol: float = 1e-9) -> None:
-    """InputError when linked tables give a common cell different values: ``values`` per table
-    one value per column of the combined cells (the table's own, NaN outside it), ``members``
-    its cells (with :func:`copies_by_records`: the copies of a cell under other codes count),
-    ``names`` the tables and ``labels`` the cells for the message."""
-    vals = [np.asarray(v, dtype=float) for v in values]
-    masks = [np.asarray(mb, dtype=bool) for mb in members]
-    names = names or [f"table {t + 1}" for t in range(len(vals))]
-    for a in range(len(vals)):
-        for b in range(a + 1, len(vals)):
-            both = masks[a] & masks[b]
-            va, vb = vals[a][both], vals[b][both]
-            scale = np.maximum(1.0, np.maximum(np.abs(va), np.abs(vb)))
-            bad = np.flatnonzero(~(np.abs(va - vb) <= tol * scale) & ~(np.isnan(va) & np.isnan(vb)))
-            if bad.size:
-                c = int(np.flatnonzero(both)[bad[0]])
-                cell = labels[c] if labels is not None else f"cell {c}"
-                raise InputError(f"linked tables {names[a]!r} and {names[b]!r} disagree on their common cell {cell}: "
-                                 f"{vals[a][c]:g} in {names[a]!r}, {vals[b][c]:g} in {names[b]!r} "
-                                 f"({bad.size} common cells differ)")
+def check_shared_cells(frames: list[Any], columns: list[list[str]], values: list[str],
+                       names: list[str] | None = None) -> None:
+    """InputError naming two linked tables and a common cell that they give different values
+    (as from :meth:`protab.Session.tabulate` of each table, e.g. under different ``where``
+    filters): a cell of both is one whose dimensions outside the other table are at their
+    total and whose shared dimensions have the same codes. ``values``: the columns compared."""
+    import polars as pl
+
+    names = names or [f"table {t + 1}" for t in range(len(frames))]
+    for a in range(len(frames)):
+        for b in range(a + 1, len(frames)):
+            shared = [d for d in columns[a] if d in columns[b]]
+            sides = []
+            for t, other in ((a, b), (b, a)):
+                own = [d for d in columns[t] if d not in columns[other]]
+                f = frames[t].filter(pl.all_horizontal([pl.col(f"{d}_level") == 0 for d in own] or [pl.lit(True)]))
+                sides.append(f.select(*shared, *values).with_columns(_k=pl.lit(0)))
+            j = sides[0].join(sides[1], on=[*shared, "_k"], how="inner", suffix="__other")
+            differ = pl.any_horizontal([pl.col(v).cast(pl.Float64).ne_missing(pl.col(f"{v}__other").cast(pl.Float64))
+                                        for v in values])
+            bad = j.filter(differ)
+            if bad.height:
+                row = bad.row(0, named=True)
+                cell = ", ".join(f"{d}={row[d]}" for d in shared) or "the grand total"
+                what = "; ".join(f"{v} {row[v]} in {names[a]!r}, {row[f'{v}__other']} in {names[b]!r}"
+                                 for v in values if row[v] != row[f"{v}__other"])
+                raise InputError(f"linked tables {names[a]!r} and {names[b]!r} disagree on their common cell "
+                                 f"({cell}): {what} ({bad.height} common cells differ); linked tables must "
+                                 "be tabulated from the same records (the same where filter)")
