@@ -107,7 +107,7 @@ class Suppression:
             if args["audit"] or args["interval_protection"] or args["levels"] is not None:
                 out = out.with_columns(interval_system=pl.lit("joint"))
             return [cells_of(out, combined, s) for s in specs]
-        if linked not in LINKED_MODES and linked != "consistent":
+        if linked not in LINKED_MODES:
             raise SpecError(f"suppress: linked must be one of {', '.join(LINKED_MODES)}, not {linked!r}")
         if args["interval_protection"]:
             raise NotImplementedError("suppress: the interval protection of linked tables in the "
