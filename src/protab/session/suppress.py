@@ -69,14 +69,11 @@ class Suppression:
 
         Linked tables: a list of TableSpecs over the same microdata, by default suppressed as one
         table (the union of their crossings, GaussSuppression's global method): a common cell is
-        suppressed in all or none; one frame per spec; ``linked="local"``,
-        "consistent" or "super-consistent" protects each from its own inner cells
-        (:mod:`protab.suppression.linked`); the audit (``audit``, ``levels``) then gives each
-        table's intervals from its own equations (local, consistent) or from the joint system
-        (super-consistent; global: the combined table), named in ``interval_system``. Shared
-        dimensions need the same hierarchy (or none); weight, sums, freq, null_code, total and
-        drop_empty must agree. ``extend0=False``: empty cells are structural zeros (no empty
-        inner cells; frequency tables, without ``protect_zeros``).
+        suppressed in all or none; one frame per spec; ``linked="local"``, "consistent" or
+        "super-consistent" protects each from its own inner cells (:mod:`protab.suppression.linked`;
+        audit per table or joint: ``interval_system``). Shared dimensions need one hierarchy;
+        weight, sums, freq, null_code, total, drop_empty and where must agree. ``extend0=False``:
+        empty cells are structural zeros (frequency tables, without ``protect_zeros``).
         """
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
