@@ -40,37 +40,52 @@ _TOL = 1e-9
 
 
 class _Span:
-    """Residuals of every column of X modulo the span of the published columns."""
+    """Residuals of every column of X modulo the span of the published columns, with their
+    number of non-zero entries (a column can lie in a span only within that span's rows, so
+    every test looks at the rows of the block only)."""
 
     def __init__(self, X: sparse.csc_matrix) -> None:
         self.R = np.asarray(X.toarray(), dtype=float)
         self.scale = np.maximum(1.0, np.abs(self.R).max(axis=0)) if self.R.size else np.ones(X.shape[1])
+        self.nnz = np.count_nonzero(self.R, axis=0)
 
     def zero(self, cols: np.ndarray) -> np.ndarray:
         """Whether the columns are in the published span (empty residual)."""
-        return np.abs(self.R[:, cols]).max(axis=0, initial=0.0) <= _TOL * self.scale[cols]
+        return self.nnz[cols] == 0
 
     def within(self, block: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Whether each of ``cols`` lies in the published span plus the span of ``block``."""
-        if not cols.size:
-            return np.zeros(0, dtype=bool)
-        Rb = self.R[:, block]
-        U, s, _ = np.linalg.svd(Rb, full_matrices=False)
-        U = U[:, s > _TOL * max(1.0, s.max(initial=0.0))]
-        Rc = self.R[:, cols]
+        out = np.zeros(cols.size, dtype=bool)
+        rows = np.flatnonzero(np.any(self.R[:, block] != 0, axis=1))
+        if not cols.size or not rows.size:
+            return out
+        inside = np.count_nonzero(self.R[np.ix_(rows, cols)], axis=0)
+        maybe = np.flatnonzero((inside == self.nnz[cols]) & (self.nnz[cols] > 0))
+        if not maybe.size:
+            return out
+        U, sv, _ = np.linalg.svd(self.R[np.ix_(rows, block)], full_matrices=False)
+        U = U[:, sv > _TOL * max(1.0, sv.max(initial=0.0))]
+        Rc = self.R[np.ix_(rows, cols[maybe])]
         res = Rc - U @ (U.T @ Rc)
-        return np.abs(res).max(axis=0, initial=0.0) <= 1e-7 * self.scale[cols]
+        out[maybe] = np.abs(res).max(axis=0, initial=0.0) <= 1e-7 * self.scale[cols[maybe]]
+        return out
 
     def publish(self, cols: np.ndarray) -> None:
-        """Add the columns to the published span (one pivot step each)."""
+        """Add the columns to the published span (one pivot step each, on the columns that
+        have the pivot row)."""
         for c in cols:
+            if self.nnz[c] == 0:
+                continue
             r = self.R[:, c]
             p = int(np.argmax(np.abs(r)))
-            if abs(r[p]) <= _TOL * self.scale[c]:
-                continue
-            r = r / r[p]
-            self.R -= np.outer(r, self.R[p, :])
-            self.R[np.abs(self.R) <= _TOL * 1e-3] = 0.0
+            hit = np.flatnonzero(r)
+            r = r[hit] / r[p]
+            touched = np.flatnonzero(self.R[p] != 0)
+            block = self.R[np.ix_(hit, touched)] - np.outer(r, self.R[p, touched])
+            block[np.abs(block) <= _TOL * self.scale[touched]] = 0.0
+            self.R[np.ix_(hit, touched)] = block
+            self.R[p, touched] = 0.0
+            self.nnz[touched] = np.count_nonzero(self.R[:, touched], axis=0)
 
 
 def consistent_elimination(X: sparse.csc_matrix, protect: np.ndarray, never: np.ndarray, order: np.ndarray,
