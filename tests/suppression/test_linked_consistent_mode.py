@@ -129,3 +129,12 @@ def test_consistent_mode_refuses_singleton_methods():
     with pytest.raises(NotImplementedError, match="singleton"):
         gauss_linked(X, np.ones(3), np.array([True, False, False]), [np.ones(3, bool)], mode="consistent",
                      candidates=np.arange(3), singleton=np.ones(3, bool), singleton_method="anySum")
+
+
+def test_consistent_mode_refuses_tables_past_its_dense_limit(monkeypatch):
+    """The residuals are dense: past the limit a SpecError names the size and the other modes."""
+    import protab.suppression._linked_consistent as lc
+
+    monkeypatch.setattr(lc, "_MAX_ENTRIES", 50)
+    with pytest.raises(pt.SpecError, match="super-consistent"):
+        _vignette()
