@@ -111,13 +111,13 @@ def test_linked_mode_arguments_are_checked():
     with pt.Session(":memory:") as s:
         s.register("t", data)
         specs = [pt.TableSpec(["a"]), pt.TableSpec(["a", "b"])]
-        with pytest.raises(NotImplementedError, match="consistent"):
-            s.suppress("t", specs, min_frequency=2, linked="consistent")
+        with pytest.raises(pt.SpecError, match="linked must be"):
+            s.suppress("t", specs, min_frequency=2, linked="back-tracking")
         with pytest.raises(pt.SpecError, match="linked must be"):
             s.suppress("t", specs, min_frequency=2, linked="loose")
         with pytest.raises(pt.SpecError, match="list of TableSpecs"):
             s.suppress("t", specs[0], min_frequency=2, linked="local")
-        with pytest.raises(NotImplementedError, match="audit"):
-            s.suppress("t", specs, min_frequency=2, linked="local", audit=True)
+        with pytest.raises(NotImplementedError, match="interval protection"):
+            s.suppress("t", specs, min_frequency=2, linked="local", interval_protection=True)
         with pytest.raises(pt.SpecError, match="extend0"):
             s.suppress("t", specs[0], min_frequency=2, extend0=False, protect_zeros=True)

@@ -69,11 +69,11 @@ class Suppression:
 
         Linked tables: a list of TableSpecs over the same microdata, by default suppressed as one
         table (the union of their crossings, GaussSuppression's global method): a common cell is
-        suppressed in all or none; one frame per spec; ``linked="local"`` or "super-consistent"
-        protects each from its own inner cells (:mod:`protab.suppression.linked`). Shared
-        dimensions need the same hierarchy (or none); weight, sums, freq, null_code, total and
-        drop_empty must agree. ``extend0=False``: empty cells are structural zeros (no empty
-        inner cells; frequency tables, without ``protect_zeros``).
+        suppressed in all or none; one frame per spec; ``linked="local"``, "consistent" or
+        "super-consistent" protects each from its own inner cells (:mod:`protab.suppression.linked`;
+        audit per table or joint: ``interval_system``). Shared dimensions need one hierarchy;
+        weight, sums, freq, null_code, total, drop_empty and where must agree. ``extend0=False``:
+        empty cells are structural zeros (frequency tables, without ``protect_zeros``).
         """
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
@@ -94,18 +94,24 @@ class Suppression:
         global mode), or each table from its own inner cells (``linked``)."""
         from protab.suppression.linked import LINKED_MODES
 
+        if len({s.where for s in specs if isinstance(s, TableSpec)}) > 1:  # their common cells may disagree
+            _check_shared(self, table, specs)
         combined = linked_spec(specs)
         if args["cost"] is not None and not isinstance(args["cost"], str):
             raise SpecError("suppress: linked tables take cost='frequency' or 'value', not one number per cell")
         if linked == "global":
             out = self.suppress(table, combined, **args)
+            if args["audit"] or args["interval_protection"] or args["levels"] is not None:
+                out = out.with_columns(interval_system=pl.lit("joint"))
             return [cells_of(out, combined, s) for s in specs]
-        if linked not in LINKED_MODES and linked != "consistent":
+        if linked not in LINKED_MODES:
             raise SpecError(f"suppress: linked must be one of {', '.join(LINKED_MODES)}, not {linked!r}")
-        if args["audit"] or args["interval_protection"] or args["levels"] is not None:
-            raise NotImplementedError("suppress: the audit and interval protection of linked tables in the "
-                                      f"{linked!r} mode are not implemented; use linked='global'")
-        _check_suppress(combined, args["rules"], args["min_frequency"], args["protect_zeros"], False, False, None)
+        if args["interval_protection"]:
+            raise NotImplementedError("suppress: the interval protection of linked tables in the "
+                                      f"{linked!r} mode is not implemented; use linked='global'")
+        _check_suppress(combined, args["rules"], args["min_frequency"], args["protect_zeros"], args["audit"],
+                        False, args["protection_range"])
+        _check_levels(combined, args["rules"], args["levels"])
         _check_extend0(combined, args["protect_zeros"], args["extend0"])
         return self._suppress_one(table, combined, **args, linked=(specs, linked))  # type: ignore[return-value]
 
@@ -127,8 +133,12 @@ class Suppression:
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
         if linked is not None:
+            req = None
+            if audit or levels is not None:
+                z = published[spec.sums[0] if spec.sums else "n"].fill_null(0).to_numpy().astype(float)
+                req = _audit_requirements(spec, rules, facts, z, primary | forced_mask, protection_range, levels)
             return _linked_frames(spec, linked, X, inner, published, primary | forced_mask, order, forced_mask,
-                                  never_mask, singleton, singleton_method or method)
+                                  never_mask, singleton, singleton_method or method, req)
         suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
                            forced=forced_mask, never=never_mask, singleton=singleton,
                            singleton_method=singleton_method or method)
@@ -257,10 +267,11 @@ def _check_extend0(spec: TableSpec, protect_zeros: bool, extend0: Any) -> None:
 
 def _linked_frames(spec: TableSpec, linked: Any, X: Any, inner: pl.DataFrame, published: pl.DataFrame,
                    primary: np.ndarray, order: np.ndarray, forced: np.ndarray, never: np.ndarray,
-                   singleton: np.ndarray, method: str) -> list[pl.DataFrame]:
+                   singleton: np.ndarray, method: str, req: dict[str, Any] | None = None) -> list[pl.DataFrame]:
     """The frames of linked tables protected in ``linked[1]`` mode (:func:`gauss_linked`):
-    every table with its own decisions, cut from the combined table ``spec``."""
-    from protab.suppression.linked import copies_by_records, gauss_linked
+    every table with its own decisions, cut from the combined table ``spec``; with ``req``
+    (the audit's requirements) the intervals of the mode (:func:`linked_intervals`)."""
+    from protab.suppression.linked import INTERVAL_SYSTEMS, copies_by_records, gauss_linked, linked_intervals
 
     specs, mode = linked
     cells = published.with_row_index("_cell")
@@ -274,6 +285,12 @@ def _linked_frames(spec: TableSpec, linked: Any, X: Any, inner: pl.DataFrame, pu
     freq = None if spec.sums else inner["n"].to_numpy().astype(float)
     supp = gauss_linked(X, value, primary, members, mode=mode, candidates=order, forced=forced, never=never,
                         singleton=singleton, singleton_method=method, inner_freq=freq)
+    audit_cols: list[list[pl.Series]] = [[] for _ in specs]
+    if req is not None:
+        lo, up, ok = linked_intervals(X, value, supp, members, mode=mode, primary=primary, **req)
+        audit_cols = [[pl.Series("lo", lo[t]), pl.Series("up", up[t]), pl.Series("protected", ok[t]),
+                       pl.Series("interval_system", [INTERVAL_SYSTEMS[mode]] * published.height)]
+                      for t in range(len(specs))]
     values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
     out = []
     for t, s in enumerate(specs):
@@ -281,7 +298,7 @@ def _linked_frames(spec: TableSpec, linked: Any, X: Any, inner: pl.DataFrame, pu
         label = np.where(primary, "primary", np.where(supp[t], "secondary", "no"))
         frame = cells.with_columns(
             [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in cells.columns]
-            + [pl.Series("suppressed", label)])
+            + [pl.Series("suppressed", label)] + audit_cols[t])
         out.append(cells_of(frame, spec, s).drop("_cell"))
     return out
 
@@ -416,7 +433,21 @@ def linked_spec(specs: Sequence[TableSpec]) -> TableSpec:
                 )
             dims.setdefault(d.column, d.hierarchy)
     return union_spec(specs, weight=first.weight, sums=first.sums, freq=first.freq, null_code=first.null_code,
-                      total=first.total, drop_empty=first.drop_empty, null_sums=first.null_sums)
+                      total=first.total, drop_empty=first.drop_empty, null_sums=first.null_sums, where=first.where)
+
+
+def _check_shared(session: Any, table: str, specs: Sequence[TableSpec]) -> None:
+    """Linked tables with different ``where`` filters: InputError naming two tables and a common
+    cell they give different values (:func:`check_shared_cells`), else SpecError (one table of
+    cells is built from one set of records)."""
+    from protab.suppression.linked import check_shared_cells
+
+    first = specs[0]
+    values = ["n"] + (["w"] if first.weight else []) + list(first.sums)
+    frames = [session.tabulate(table, s) for s in specs]
+    check_shared_cells(frames, [list(s.columns) for s in specs], values,
+                       names=[f"table {t + 1} ({' x '.join(s.columns)})" for t, s in enumerate(specs)])
+    raise SpecError("suppress: linked tables must have the same where filter (one table of cells is built)")
 
 
 def cells_of(frame: pl.DataFrame, combined: TableSpec, spec: TableSpec) -> pl.DataFrame:

@@ -20,8 +20,14 @@ Iceland is all of nonEU), and such a cell belongs to every table that has any of
   the equations of all tables together, but the tables' inner cells are not combined as in the
   global mode.
 
-The package's ``"consistent"`` mode (common cells suppressed alike without their equality as
-knowledge) is not implemented here.
+* ``"consistent"``: the tables side by side with the copies of every common cell suppressed
+  or published together, without their equality as the attacker's knowledge (the package's
+  ``cell_grouping``; :mod:`protab.suppression._linked_consistent`).
+
+:func:`linked_intervals` gives the attacker's intervals per mode: per table for local and
+consistent (each table's own equations), on the joint system (the tables side by side and the
+copies' equality) for super-consistent. :func:`check_shared_cells` refuses linked tables whose
+common cells have different values (tabulated under different ``where`` filters).
 """
 
 from __future__ import annotations
@@ -31,13 +37,13 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from protab.errors import SpecError
+from protab.errors import InputError, SpecError
 from protab.suppression._suppression_inputs import _as_int_csc
 
-__all__ = ["LINKED_MODES", "copies_by_records", "gauss_linked"]
+__all__ = ["INTERVAL_SYSTEMS", "LINKED_MODES", "copies_by_records", "gauss_linked", "check_shared_cells", "linked_intervals"]
 
-LINKED_MODES = ("global", "local", "super-consistent")
-_NOT_IMPLEMENTED = ("consistent", "back-tracking", "local-bdiag")
+LINKED_MODES = ("global", "local", "consistent", "super-consistent")
+_NOT_IMPLEMENTED = ("back-tracking", "local-bdiag")
 
 
 def _column_classes(X: sparse.csc_matrix) -> np.ndarray:
@@ -110,7 +116,7 @@ def gauss_linked(X: Any, z: Any, primary: Any, members: list[Any], *, mode: str,
     if mode in _NOT_IMPLEMENTED:
         raise NotImplementedError(f"linked tables: mode {mode!r} is not implemented; use one of "
                                   f"{', '.join(LINKED_MODES)}")
-    if mode not in ("local", "super-consistent"):
+    if mode not in ("local", "consistent", "super-consistent"):
         raise SpecError(f"linked tables: unknown mode {mode!r}; use one of {', '.join(LINKED_MODES)}")
     W = _as_int_csc(X, "linked tables")
     m_rows, n = W.shape
@@ -139,6 +145,8 @@ def gauss_linked(X: Any, z: Any, primary: Any, members: list[Any], *, mode: str,
                          singleton=st, singleton_method=singleton_method, auto=(False, True))
             out[t, cols] = got
         return out
+    if mode == "consistent":
+        return _consistent(blocks, prim | forc, nev, order, singleton_method, out)
     return _super_consistent(blocks, zz, prim, forc, nev, order, singleton_method, out)
 
 
@@ -170,17 +178,37 @@ def block_diagonal(blocks: list[tuple[np.ndarray, sparse.csc_matrix, np.ndarray,
     return Xbd, orig, tab, D
 
 
+def _copy_order(orig: np.ndarray, tab: np.ndarray, order: np.ndarray, n: int) -> np.ndarray:
+    """Every copy of each combined cell in the combined order, copies in table order."""
+    rank = np.full(n, np.iinfo(np.int64).max)
+    rank[order] = np.arange(order.size)
+    cand = np.lexsort((tab, rank[orig]))
+    return cand[rank[orig][cand] < np.iinfo(np.int64).max]
+
+
+def _consistent(blocks: list, protect: np.ndarray, nev: np.ndarray, order: np.ndarray, method: str,
+                out: np.ndarray) -> np.ndarray:
+    from protab.suppression._linked_consistent import consistent_elimination
+
+    sing = np.concatenate([b[2] for b in blocks])
+    if method != "none" and sing.any():
+        raise NotImplementedError("linked tables: the 'consistent' mode has no singleton method; pass "
+                                  "singleton_method='none' or use 'super-consistent'")
+    Xbd, orig, tab, _ = block_diagonal(blocks)
+    copies = np.bincount(orig, minlength=out.shape[1])
+    group = np.where(copies[orig] > 1, orig, -1)
+    got = consistent_elimination(Xbd, protect[orig], nev[orig], _copy_order(orig, tab, order, out.shape[1]), group)
+    out[tab, orig] = got
+    return out
+
+
 def _super_consistent(blocks: list, z: np.ndarray, prim: np.ndarray, forc: np.ndarray, nev: np.ndarray,
                       order: np.ndarray, method: str, out: np.ndarray) -> np.ndarray:
     from protab.suppression.gauss import _gauss
 
     Xbd, orig, tab, D = block_diagonal(blocks)
     nb = orig.size
-    # candidates: every copy of each combined cell in the combined order, copies in table order
-    rank = np.full(out.shape[1], np.iinfo(np.int64).max)
-    rank[order] = np.arange(order.size)
-    cand = np.lexsort((tab, rank[orig]))
-    cand = cand[rank[orig][cand] < np.iinfo(np.int64).max]
+    cand = _copy_order(orig, tab, order, out.shape[1])
     Xs = sparse.csc_matrix(sparse.hstack([Xbd, D], format="csc"), dtype=np.int64)
     never = np.concatenate([nev[orig], np.ones(D.shape[1], dtype=bool)])
     zs = np.concatenate([z[orig], np.zeros(D.shape[1])])
@@ -191,3 +219,96 @@ def _super_consistent(blocks: list, z: np.ndarray, prim: np.ndarray, forc: np.nd
                  singleton=sing, singleton_method=method, auto=(False, False))
     out[tab, orig] = got[:nb]
     return out
+
+
+INTERVAL_SYSTEMS = {"global": "joint", "super-consistent": "joint", "local": "table", "consistent": "table"}
+
+
+def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any], *, mode: str,
+                     primary: Any = None, **requirements: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The attacker's intervals of linked tables protected in ``mode``: (lo, up, protected),
+    each tables × columns of X (NaN / True outside a table's suppressed cells).
+
+    ``suppressed``: one mask per table (rows, as :func:`gauss_linked` returns); ``members``: the
+    tables' cells (with :func:`copies_by_records`). ``"local"`` and ``"consistent"``: each
+    table from its own equations (its cells over its own inner cells), as the attacker of one
+    table; ``"super-consistent"``: the joint system, the tables side by side with the copies of
+    every common cell known to be equal (``INTERVAL_SYSTEMS`` names which). The requirements
+    are those of :func:`protab.suppression.audit` (one value per column of X, or scalars)."""
+    from protab.suppression.intervals import audit
+
+    if mode not in ("local", "consistent", "super-consistent"):
+        raise SpecError(f"linked intervals: mode must be local, consistent or super-consistent, not {mode!r}")
+    W = _as_int_csc(X, "linked tables")
+    m_rows, n = W.shape
+    zz = np.asarray(z, dtype=float)
+    supp = np.asarray(suppressed, dtype=bool)
+    prim = supp.any(axis=0) if primary is None else _mask(primary, n)
+    blocks = []
+    for mb in members:
+        cols = np.flatnonzero(np.asarray(mb, dtype=bool))
+        Xt, st, rows = _table_rows(W[:, cols], np.zeros(m_rows, dtype=bool))
+        blocks.append((cols, Xt, st, rows))
+    lo = np.full(supp.shape, np.nan)
+    up = np.full(supp.shape, np.nan)
+    ok = np.ones(supp.shape, dtype=bool)
+    if mode == "super-consistent":
+        Xbd, orig, tab, D = block_diagonal(blocks)
+        Xs = sparse.csc_matrix(sparse.hstack([Xbd, D], format="csc"))
+        pad = np.zeros(D.shape[1])
+        frame = audit(Xs, np.concatenate([zz[orig], pad]), np.concatenate([supp[tab, orig], pad.astype(bool)]),
+                      primary=np.concatenate([prim[orig], pad.astype(bool)]),
+                      **_pick(requirements, n, orig, D.shape[1]))
+        c = frame["cell"].to_numpy()
+        t, o = tab[c], orig[c]
+        lo[t, o], up[t, o], ok[t, o] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
+        return lo, up, ok
+    for t, (cols, Xt, _st, _rows) in enumerate(blocks):
+        frame = audit(Xt, zz[cols], supp[t, cols], primary=prim[cols], **_pick(requirements, n, cols, 0))
+        c = cols[frame["cell"].to_numpy()]
+        lo[t, c], up[t, c], ok[t, c] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
+    return lo, up, ok
+
+
+def _pick(requirements: dict[str, Any], n: int, cols: np.ndarray, pad: int) -> dict[str, Any]:
+    """The requirements at the columns ``cols`` (arrays of one value per column of X), with
+    ``pad`` zeros for the columns of the copies' differences."""
+    out = {}
+    for k, v in requirements.items():
+        a = None if v is None or np.isscalar(v) else np.asarray(v)
+        if a is not None and a.ndim == 1 and a.size == n and k not in ("lower", "upper"):
+            out[k] = np.concatenate([a[cols], np.zeros(pad, dtype=a.dtype)])
+        else:
+            out[k] = v
+    return out
+
+
+def check_shared_cells(frames: list[Any], columns: list[list[str]], values: list[str],
+                       names: list[str] | None = None) -> None:
+    """InputError naming two linked tables and a common cell that they give different values
+    (as from :meth:`protab.Session.tabulate` of each table, e.g. under different ``where``
+    filters): a cell of both is one whose dimensions outside the other table are at their
+    total and whose shared dimensions have the same codes. ``values``: the columns compared."""
+    import polars as pl
+
+    names = names or [f"table {t + 1}" for t in range(len(frames))]
+    for a in range(len(frames)):
+        for b in range(a + 1, len(frames)):
+            shared = [d for d in columns[a] if d in columns[b]]
+            sides = []
+            for t, other in ((a, b), (b, a)):
+                own = [d for d in columns[t] if d not in columns[other]]
+                f = frames[t].filter(pl.all_horizontal([pl.col(f"{d}_level") == 0 for d in own] or [pl.lit(True)]))
+                sides.append(f.select(*shared, *values).with_columns(_k=pl.lit(0)))
+            j = sides[0].join(sides[1], on=[*shared, "_k"], how="inner", suffix="__other")
+            differ = pl.any_horizontal([pl.col(v).cast(pl.Float64).ne_missing(pl.col(f"{v}__other").cast(pl.Float64))
+                                        for v in values])
+            bad = j.filter(differ)
+            if bad.height:
+                row = bad.row(0, named=True)
+                cell = ", ".join(f"{d}={row[d]}" for d in shared) or "the grand total"
+                what = "; ".join(f"{v} {row[v]} in {names[a]!r}, {row[f'{v}__other']} in {names[b]!r}"
+                                 for v in values if row[v] != row[f"{v}__other"])
+                raise InputError(f"linked tables {names[a]!r} and {names[b]!r} disagree on their common cell "
+                                 f"({cell}): {what} ({bad.height} common cells differ); linked tables must "
+                                 "be tabulated from the same records (the same where filter)")
