@@ -101,7 +101,7 @@ class Suppression:
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
                     extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
                     k_disclosure=k_disclosure, previous=previous)
-        if (direct_disclosure is not None or k_disclosure is not None) and min_frequency is None:
+        if (direct_disclosure is not None or k_disclosure is not None) and min_frequency is None and rules is None:
             args["min_frequency"] = 1  # no small-count primaries: the disclosure rules decide
         if isinstance(spec, (list, tuple)):
             return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
