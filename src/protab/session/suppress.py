@@ -19,7 +19,9 @@ from protab.session.suppress_disclosure import (
     check_disclosure,
     disclosure_cells,
     gauss_extra,
+    of_args,
     previous_cells,
+    rule_min_frequency,
 )
 from protab.table import TableSpec, union_spec
 
@@ -52,10 +54,7 @@ class Suppression:
         levels: "ProtectionLevels | None" = None,
         linked: str = "global",
         extend0: bool | None = None,
-        direct_disclosure: Any = None,
-        coalition: int = 1,
-        k_disclosure: int | None = None,
-        previous: Any = None,
+        direct_disclosure: Any = None, coalition: int = 1, k_disclosure: int | None = None, previous: Any = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -85,33 +84,29 @@ class Suppression:
         dimensions need the same hierarchy (or none); weight, sums, freq, null_code, total and
         drop_empty must agree. ``extend0=False``: empty cells are structural zeros (no empty
         inner cells; frequency tables, without ``protect_zeros``).
-
-        Attribute disclosure (frequency tables; :mod:`protab.suppression.disclosure`):
-        ``direct_disclosure`` (a dimension, a list, or True for all) makes a category cell
-        primary when it holds all but at most ``coalition`` of its row along that dimension;
-        ``k_disclosure=k`` protects every difference of a cell and a cell inside it that is k or
-        less (GaussSuppression's SuppressDirectDisclosure and SuppressKDisclosure; min_frequency
-        is then optional). ``previous``: a frame of an earlier release (dimension columns and
-        ``suppressed``, e.g. this method's output): its suppressed cells stay suppressed, its
-        published cells stay published and are never primary (GaussSuppression's
-        AdditionalSuppression).
+        ``direct_disclosure``/``coalition``, ``k_disclosure``, ``previous``: attribute disclosure and
+        an earlier release's pattern (methods §6.4; :mod:`protab.session.suppress_disclosure`).
         """
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
                     extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
                     k_disclosure=k_disclosure, previous=previous)
-        if (direct_disclosure is not None or k_disclosure is not None) and min_frequency is None and rules is None:
-            args["min_frequency"] = 1  # no small-count primaries: the disclosure rules decide
+        return self._suppress_checked(table, spec, linked, args)
+
+    def _suppress_checked(self, table: str, spec: Any, linked: str, args: dict[str, Any]) -> Any:
+        """:meth:`suppress` after its arguments are gathered in ``args``: checked, then one table
+        or linked tables."""
+        args["min_frequency"] = rule_min_frequency(args)
         if isinstance(spec, (list, tuple)):
             return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
         if linked != "global":
             raise SpecError("suppress: linked= is for a list of TableSpecs (linked tables)")
-        _check_extend0(spec, protect_zeros, extend0)
-        _check_suppress(spec, rules, args["min_frequency"], protect_zeros, audit, interval_protection, protection_range)
-        _check_levels(spec, rules, levels)
-        check_disclosure(spec, Disclosure(direct_disclosure, coalition, k_disclosure, previous), protect_zeros, audit,
-                         interval_protection, levels)
+        _check_extend0(spec, args["protect_zeros"], args["extend0"])
+        _check_suppress(spec, args["rules"], args["min_frequency"], args["protect_zeros"], args["audit"],
+                        args["interval_protection"], args["protection_range"])
+        _check_levels(spec, args["rules"], args["levels"])
+        check_disclosure(spec, args)
         return self._suppress_one(table, spec, **args)
 
     def _suppress_linked(self, table: str, specs: Sequence[TableSpec], linked: str,
@@ -128,7 +123,7 @@ class Suppression:
             return [cells_of(out, combined, s) for s in specs]
         if linked not in LINKED_MODES and linked != "consistent":
             raise SpecError(f"suppress: linked must be one of {', '.join(LINKED_MODES)}, not {linked!r}")
-        if Disclosure(args["direct_disclosure"], 1, args["k_disclosure"], args["previous"]).active:
+        if of_args(args).active:
             raise NotImplementedError(f"suppress: disclosure rules and previous= in the {linked!r} mode of linked "
                                       "tables are not implemented; use linked='global'")
         if args["audit"] or args["interval_protection"] or args["levels"] is not None:

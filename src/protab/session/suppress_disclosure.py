@@ -37,9 +37,24 @@ class Disclosure:
         return self.rules or self.previous is not None
 
 
-def check_disclosure(spec: Any, d: Disclosure, protect_zeros: bool, audit: bool, interval_protection: Any,
-                     levels: Any) -> None:
+def of_args(args: dict[str, Any]) -> Disclosure:
+    """The disclosure keywords among the arguments of :meth:`protab.Session.suppress`."""
+    return Disclosure(args["direct_disclosure"], args["coalition"], args["k_disclosure"], args["previous"])
+
+
+def rule_min_frequency(args: dict[str, Any]) -> Any:
+    """``min_frequency``, or 1 (no small-count primary cells) for a frequency table given only a
+    disclosure rule: the rule decides."""
+    if of_args(args).rules and args["min_frequency"] is None and args["rules"] is None:
+        return 1
+    return args["min_frequency"]
+
+
+def check_disclosure(spec: Any, args: dict[str, Any]) -> None:
     """SpecError for disclosure keywords that do not fit the table or each other."""
+    d = of_args(args)
+    protect_zeros, audit, levels = args["protect_zeros"], args["audit"], args["levels"]
+    interval_protection = args["interval_protection"]
     if not d.rules:
         return
     if spec.sums:
