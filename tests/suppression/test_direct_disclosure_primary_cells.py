@@ -112,6 +112,7 @@ def test_min_frequency_adds_its_small_cells_to_the_disclosive_ones():
     (dict(direct_disclosure=True, coalition=-1), "coalition must be a whole number of 0 or more"),
     (dict(direct_disclosure=True, protect_zeros=True), "do not protect zeros"),
     (dict(direct_disclosure=False), "not False"),
+    (dict(coalition=2, min_frequency=3), "coalition is the coalition of direct_disclosure"),
 ])
 def test_bad_direct_disclosure_arguments_are_refused(kw, message):
     with pytest.raises(SpecError, match=message):

@@ -55,6 +55,9 @@ def check_disclosure(spec: Any, args: dict[str, Any]) -> None:
     d = of_args(args)
     protect_zeros, audit, levels = args["protect_zeros"], args["audit"], args["levels"]
     interval_protection = args["interval_protection"]
+    if d.direct is None and d.coalition != 1:
+        raise SpecError("suppress: coalition is the coalition of direct_disclosure (k_disclosure is its own k); "
+                        "pass direct_disclosure= with it")
     if not d.rules:
         return
     if spec.sums:
@@ -141,6 +144,4 @@ def gauss_extra(X: Any, z: np.ndarray, primary: np.ndarray, extra: Any, inner_n:
     for key in ("forced", "never"):
         if kw.get(key) is not None:
             kw[key] = np.concatenate([np.asarray(kw[key], dtype=bool), pad])
-    if kw.get("candidates") is None:
-        raise SpecError("suppress: k_disclosure needs a candidate order")  # pragma: no cover - always given
     return gauss(Xe, ze, pe, **kw)[:m]
