@@ -21,6 +21,9 @@ CASES = {
     "freq": ('min_frequency = 3\nfreq = "n"', "min_frequency = 3", ("'n'", "none")),
     "min_frequency": ("min_frequency = 3", "min_frequency = 4", None),
     "protect_zeros": ("min_frequency = 3\nprotect_zeros = true", "min_frequency = 3", None),
+    "direct_disclosure": ("min_frequency = 3\ndirect_disclosure = true", "min_frequency = 3", None),
+    "coalition": ("direct_disclosure = true\ncoalition = 2", "direct_disclosure = true", None),
+    "k_disclosure": ("k_disclosure = 1", "k_disclosure = 2", None),
 }
 
 

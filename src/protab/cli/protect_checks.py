@@ -21,7 +21,10 @@ if TYPE_CHECKING:  # pragma: no cover
 #: what the suppressed tables of one source must share (their cells are built as one table,
 #: protab.session.suppress.linked_spec), the kind of value first (a sums table takes its primary
 #: cells from [rules], a count table from min_frequency: that is the conflict)
-LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty", "min_frequency", "protect_zeros")
+LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty", "min_frequency", "protect_zeros",
+               "direct_disclosure", "coalition", "k_disclosure")
+#: the keys of the attribute-disclosure rules (methods §6.4), for counts suppressed
+DISCLOSURE_KEYS = ("direct_disclosure", "coalition", "k_disclosure")
 #: the keys whose values a refusal shows (the thresholds are not shown)
 _SHOWN = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty")
 OWN_FOLDER = ("outputs are swapped in as a whole folder, so give them a folder of their own "
@@ -176,22 +179,25 @@ def _check_method_keys(t: dict[str, Any], cfg: dict[str, Any]) -> None:
     """The keys of one table fit its method."""
     name = t["name"]
     if t.get("method", "ckm") != "suppression":
-        for key in ("min_frequency", "protect_zeros", "freq"):
+        for key in ("min_frequency", "protect_zeros", "freq", *DISCLOSURE_KEYS):
             if key in t:
                 raise SpecError(f"request: table {name!r}: {key} belongs to method = \"suppression\"")
         return
     if "threshold" in t:
         raise SpecError(f"request: table {name!r}: threshold blanks perturbed counts; with "
                         "method = \"suppression\" use min_frequency")
+    if t.get("sums") and any(k in t for k in DISCLOSURE_KEYS):
+        raise SpecError(f"request: table {name!r}: {', '.join(k for k in DISCLOSURE_KEYS if k in t)} "
+                        "judge counts; a table with sums takes its primary cells from [rules]")
     if t.get("sums"):
         if "rules" not in cfg:
             raise SpecError(f"request: table {name!r} suppresses cells of sums: add a [rules] section")
         if "min_frequency" in t:
             raise SpecError(f"request: table {name!r}: with sums the primary cells come from [rules] "
                             "(min_frequency goes there)")
-    elif "min_frequency" not in t:
-        raise SpecError(f"request: table {name!r} (method = \"suppression\") needs min_frequency: "
-                        "counts from 1 to min_frequency - 1 are suppressed")
+    elif "min_frequency" not in t and not t.get("direct_disclosure") and "k_disclosure" not in t:
+        raise SpecError(f"request: table {name!r} (method = \"suppression\") needs min_frequency (counts "
+                        "from 1 to min_frequency - 1 are suppressed), direct_disclosure or k_disclosure")
 
 
 def _check_linked(group: list[dict[str, Any]]) -> None:
@@ -199,7 +205,8 @@ def _check_linked(group: list[dict[str, Any]]) -> None:
     decision), so they must agree on what is suppressed and how: name the first key they differ on."""
     if not group:
         return
-    defaults = {"sums": [], "null_sums": "error", "protect_zeros": False, "drop_empty": False}
+    defaults = {"sums": [], "null_sums": "error", "protect_zeros": False, "drop_empty": False, "coalition": 1,
+                "direct_disclosure": False}
     for key in LINKED_KEYS:
         def value(t: dict[str, Any], key: str = key) -> str:
             return repr(t.get(key, defaults.get(key)))

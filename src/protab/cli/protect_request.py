@@ -74,6 +74,10 @@ request file (TOML; paths in it are relative to the file):
                                       #   adds empty cells; with sums the primary cells come from
                                       #   [rules]; suppressed cells are written empty (no [ptable]
                                       #   needed when every table is suppressed)
+  direct_disclosure = ["diagnosis"]   #   (suppression, counts) cells holding all but `coalition`
+  coalition = 1                       #   of their row along these dimensions (or true: all) are
+  k_disclosure = 1                    #   primary; differences of k or less are protected
+                                      #   (methods §6.4; min_frequency is then optional)
   sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
   null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
 

@@ -54,8 +54,10 @@ def suppress_all(
         t0, spec0 = group[0]
         frames = s.suppress(src, [spec for _, spec in group] if len(group) > 1 else spec0,
                             rules=rules if spec0.sums else None,
-                            min_frequency=None if spec0.sums else t0["min_frequency"],
-                            protect_zeros=t0.get("protect_zeros", False))
+                            min_frequency=None if spec0.sums else t0.get("min_frequency"),
+                            protect_zeros=t0.get("protect_zeros", False),
+                            direct_disclosure=t0.get("direct_disclosure") or None, coalition=t0.get("coalition", 1),
+                            k_disclosure=t0.get("k_disclosure"))
         if len(group) == 1:
             frames = [frames]
         for (t, spec), frame in zip(group, frames):

@@ -295,6 +295,9 @@ PROTECT_TABLE = Table(
         "min_frequency": Int(1),
         "protect_zeros": Bool(),
         "freq": Str(),
+        "direct_disclosure": AnyOf([Bool(), _NAMES]),
+        "coalition": Int(0),
+        "k_disclosure": Int(1),
     },
     required=("name", "source", "dims"),
 )

@@ -14,6 +14,15 @@ import polars as pl
 
 from protab._frames import as_polars, require_columns
 from protab.errors import SpecError, show_values
+from protab.session.suppress_disclosure import (
+    Disclosure,
+    check_disclosure,
+    disclosure_cells,
+    gauss_extra,
+    of_args,
+    previous_cells,
+    rule_min_frequency,
+)
 from protab.table import TableSpec, union_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +54,7 @@ class Suppression:
         levels: "ProtectionLevels | None" = None,
         linked: str = "global",
         extend0: bool | None = None,
+        direct_disclosure: Any = None, coalition: int = 1, k_disclosure: int | None = None, previous: Any = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -74,18 +84,29 @@ class Suppression:
         audit per table or joint: ``interval_system``). Shared dimensions need one hierarchy;
         weight, sums, freq, null_code, total, drop_empty and where must agree. ``extend0=False``:
         empty cells are structural zeros (frequency tables, without ``protect_zeros``).
+        ``direct_disclosure``/``coalition``, ``k_disclosure``, ``previous``: attribute disclosure and
+        an earlier release's pattern (methods §6.4; :mod:`protab.session.suppress_disclosure`).
         """
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
-                    extend0=extend0)
+                    extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
+                    k_disclosure=k_disclosure, previous=previous)
+        return self._suppress_checked(table, spec, linked, args)
+
+    def _suppress_checked(self, table: str, spec: Any, linked: str, args: dict[str, Any]) -> Any:
+        """:meth:`suppress` after its arguments are gathered in ``args``: checked, then one table
+        or linked tables."""
+        args["min_frequency"] = rule_min_frequency(args)
         if isinstance(spec, (list, tuple)):
             return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
         if linked != "global":
             raise SpecError("suppress: linked= is for a list of TableSpecs (linked tables)")
-        _check_extend0(spec, protect_zeros, extend0)
-        _check_suppress(spec, rules, min_frequency, protect_zeros, audit, interval_protection, protection_range)
-        _check_levels(spec, rules, levels)
+        _check_extend0(spec, args["protect_zeros"], args["extend0"])
+        _check_suppress(spec, args["rules"], args["min_frequency"], args["protect_zeros"], args["audit"],
+                        args["interval_protection"], args["protection_range"])
+        _check_levels(spec, args["rules"], args["levels"])
+        check_disclosure(spec, args)
         return self._suppress_one(table, spec, **args)
 
     def _suppress_linked(self, table: str, specs: Sequence[TableSpec], linked: str,
@@ -106,6 +127,9 @@ class Suppression:
             return [cells_of(out, combined, s) for s in specs]
         if linked not in LINKED_MODES:
             raise SpecError(f"suppress: linked must be one of {', '.join(LINKED_MODES)}, not {linked!r}")
+        if of_args(args).active:
+            raise NotImplementedError(f"suppress: disclosure rules and previous= in the {linked!r} mode of linked "
+                                      "tables are not implemented; use linked='global'")
         if args["interval_protection"]:
             raise NotImplementedError("suppress: the interval protection of linked tables in the "
                                       f"{linked!r} mode is not implemented; use linked='global'")
@@ -118,20 +142,22 @@ class Suppression:
     def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
                       audit: bool, protection_range: float | None, interval_protection: bool | str,
-                      levels: Any, extend0: bool | None, linked: Any = None) -> Any:
+                      levels: Any, extend0: bool | None, linked: Any = None, direct_disclosure: Any = None,
+                      coalition: int = 1, k_disclosure: Any = None, previous: Any = None) -> Any:
         """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit
         (``linked``: (specs, mode) of linked tables in a mode other than global: their frames)."""
-        from protab.suppression import gauss
-
         X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros,
                                                               diagnostics=levels is not None and levels.rules,
                                                               extend0=extend0)
         primary, order, singleton, method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
                                                            published, facts)
+        rule = Disclosure(direct_disclosure, coalition, k_disclosure, previous)
+        primary, order, method, extra = disclosure_cells(spec, rule, X, published, primary, order, method)
         order = _candidate_order(cost, spec, X, published, order)
         dims = list(spec.columns)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
+        primary, forced_mask, never_mask = previous_cells(spec, rule, published, primary, forced_mask, never_mask)
         if linked is not None:
             req = None
             if audit or levels is not None:
@@ -139,9 +165,9 @@ class Suppression:
                 req = _audit_requirements(spec, rules, facts, z, primary | forced_mask, protection_range, levels)
             return _linked_frames(spec, linked, X, inner, published, primary | forced_mask, order, forced_mask,
                                   never_mask, singleton, singleton_method or method, req)
-        suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
-                           forced=forced_mask, never=never_mask, singleton=singleton,
-                           singleton_method=singleton_method or method)
+        suppressed = gauss_extra(X, published["n"].to_numpy().astype(float), primary, extra, inner["n"].to_numpy(),
+                                 candidates=order, forced=forced_mask, never=never_mask, singleton=singleton,
+                                 singleton_method=singleton_method or method)
         audit_cols: list[pl.Series] = []
         if audit or interval_protection or levels is not None:
             suppressed, audit_cols = self._audit_suppression(
