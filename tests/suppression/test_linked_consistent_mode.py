@@ -5,30 +5,16 @@ and the mode's invariants on random linked tables."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 import pytest
+from linked_vignette import LEVELS, T1, T2, reference_cells, suppressed_cells
 from scipy import sparse
 
 import protab as pt
 from protab.suppression import derivable
 from protab.suppression._linked_consistent import consistent_elimination
 from protab.suppression.linked import _table_rows, block_diagonal, copies_by_records, gauss_linked
-
-LEVELS = Path(__file__).resolve().parents[1] / "data" / "gauss_rules" / "levels"
-T1, T2 = ["age", "eu", "year"], ["geo", "year"]
-
-
-def _suppressed(frame: pl.DataFrame, keys: list[str]) -> list[tuple]:
-    return sorted(tuple(r) for r in frame.filter(pl.col("suppressed") != "no").select(keys).rows())
-
-
-def _reference(name: str, keys: list[str]) -> list[tuple]:
-    ref = pl.read_csv(LEVELS / f"{name}.csv", infer_schema_length=None)
-    ref = ref.with_columns(pl.col(k).cast(pl.String) for k in keys)
-    return sorted(tuple(r) for r in ref.filter(pl.col("suppressed")).select(keys).rows())
 
 
 def _vignette(mode: str = "consistent", **kw) -> list[pl.DataFrame]:
@@ -43,9 +29,9 @@ def _vignette(mode: str = "consistent", **kw) -> list[pl.DataFrame]:
 def test_consistent_mode_reproduces_the_vignette_table_2():
     """SuppressLinkedTables(linkedGauss = "consistent"): 8 cells of each table, cell for cell."""
     one, two = _vignette()
-    assert _suppressed(one, T1) == _reference("lk_vignette_consistent__table_1", T1)
-    assert _suppressed(two, T2) == _reference("lk_vignette_consistent__table_2", T2)
-    assert len(_suppressed(one, T1)) == 8 and len(_suppressed(two, T2)) == 8
+    assert suppressed_cells(one, T1) == reference_cells("lk_vignette_consistent__table_1", T1)
+    assert suppressed_cells(two, T2) == reference_cells("lk_vignette_consistent__table_2", T2)
+    assert len(suppressed_cells(one, T1)) == 8 and len(suppressed_cells(two, T2)) == 8
 
 
 def test_consistent_mode_equals_the_formula_list_run_of_the_package():
@@ -54,7 +40,7 @@ def test_consistent_mode_equals_the_formula_list_run_of_the_package():
     ref = pl.read_csv(LEVELS / "lk_vignette_formulas_consistent.csv", infer_schema_length=None).with_columns(
         pl.col("year").cast(pl.String))
     want = sorted(tuple(r) for r in ref.filter(pl.col("suppressed")).select("age", "geo", "year").rows())
-    got = [(a, e, y) for a, e, y in _suppressed(one, T1)] + [("Total", g, y) for g, y in _suppressed(two, T2)]
+    got = [(a, e, y) for a, e, y in suppressed_cells(one, T1)] + [("Total", g, y) for g, y in suppressed_cells(two, T2)]
     assert sorted(set(got)) == want
 
 

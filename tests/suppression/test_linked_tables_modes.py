@@ -4,29 +4,15 @@ Table 1 (local), Table 3 (super-consistent) and the global run; and invariants."
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 import pytest
+from linked_vignette import LEVELS, T1, T2, reference_cells, suppressed_cells
 from scipy import sparse
 
 import protab as pt
 from protab.suppression import derivable
 from protab.suppression.linked import _table_rows, block_diagonal, copies_by_records
-
-LEVELS = Path(__file__).resolve().parents[1] / "data" / "gauss_rules" / "levels"
-T1, T2 = ["age", "eu", "year"], ["geo", "year"]
-
-
-def _suppressed(frame: pl.DataFrame, keys: list[str]) -> list[tuple]:
-    return sorted(tuple(r) for r in frame.filter(pl.col("suppressed") != "no").select(keys).rows())
-
-
-def _reference(name: str, keys: list[str]) -> list[tuple]:
-    ref = pl.read_csv(LEVELS / f"{name}.csv", infer_schema_length=None)
-    ref = ref.with_columns(pl.col(k).cast(pl.String) for k in keys)
-    return sorted(tuple(r) for r in ref.filter(pl.col("suppressed")).select(keys).rows())
 
 
 def _vignette(mode: str) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -48,8 +34,8 @@ def test_linked_modes_reproduce_the_vignette_tables(mode, name):
     and Table 3 (super-consistent), cell for cell in both tables."""
     one, two = _vignette(mode)
     assert (one.height, two.height) == (29, 16)
-    assert _suppressed(one, T1) == _reference(f"{name}__table_1", T1)
-    assert _suppressed(two, T2) == _reference(f"{name}__table_2", T2)
+    assert suppressed_cells(one, T1) == reference_cells(f"{name}__table_1", T1)
+    assert suppressed_cells(two, T2) == reference_cells(f"{name}__table_2", T2)
 
 
 def test_global_mode_is_the_combined_table_and_equals_the_package():
@@ -58,7 +44,7 @@ def test_global_mode_is_the_combined_table_and_equals_the_package():
         pl.col("year").cast(pl.String))
     want = sorted(tuple(r) for r in ref.filter(pl.col("suppressed")).select("age", "geo", "year").rows())
     # the package's global table names nonEU in the geo column
-    got = [(a, e, y) for a, e, y in _suppressed(one, T1)] + [("Total", g, y) for g, y in _suppressed(two, T2)]
+    got = [(a, e, y) for a, e, y in suppressed_cells(one, T1)] + [("Total", g, y) for g, y in suppressed_cells(two, T2)]
     assert sorted(set(got)) == want
 
 
