@@ -45,6 +45,8 @@ class Suppression:
         levels: "ProtectionLevels | None" = None,
         linked: str = "global",
         extend0: bool | None = None,
+        method: str = "gauss",
+        time_limit: float | None = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -74,11 +76,20 @@ class Suppression:
         dimensions need the same hierarchy (or none); weight, sums, freq, null_code, total and
         drop_empty must agree. ``extend0=False``: empty cells are structural zeros (no empty
         inner cells; frequency tables, without ``protect_zeros``).
+
+        ``method="optimal"``: instead of the elimination, the least-cost pattern that meets every
+        primary cell's levels (MILP with cuts, :func:`protab.suppression.optimal`; ``cost``
+        "value" (default), "frequency", "cells" or per cell; ``time_limit`` seconds, after which
+        the best protecting pattern is returned with a ConvergenceWarning giving its gap); the
+        audit columns are always added.
         """
+        from protab.session.suppress_optimal import check_method
+
+        check_method(method, time_limit, linked, interval_protection)
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
-                    extend0=extend0)
+                    extend0=extend0, method=method, time_limit=time_limit)
         if isinstance(spec, (list, tuple)):
             return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
         if linked != "global":
@@ -112,7 +123,8 @@ class Suppression:
     def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
                       audit: bool, protection_range: float | None, interval_protection: bool | str,
-                      levels: Any, extend0: bool | None, linked: Any = None) -> Any:
+                      levels: Any, extend0: bool | None, linked: Any = None, method: str = "gauss",
+                      time_limit: Any = None) -> Any:
         """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit
         (``linked``: (specs, mode) of linked tables in a mode other than global: their frames)."""
         from protab.suppression import gauss
@@ -120,20 +132,26 @@ class Suppression:
         X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros,
                                                               diagnostics=levels is not None and levels.rules,
                                                               extend0=extend0)
-        primary, order, singleton, method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
+        primary, order, singleton, sing_method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
                                                            published, facts)
-        order = _candidate_order(cost, spec, X, published, order)
+        order = order if method == "optimal" else _candidate_order(cost, spec, X, published, order)
         dims = list(spec.columns)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
         if linked is not None:
             return _linked_frames(spec, linked, X, inner, published, primary | forced_mask, order, forced_mask,
-                                  never_mask, singleton, singleton_method or method)
-        suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
-                           forced=forced_mask, never=never_mask, singleton=singleton,
-                           singleton_method=singleton_method or method)
+                                  never_mask, singleton, singleton_method or sing_method)
+        if method == "optimal":
+            from protab.session.suppress_optimal import optimal_pattern
+
+            suppressed = optimal_pattern(spec, rules, X, published, facts, primary, forced_mask, never_mask, cost,
+                                         protection_range, levels, time_limit)
+        else:
+            suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
+                               forced=forced_mask, never=never_mask, singleton=singleton,
+                               singleton_method=singleton_method or sing_method)
         audit_cols: list[pl.Series] = []
-        if audit or interval_protection or levels is not None:
+        if audit or interval_protection or levels is not None or method == "optimal":
             suppressed, audit_cols = self._audit_suppression(
                 spec, rules, X, published, facts, suppressed, primary | forced_mask, protection_range,
                 interval_protection, levels=levels, order=order, never=never_mask,
