@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: what the suppressed tables of one source must share (their cells are built as one table,
 #: protab.session.suppress.linked_spec), the kind of value first (a sums table takes its primary
 #: cells from [rules], a count table from min_frequency: that is the conflict)
-LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty", "min_frequency", "protect_zeros")
+LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty", "min_frequency", "protect_zeros",
+               "suppression_method", "suppression_cost", "time_limit")
 #: the keys whose values a refusal shows (the thresholds are not shown)
 _SHOWN = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty")
 OWN_FOLDER = ("outputs are swapped in as a whole folder, so give them a folder of their own "
@@ -176,7 +177,7 @@ def _check_method_keys(t: dict[str, Any], cfg: dict[str, Any]) -> None:
     """The keys of one table fit its method."""
     name = t["name"]
     if t.get("method", "ckm") != "suppression":
-        for key in ("min_frequency", "protect_zeros", "freq"):
+        for key in ("min_frequency", "protect_zeros", "freq", "suppression_method", "suppression_cost", "time_limit"):
             if key in t:
                 raise SpecError(f"request: table {name!r}: {key} belongs to method = \"suppression\"")
         return

@@ -74,6 +74,9 @@ request file (TOML; paths in it are relative to the file):
                                       #   adds empty cells; with sums the primary cells come from
                                       #   [rules]; suppressed cells are written empty (no [ptable]
                                       #   needed when every table is suppressed)
+  suppression_method = "optimal"      #   optional: "gauss" (default, Gaussian elimination) or the
+  suppression_cost = "cells"          #   least-cost pattern ("value" default, "frequency", "cells");
+  time_limit = 600                    #   seconds for "optimal" (then the best protecting pattern)
   sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
   null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
 

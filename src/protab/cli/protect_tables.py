@@ -55,7 +55,9 @@ def suppress_all(
         frames = s.suppress(src, [spec for _, spec in group] if len(group) > 1 else spec0,
                             rules=rules if spec0.sums else None,
                             min_frequency=None if spec0.sums else t0["min_frequency"],
-                            protect_zeros=t0.get("protect_zeros", False))
+                            protect_zeros=t0.get("protect_zeros", False),
+                            method=t0.get("suppression_method", "gauss"), cost=t0.get("suppression_cost"),
+                            time_limit=t0.get("time_limit"))
         if len(group) == 1:
             frames = [frames]
         for (t, spec), frame in zip(group, frames):

@@ -295,6 +295,9 @@ PROTECT_TABLE = Table(
         "min_frequency": Int(1),
         "protect_zeros": Bool(),
         "freq": Str(),
+        "suppression_method": Str(choices=("gauss", "optimal")),
+        "suppression_cost": Str(choices=("value", "frequency", "cells")),
+        "time_limit": Num(0),
     },
     required=("name", "source", "dims"),
 )
