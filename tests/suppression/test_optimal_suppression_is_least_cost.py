@@ -21,11 +21,11 @@ def _two_way(r: int, c: int) -> sparse.csc_array:
 
 
 def _hierarchical() -> sparse.csc_array:
-    """One dimension: T = A + B, A = a1 + a2, B = b1 + b2 + b3, crossed with a flat x, y."""
-    tree = np.array([[1, 1, 0, 1, 0, 0, 0, 0], [1, 1, 0, 0, 1, 0, 0, 0], [1, 0, 1, 0, 0, 1, 0, 0],
-                     [1, 0, 1, 0, 0, 0, 1, 0], [1, 0, 1, 0, 0, 0, 0, 1]], dtype=float)  # leaves × codes
-    flat = np.array([[1, 1, 0], [1, 0, 1]], dtype=float)  # x, y × (total, x, y)
-    return sparse.csc_array(np.kron(tree, flat))
+    """One dimension T = A + B, A = a1 + a2, B = b1 + b2, published for each of x and y (no total
+    over them): 14 cells."""
+    tree = np.array([[1, 1, 0, 1, 0, 0, 0], [1, 1, 0, 0, 1, 0, 0], [1, 0, 1, 0, 0, 1, 0],
+                     [1, 0, 1, 0, 0, 0, 1]], dtype=float)  # leaves × codes
+    return sparse.csc_array(np.kron(tree, np.eye(2)))
 
 
 def _width(z: np.ndarray, R: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import polars as pl
 
 from protab._frames import as_polars, require_columns
 from protab.errors import SpecError, show_values
+from protab.session.suppress_optimal import check_method
 from protab.table import TableSpec, union_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,13 +41,9 @@ class Suppression:
         singleton_method: str | None = None,
         cost: Any = None,
         audit: bool = False,
-        protection_range: float | None = None,
-        interval_protection: bool | str = False,
-        levels: "ProtectionLevels | None" = None,
-        linked: str = "global",
-        extend0: bool | None = None,
-        method: str = "gauss",
-        time_limit: float | None = None,
+        protection_range: float | None = None, interval_protection: bool | str = False,
+        levels: "ProtectionLevels | None" = None, linked: str = "global",
+        extend0: bool | None = None, method: str = "gauss", time_limit: float | None = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -75,16 +72,8 @@ class Suppression:
         protects each from its own inner cells (:mod:`protab.suppression.linked`). Shared
         dimensions need the same hierarchy (or none); weight, sums, freq, null_code, total and
         drop_empty must agree. ``extend0=False``: empty cells are structural zeros (no empty
-        inner cells; frequency tables, without ``protect_zeros``).
-
-        ``method="optimal"``: instead of the elimination, the least-cost pattern that meets every
-        primary cell's levels (MILP with cuts, :func:`protab.suppression.optimal`; ``cost``
-        "value" (default), "frequency", "cells" or per cell; ``time_limit`` seconds, after which
-        the best protecting pattern is returned with a ConvergenceWarning giving its gap); the
-        audit columns are always added.
+        inner cells; frequency tables, without ``protect_zeros``). ``method="optimal"``: least cost, §6.4.
         """
-        from protab.session.suppress_optimal import check_method
-
         check_method(method, time_limit, linked, interval_protection)
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
@@ -145,7 +134,7 @@ class Suppression:
             from protab.session.suppress_optimal import optimal_pattern
 
             suppressed = optimal_pattern(spec, rules, X, published, facts, primary, forced_mask, never_mask, cost,
-                                         protection_range, levels, time_limit)
+                                         protection_range, levels, time_limit, _audit_requirements)
         else:
             suppressed = gauss(X, published["n"].to_numpy().astype(float), primary, candidates=order,
                                forced=forced_mask, never=never_mask, singleton=singleton,

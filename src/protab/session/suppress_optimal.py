@@ -63,15 +63,15 @@ def cell_costs(cost: Any, spec: Any, published: pl.DataFrame) -> np.ndarray:
 
 def optimal_pattern(spec: Any, rules: Any, X: Any, published: pl.DataFrame, facts: Any, primary: np.ndarray,
                     forced: np.ndarray, never: np.ndarray, cost: Any, protection_range: Any, levels: Any,
-                    time_limit: Any) -> np.ndarray:
+                    time_limit: Any, requirements: Any) -> np.ndarray:
     """The suppressed cells of the least-cost pattern; a ConvergenceWarning (cost, bound, gap)
-    when the time limit stopped the search before the proof."""
-    from protab.session.suppress import _audit_requirements
+    when the time limit stopped the search before the proof. ``requirements``: the audit's
+    keywords from the table (``suppress._audit_requirements``)."""
     from protab.suppression.optimal import optimal
 
     value_col = spec.sums[0] if spec.sums else "n"
     z = published[value_col].fill_null(0).to_numpy().astype(float)
-    req = _audit_requirements(spec, rules, facts, z, primary | forced, protection_range, levels)
+    req = requirements(spec, rules, facts, z, primary | forced, protection_range, levels)
     res = optimal(X, z, primary | forced, cost=cell_costs(cost, spec, published), never=never,
                   time_limit=time_limit, labels=_Labels(published, list(spec.columns)), **req)
     if not res.optimal:

@@ -233,15 +233,30 @@ class _Search:
         return x, res.status == 0
 
     def _fallback(self, supp: np.ndarray, rounds: int, t0: float) -> OptimalSuppression:
-        """Out of time: the pattern so far completed to a protecting one (never cells published)."""
+        """Out of time: the cheaper of the pattern so far completed to a protecting one and Gauss
+        mode's pattern (elimination in order of cost, then the levels), never cells published."""
+        from protab.errors import ProtabError
         from protab.suppression._interval_order import protect_in_order
+        from protab.suppression.gauss import gauss
 
         order = np.argsort(-self.cost, kind="stable")
         req = self.req
-        full = protect_in_order(self.A, self.z, supp & ~self.never, req.primary, candidates=order,
-                                never=self.never, protection_lower=req.L, protection_upper=req.U,
-                                protection_range=req.R, lower=self.lo, upper=self.up)
-        return self._result(full, rounds, t0, proven=False)
+
+        def complete(start: np.ndarray) -> np.ndarray:
+            return protect_in_order(self.A, self.z, start & ~self.never, req.primary, candidates=order,
+                                    never=self.never, protection_lower=req.L, protection_upper=req.U,
+                                    protection_range=req.R, lower=self.lo, upper=self.up)
+
+        best = complete(supp)
+        try:
+            start = gauss(sparse.csc_matrix(self.A), self.z, self.forced, candidates=order, never=self.never,
+                          singleton_method="none")
+            other = complete(start)
+        except ProtabError:  # e.g. X with coefficients the elimination does not take
+            other = best
+        if float(self.cost[other].sum()) < float(self.cost[best].sum()):
+            best = other
+        return self._result(best, rounds, t0, proven=False)
 
     def _result(self, supp: np.ndarray, rounds: int, t0: float, proven: bool) -> OptimalSuppression:
         cost = float(self.cost[supp].sum())
