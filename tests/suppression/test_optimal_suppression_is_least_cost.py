@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from protab.suppression import audit, gauss, protect_in_order
-from protab.suppression.optimal import optimal
+from protab.suppression import audit, gauss, optimal, protect_in_order
 
 
 def _two_way(r: int, c: int) -> sparse.csc_array:

@@ -13,8 +13,7 @@ from scipy import sparse
 
 import protab as pt
 from protab.errors import ConvergenceWarning, InputError, SpecError
-from protab.suppression import audit
-from protab.suppression.optimal import optimal
+from protab.suppression import audit, optimal
 
 
 def _three_way() -> tuple[sparse.csc_array, np.ndarray]:
