@@ -1,6 +1,6 @@
 """The suppressed tables of one source are suppressed together (linked), so they must agree on
 what their one table of cells is built from — null_code and drop_empty as well as sums, weight,
-freq, null_sums, min_frequency and protect_zeros. A disagreement is refused with the request's
+freq, null_sums, min_frequency, protect_zeros and the optimal mode's keys. A disagreement is refused with the request's
 other checks, naming the key and the two tables, before any database is opened."""
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ CASES = {
     "direct_disclosure": ("min_frequency = 3\ndirect_disclosure = true", "min_frequency = 3", None),
     "coalition": ("direct_disclosure = true\ncoalition = 2", "direct_disclosure = true", None),
     "k_disclosure": ("k_disclosure = 1", "k_disclosure = 2", None),
+    "suppression_method": ('min_frequency = 3\nsuppression_method = "optimal"', "min_frequency = 3", None),
+    "suppression_cost": ('min_frequency = 3\nsuppression_cost = "cells"', "min_frequency = 3", None),
+    "time_limit": ("min_frequency = 3\ntime_limit = 10", "min_frequency = 3\ntime_limit = 20", None),
 }
 
 

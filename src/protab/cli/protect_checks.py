@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: protab.session.suppress.linked_spec), the kind of value first (a sums table takes its primary
 #: cells from [rules], a count table from min_frequency: that is the conflict)
 LINKED_KEYS = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty", "min_frequency", "protect_zeros",
-               "direct_disclosure", "coalition", "k_disclosure")
+               "direct_disclosure", "coalition", "k_disclosure", "suppression_method", "suppression_cost",
+               "time_limit")
 #: the keys of the attribute-disclosure rules (methods §6.4), for counts suppressed
 DISCLOSURE_KEYS = ("direct_disclosure", "coalition", "k_disclosure")
 #: the keys whose values a refusal shows (the thresholds are not shown)
@@ -179,7 +180,8 @@ def _check_method_keys(t: dict[str, Any], cfg: dict[str, Any]) -> None:
     """The keys of one table fit its method."""
     name = t["name"]
     if t.get("method", "ckm") != "suppression":
-        for key in ("min_frequency", "protect_zeros", "freq", *DISCLOSURE_KEYS):
+        for key in ("min_frequency", "protect_zeros", "freq", *DISCLOSURE_KEYS, "suppression_method",
+                    "suppression_cost", "time_limit"):
             if key in t:
                 raise SpecError(f"request: table {name!r}: {key} belongs to method = \"suppression\"")
         return

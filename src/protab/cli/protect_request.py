@@ -78,6 +78,9 @@ request file (TOML; paths in it are relative to the file):
   coalition = 1                       #   of their row along these dimensions (or true: all) are
   k_disclosure = 1                    #   primary; differences of k or less are protected
                                       #   (methods §6.4; min_frequency is then optional)
+  suppression_method = "optimal"      #   optional: "gauss" (default, Gaussian elimination) or the
+  suppression_cost = "cells"          #   least-cost pattern ("value" default, "frequency", "cells");
+  time_limit = 600                    #   seconds for "optimal" (then the best protecting pattern)
   sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
   null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
 

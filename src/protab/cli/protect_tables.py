@@ -57,7 +57,9 @@ def suppress_all(
                             min_frequency=None if spec0.sums else t0.get("min_frequency"),
                             protect_zeros=t0.get("protect_zeros", False),
                             direct_disclosure=t0.get("direct_disclosure") or None, coalition=t0.get("coalition", 1),
-                            k_disclosure=t0.get("k_disclosure"))
+                            k_disclosure=t0.get("k_disclosure"),
+                            method=t0.get("suppression_method", "gauss"), cost=t0.get("suppression_cost"),
+                            time_limit=t0.get("time_limit"))
         if len(group) == 1:
             frames = [frames]
         for (t, spec), frame in zip(group, frames):

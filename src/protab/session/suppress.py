@@ -23,6 +23,7 @@ from protab.session.suppress_disclosure import (
     previous_cells,
     rule_min_frequency,
 )
+from protab.session.suppress_optimal import check_method
 from protab.table import TableSpec, union_spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +56,7 @@ class Suppression:
         linked: str = "global",
         extend0: bool | None = None,
         direct_disclosure: Any = None, coalition: int = 1, k_disclosure: int | None = None, previous: Any = None,
+        method: str = "gauss", time_limit: float | None = None,
     ) -> pl.DataFrame:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
@@ -86,12 +88,14 @@ class Suppression:
         empty cells are structural zeros (frequency tables, without ``protect_zeros``).
         ``direct_disclosure``/``coalition``, ``k_disclosure``, ``previous``: attribute disclosure and
         an earlier release's pattern (methods §6.4; :mod:`protab.session.suppress_disclosure`).
+        ``method="optimal"``: least cost (methods §6.4).
         """
+        check_method(method, time_limit, linked, interval_protection)
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
                     never=never, singleton_method=singleton_method, cost=cost, audit=audit,
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
                     extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
-                    k_disclosure=k_disclosure, previous=previous)
+                    k_disclosure=k_disclosure, previous=previous, method=method, time_limit=time_limit)
         return self._suppress_checked(table, spec, linked, args)
 
     def _suppress_checked(self, table: str, spec: Any, linked: str, args: dict[str, Any]) -> Any:
@@ -143,17 +147,21 @@ class Suppression:
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
                       audit: bool, protection_range: float | None, interval_protection: bool | str,
                       levels: Any, extend0: bool | None, linked: Any = None, direct_disclosure: Any = None,
-                      coalition: int = 1, k_disclosure: Any = None, previous: Any = None) -> Any:
+                      coalition: int = 1, k_disclosure: Any = None, previous: Any = None,
+                      method: str = "gauss", time_limit: Any = None) -> Any:
         """:meth:`suppress` of one checked table: primary cells, Gaussian elimination, the audit
         (``linked``: (specs, mode) of linked tables in a mode other than global: their frames)."""
         X, inner, published, facts = self._suppression_inputs(table, spec, rules, protect_zeros,
                                                               diagnostics=levels is not None and levels.rules,
                                                               extend0=extend0)
-        primary, order, singleton, method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
+        primary, order, singleton, sing_method = _primary_cells(spec, rules, min_frequency, protect_zeros, X, inner,
                                                            published, facts)
         rule = Disclosure(direct_disclosure, coalition, k_disclosure, previous)
-        primary, order, method, extra = disclosure_cells(spec, rule, X, published, primary, order, method)
-        order = _candidate_order(cost, spec, X, published, order)
+        primary, order, sing_method, extra = disclosure_cells(spec, rule, X, published, primary, order, sing_method)
+        if method == "optimal" and extra is not None and extra.shape[1]:
+            raise NotImplementedError("suppress: k_disclosure in the optimal mode is not implemented; "
+                                      "use method='gauss'")
+        order = order if method == "optimal" else _candidate_order(cost, spec, X, published, order)
         dims = list(spec.columns)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
@@ -164,12 +172,18 @@ class Suppression:
                 z = published[spec.sums[0] if spec.sums else "n"].fill_null(0).to_numpy().astype(float)
                 req = _audit_requirements(spec, rules, facts, z, primary | forced_mask, protection_range, levels)
             return _linked_frames(spec, linked, X, inner, published, primary | forced_mask, order, forced_mask,
-                                  never_mask, singleton, singleton_method or method, req)
-        suppressed = gauss_extra(X, published["n"].to_numpy().astype(float), primary, extra, inner["n"].to_numpy(),
-                                 candidates=order, forced=forced_mask, never=never_mask, singleton=singleton,
-                                 singleton_method=singleton_method or method)
+                                  never_mask, singleton, singleton_method or sing_method, req)
+        if method == "optimal":
+            from protab.session.suppress_optimal import optimal_pattern
+
+            suppressed = optimal_pattern(spec, rules, X, published, facts, primary, forced_mask, never_mask, cost,
+                                         protection_range, levels, time_limit, _audit_requirements)
+        else:
+            suppressed = gauss_extra(X, published["n"].to_numpy().astype(float), primary, extra,
+                                     inner["n"].to_numpy(), candidates=order, forced=forced_mask, never=never_mask,
+                                     singleton=singleton, singleton_method=singleton_method or sing_method)
         audit_cols: list[pl.Series] = []
-        if audit or interval_protection or levels is not None:
+        if audit or interval_protection or levels is not None or method == "optimal":
             suppressed, audit_cols = self._audit_suppression(
                 spec, rules, X, published, facts, suppressed, primary | forced_mask, protection_range,
                 interval_protection, levels=levels, order=order, never=never_mask,
