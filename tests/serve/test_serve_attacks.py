@@ -474,7 +474,7 @@ def test_publish_holds_protected_tables_only(served, capsys):
     with duckdb.connect(str(target), read_only=True) as con:
         def one(sql):
             return sorted(r[0] for r in con.execute(sql).fetchall())
-        assert one("SELECT table_name FROM duckdb_tables()") == ["by_age", "by_muni", "protab_published"]
+        assert one("SELECT table_name FROM duckdb_tables()") == ["by_age", "by_muni", "protab_published", "protab_run"]
         assert one("SELECT view_name FROM duckdb_views() WHERE NOT internal") == ["protab_catalog"]
         assert one("SELECT function_name FROM duckdb_functions() WHERE NOT internal") == []
         assert one("SELECT name FROM duckdb_secrets()") == []
