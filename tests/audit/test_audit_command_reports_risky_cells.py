@@ -60,6 +60,7 @@ def test_the_audit_reads_csv_tables_as_parquet_ones(protected, capsys, tmp_path)
         folder.mkdir()
         for name in ("region_sex", "region"):
             (folder / f"{name}.{fmt}").write_bytes((root / "out" / f"{name}.{fmt}").read_bytes())
+        (folder / "protab_run.json").write_bytes((root / "out" / "protab_run.json").read_bytes())
         reports[fmt] = tmp_path / f"{fmt}.csv"
         assert cli.main(["audit", str(req), "--db", str(db), "--tables", str(folder),
                          "--report", str(reports[fmt]), "--max-width", "4"]) == 0
@@ -68,6 +69,8 @@ def test_the_audit_reads_csv_tables_as_parquet_ones(protected, capsys, tmp_path)
 
 def test_a_missing_table_is_named(protected, capsys, tmp_path):
     root, db, req = protected
+    for name in ("region.csv", "protab_run.json"):
+        (tmp_path / name).write_bytes((root / "out" / name).read_bytes())
     assert cli.main(["audit", str(req), "--db", str(db), "--tables", str(tmp_path)]) == 2
     assert "region_sex" in capsys.readouterr().err
 
