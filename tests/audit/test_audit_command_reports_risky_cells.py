@@ -8,29 +8,11 @@ import pytest
 
 from protab import cli
 
-REQUEST = '''
-[ptable]
-maximum_entropy = { D = 3, V = 1 }
-[[tables]]
-name = "region_sex"
-source = "persons"
-dims = ["region", "sex"]
-[[tables]]
-name = "region"
-source = "persons"
-dims = ["region"]
-'''
 
-
-@pytest.fixture(scope="module")
-def protected(tmp_path_factory):
-    root = tmp_path_factory.mktemp("audit")
-    db = root / "d.duckdb"
-    assert cli.main(["demo", "--persons", "300", "--db", str(db), "--out", str(root / "demo")]) == 0
-    req = root / "req.toml"
-    req.write_text(REQUEST, encoding="utf-8")
-    assert cli.main(["protect", str(req), "--db", str(db), "--out", str(root / "out")]) == 0
-    return root, db, req
+@pytest.fixture
+def protected(run_outputs):
+    """The shared run of tests/audit/conftest.py: (its folder, database, request)."""
+    return run_outputs["root"], run_outputs["db"], run_outputs["req"]
 
 
 def test_audit_writes_risky_cells_and_a_summary_per_table(protected, capsys):
