@@ -61,12 +61,12 @@ def _matrix(s: Session, prog: Programme, cube: Any, chosen: list[Any], depth: di
             hierarchies: dict[str, Any], columns: dict[str, list[str]], cut: dict[tuple[str, int], Any]) -> Any:
     """X of one TableSpec publishing every cell of the hypercube's chosen tables, planned as the
     run planned each table (protab.programme.cube_run), its columns named by the hypercube's variables."""
-    from protab.programme.cube_run import _plan
+    from protab.programme.cube_run import plan_table
     from protab.table import TableSpec, union_spec
 
     specs, names = [], {}
     for t in chosen:
-        plan = _plan(cube, t, depth, hierarchies, columns, cut)
+        plan = plan_table(cube, t, depth, hierarchies, columns, cut)
         o = t.options
         specs.append(TableSpec({col: h for col, h, _ in plan.values()}, formula=o.get("formula"),
                                drop_empty=o.get("drop_empty", False), null_code=o.get("null_code")))
