@@ -484,7 +484,8 @@ def test_publish_holds_protected_tables_only(served, capsys):
         assert one("SELECT database_name FROM duckdb_databases() WHERE NOT internal") == ["published"]
         cols = set(one("SELECT column_name FROM duckdb_columns() WHERE NOT internal"))
         assert cols == {"age", "sex", "age_level", "sex_level", "n_pert", "income_pert", "income_mean_pert",
-                        "municipality", "municipality_level", "table_name", "cells", "method"}
+                        "municipality", "municipality_level", "table_name", "cells", "method",
+                        "run_id", "protab_version", "created", "sha256"}  # protab_run: the run's fingerprint
         blank = con.execute("SELECT n_pert, income_pert, income_mean_pert FROM by_age WHERE age = '19' "
                             "AND sex = 'M'").fetchall()
         assert blank == [(None, None, None)]  # no record: blank like a small cell
