@@ -8,29 +8,11 @@ import pytest
 
 from protab import cli
 
-REQUEST = '''
-[ptable]
-maximum_entropy = { D = 3, V = 1 }
-[[tables]]
-name = "region_sex"
-source = "persons"
-dims = ["region", "sex"]
-[[tables]]
-name = "region"
-source = "persons"
-dims = ["region"]
-'''
 
-
-@pytest.fixture(scope="module")
-def protected(tmp_path_factory):
-    root = tmp_path_factory.mktemp("audit")
-    db = root / "d.duckdb"
-    assert cli.main(["demo", "--persons", "300", "--db", str(db), "--out", str(root / "demo")]) == 0
-    req = root / "req.toml"
-    req.write_text(REQUEST, encoding="utf-8")
-    assert cli.main(["protect", str(req), "--db", str(db), "--out", str(root / "out")]) == 0
-    return root, db, req
+@pytest.fixture
+def protected(run_outputs):
+    """The shared run of tests/audit/conftest.py: (its folder, database, request)."""
+    return run_outputs["root"], run_outputs["db"], run_outputs["req"]
 
 
 def test_audit_writes_risky_cells_and_a_summary_per_table(protected, capsys):
@@ -60,6 +42,7 @@ def test_the_audit_reads_csv_tables_as_parquet_ones(protected, capsys, tmp_path)
         folder.mkdir()
         for name in ("region_sex", "region"):
             (folder / f"{name}.{fmt}").write_bytes((root / "out" / f"{name}.{fmt}").read_bytes())
+        (folder / "protab_run.json").write_bytes((root / "out" / "protab_run.json").read_bytes())
         reports[fmt] = tmp_path / f"{fmt}.csv"
         assert cli.main(["audit", str(req), "--db", str(db), "--tables", str(folder),
                          "--report", str(reports[fmt]), "--max-width", "4"]) == 0
@@ -68,6 +51,8 @@ def test_the_audit_reads_csv_tables_as_parquet_ones(protected, capsys, tmp_path)
 
 def test_a_missing_table_is_named(protected, capsys, tmp_path):
     root, db, req = protected
+    for name in ("region.csv", "protab_run.json"):
+        (tmp_path / name).write_bytes((root / "out" / name).read_bytes())
     assert cli.main(["audit", str(req), "--db", str(db), "--tables", str(tmp_path)]) == 2
     assert "region_sex" in capsys.readouterr().err
 

@@ -21,7 +21,9 @@ def run_demo(tmp_path, name: str, capsys) -> tuple[dict[str, bytes], str]:
                    "--out", str(out), "--seed", "demo-secret-seed"])
     assert rc == 0
     printed = capsys.readouterr()
-    files = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    # the run's manifest (protab_run.json) holds a random run id and the time: every other file is deterministic
+    assert (out / "protab_run.json").is_file()
+    files = {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != "protab_run.json"}
     return files, printed.out + printed.err
 
 

@@ -77,7 +77,7 @@ def test_demo_does_not_replace_without_replace(demo_db, capsys):
     assert db.read_bytes() == before and not (root / "o2").exists()
     assert cli.main(["demo", "--persons", "1500", "--db", str(db), "--out", str(root / "o2"), "--replace"]) == 0
     assert sorted(p.name for p in (root / "o2").iterdir()) == sorted(
-        f"{t}.{f}" for t in cli.DEMO_TABLES for f in cli.FORMATS)
+        [f"{t}.{f}" for t in cli.DEMO_TABLES for f in cli.FORMATS] + ["protab_run.json"])
 
 
 def test_macros_prints_a_readable_path(capsys):
@@ -105,7 +105,7 @@ def test_outputs_beside_the_working_folder_and_dotdot_paths(demo_db, tmp_path, m
     assert cli.main(["protect", "req.toml", "--out", str(root)]) == 2
     assert "would replace the microdata database" in capsys.readouterr().err
     assert cli.main(["protect", "req.toml", "--out", "sub/x/.."]) == 0
-    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["t.csv", "t.parquet"]
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["protab_run.json", "t.csv", "t.parquet"]
 
 
 def test_ptable_show_prints_the_summary_and_draws_the_noise(tmp_path, capsys):
@@ -130,7 +130,7 @@ def test_a_symlinked_output_folder_is_updated_through_the_link(demo_db, tmp_path
     for _ in range(2):
         assert cli.main(["protect", str(tmp_path / "r.toml")]) == 0
     assert (tmp_path / "link").is_symlink()
-    assert sorted(p.name for p in real.iterdir()) == ["keep.txt", "t.csv", "t.parquet"]
+    assert sorted(p.name for p in real.iterdir()) == ["keep.txt", "protab_run.json", "t.csv", "t.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "r.toml", "real"]
 
 

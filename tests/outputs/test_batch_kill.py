@@ -3,6 +3,7 @@ output folder as it was before the run or complete, and the next run clears what
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -43,8 +44,13 @@ threshold = {threshold}
 """
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.exists() else {}
+def snapshot(folder: Path) -> dict[str, object]:
+    """A folder's files; the run manifest (a random run id and the time) as the digests it lists."""
+    files: dict[str, object] = {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.exists() else {}
+    if "protab_run.json" in files:
+        listed = json.loads(files["protab_run.json"])["files"]  # type: ignore[arg-type]
+        files["protab_run.json"] = {n: e["sha256"] for n, e in listed.items()}
+    return files
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -67,13 +73,14 @@ def setup(tmp_path_factory):
     assert cli.main(["protect", str(root / "before.toml"), "--out", str(out)]) == 0
     (out / "notes.txt").write_text("kept")
     before = snapshot(out)
+    raw = {p.name: p.read_bytes() for p in sorted(out.iterdir())}  # to put it back
     # the state after a complete run, in a folder of its own
     ref = root / "reference"
     assert cli.main(["protect", str(root / "after.toml"), "--out", str(ref)]) == 0
     after = snapshot(ref)
     after["notes.txt"] = b"kept"
     assert set(after) == set(before) and after != before
-    return root, out, before, after
+    return root, out, before, after, raw
 
 
 def _start(root: Path, out: Path) -> subprocess.Popen:
@@ -107,7 +114,7 @@ INSTANTS = [(None, d) for d in (0.5, 2.0)] + [
 
 
 def test_protect_killed_at_any_instant_leaves_before_or_after(setup):
-    root, out, before, after = setup
+    root, out, before, after, raw = setup
     killed = 0
     for stage, delay in INSTANTS:
         assert snapshot(out) == before
@@ -123,7 +130,7 @@ def test_protect_killed_at_any_instant_leaves_before_or_after(setup):
         # back to the state before, for the next kill
         for p in out.iterdir():
             p.unlink()
-        for name, data in before.items():
+        for name, data in raw.items():
             (out / name).write_bytes(data)
     assert killed >= 4, "the kills came too late to test anything"
 

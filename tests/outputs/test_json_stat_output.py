@@ -120,7 +120,7 @@ def test_the_protect_batch_writes_exchange_formats(tmp_path, keyed, h_muni):
     frame = keyed.cell_key("persons", pt.TableSpec({"municipality": h_muni, "sex": None}), P)
     out = tmp_path / "out"
     write_all({"muni_sex": frame}, out, ["parquet", "sdmx-csv", "json-stat"])
-    assert sorted(p.name for p in out.iterdir()) == ["muni_sex.parquet", "muni_sex.sdmx.csv", "muni_sex.stat.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["muni_sex.parquet", "muni_sex.sdmx.csv", "muni_sex.stat.json", "protab_run.json"]
     ds = json.loads((out / "muni_sex.stat.json").read_text(encoding="utf-8"))
     assert ds["label"] == "muni_sex" and ds["id"] == ["MUNICIPALITY", "SEX"]
     assert read_back(ds)["value"].to_list() == pl.read_parquet(out / "muni_sex.parquet")["n_pert"].to_list()

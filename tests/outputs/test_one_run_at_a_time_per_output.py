@@ -7,6 +7,7 @@ waiting for a file to appear) and a second command line."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -82,8 +83,13 @@ else:
 """
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.exists() else {}
+def snapshot(folder: Path) -> dict[str, object]:
+    """A folder's files; the run manifest (a random run id and the time) as the digests it lists."""
+    files: dict[str, object] = {p.name: p.read_bytes() for p in sorted(folder.iterdir())} if folder.exists() else {}
+    if "protab_run.json" in files:
+        listed = json.loads(files["protab_run.json"])["files"]  # type: ignore[arg-type]
+        files["protab_run.json"] = {n: e["sha256"] for n, e in listed.items()}
+    return files
 
 
 def beside(folder: Path) -> list[str]:

@@ -59,7 +59,7 @@ def test_publish_holds_the_protected_tables_only(micro, capsys):
     assert "publish-secret-seed" not in printed
     with duckdb.connect(str(target), read_only=True) as con:
         tables = sorted(r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall())
-        assert tables == ["age_weighted", "m_sex", "protab_published"]
+        assert tables == ["age_weighted", "m_sex", "protab_published", "protab_run"]
         views = [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()]
         assert views == ["protab_catalog"]
         assert con.execute("SELECT * FROM protab_catalog").fetchall() == [

@@ -149,7 +149,7 @@ def test_protect_writes_sdmx_csv_and_json_stat(tmp_path, persons):
                    'threshold = 4\n', encoding="utf-8")
     out = tmp_path / "out"
     assert cli.main(["protect", str(req), "--db", db, "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["muni_sex.csv", "muni_sex.sdmx.csv", "muni_sex.stat.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["muni_sex.csv", "muni_sex.sdmx.csv", "muni_sex.stat.json", "protab_run.json"]
     plain = pl.read_csv(out / "muni_sex.csv", schema_overrides={"municipality": pl.String})
     rows = check_sdmx_csv((out / "muni_sex.sdmx.csv").read_bytes().decode("utf-8"), ["MUNICIPALITY", "SEX", "AGE"],
                           "PROTAB:MUNI_SEX(1.0)")

@@ -7,6 +7,7 @@ the hook ``on_hypercube``) holding the folder, and a second ``protab programme``
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -46,11 +47,15 @@ def _env() -> dict[str, str]:
 
 def outputs(folder: Path) -> dict[str, object]:
     """A folder's files, summary.csv without its timings (the one column that differs between
-    two runs of one programme)."""
+    two runs of one programme) and the manifest as the files it lists and the number of runs they
+    come from."""
     files: dict[str, object] = {}
     for p in sorted(folder.iterdir()) if folder.exists() else []:
         if p.name == "summary.csv":
             files[p.name] = pl.read_csv(io.BytesIO(p.read_bytes())).drop("seconds").rows()
+        elif p.name == "protab_run.json":  # its run id and time differ between runs: the files it lists, of one run
+            listed = json.loads(p.read_text(encoding="utf-8"))["files"]
+            files[p.name] = (sorted(listed), len({e["run_id"] for e in listed.values()}))
         else:
             files[p.name] = p.read_bytes()
     return files

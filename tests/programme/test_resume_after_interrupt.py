@@ -36,7 +36,10 @@ def _count_cubes(monkeypatch) -> list[str]:
 
 
 def _files(folder):
-    return {f.name: f.read_bytes() for f in sorted(folder.iterdir())}
+    """The files of a folder; the run manifest (its run id and time differ between runs) as the files it lists."""
+    files = {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if f.name != "protab_run.json"}
+    files["protab_run.json"] = sorted(json.loads((folder / "protab_run.json").read_text(encoding="utf-8"))["files"])
+    return files
 
 
 def test_a_resumed_run_recomputes_nothing_finished_and_equals_a_clean_run(workdir, monkeypatch):

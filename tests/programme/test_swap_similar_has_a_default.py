@@ -34,7 +34,7 @@ def _programme_run(workdir, name: str, similar: str | None):
                                            encoding="utf-8")
     without_grid(folder / "programme.toml")
     pt.Programme(folder / "programme.toml").run(out=folder / "out", quiet=True)
-    files = {f.name: f.read_bytes() for f in sorted((folder / "out").iterdir()) if f.name != "summary.csv"}
+    files = {f.name: f.read_bytes() for f in sorted((folder / "out").iterdir()) if f.name not in ("summary.csv", "protab_run.json")}
     return _swapped(folder / "demo.duckdb"), files
 
 

@@ -474,7 +474,7 @@ def test_publish_holds_protected_tables_only(served, capsys):
     with duckdb.connect(str(target), read_only=True) as con:
         def one(sql):
             return sorted(r[0] for r in con.execute(sql).fetchall())
-        assert one("SELECT table_name FROM duckdb_tables()") == ["by_age", "by_muni", "protab_published"]
+        assert one("SELECT table_name FROM duckdb_tables()") == ["by_age", "by_muni", "protab_published", "protab_run"]
         assert one("SELECT view_name FROM duckdb_views() WHERE NOT internal") == ["protab_catalog"]
         assert one("SELECT function_name FROM duckdb_functions() WHERE NOT internal") == []
         assert one("SELECT name FROM duckdb_secrets()") == []
@@ -484,7 +484,8 @@ def test_publish_holds_protected_tables_only(served, capsys):
         assert one("SELECT database_name FROM duckdb_databases() WHERE NOT internal") == ["published"]
         cols = set(one("SELECT column_name FROM duckdb_columns() WHERE NOT internal"))
         assert cols == {"age", "sex", "age_level", "sex_level", "n_pert", "income_pert", "income_mean_pert",
-                        "municipality", "municipality_level", "table_name", "cells", "method"}
+                        "municipality", "municipality_level", "table_name", "cells", "method",
+                        "run_id", "protab_version", "created", "sha256"}  # protab_run: the run's fingerprint
         blank = con.execute("SELECT n_pert, income_pert, income_mean_pert FROM by_age WHERE age = '19' "
                             "AND sex = 'M'").fetchall()
         assert blank == [(None, None, None)]  # no record: blank like a small cell

@@ -30,7 +30,7 @@ DISCLOSURE_KEYS = ("direct_disclosure", "coalition", "k_disclosure")
 _SHOWN = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty")
 OWN_FOLDER = ("outputs are swapped in as a whole folder, so give them a folder of their own "
               "(e.g. output = \"protab_output\")")
-_PUBLISH_RESERVED = ("protab_published", "protab_catalog")
+_PUBLISH_RESERVED = ("protab_published", "protab_catalog", "protab_run")
 _FILE_KEYS = ("file", "hrc", "parent_child", "ssb_frame", "seed_file")
 _VIEW_FILE = re.compile(r"'((?:[^']|'')+)'")
 _FILE_SUFFIX = re.compile(r"(\.(parquet|csv|tsv|json|ndjson|txt)(\.gz|\.zst)?|[*?\[].*)$", re.IGNORECASE)
@@ -73,7 +73,7 @@ def check_publish_names(names: list[str]) -> None:
     for n in names:
         if n.lower() in _PUBLISH_RESERVED:
             raise SpecError(f"request: table name {n!r} is taken: a published database names its catalogue "
-                            f"{' and '.join(_PUBLISH_RESERVED)}; rename the table")
+                            f"{', '.join(_PUBLISH_RESERVED)}; rename the table")
     lowered = [n.lower() for n in names]
     clash = sorted({n for n in names if lowered.count(n.lower()) > 1})
     if clash:

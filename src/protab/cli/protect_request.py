@@ -255,10 +255,26 @@ def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[st
         for n, f in frames.items():
             eng.execute("INSERT INTO protab_published VALUES (?, ?, ?)", [n, f.height, methods[n]])
         eng.execute("CREATE VIEW protab_catalog AS SELECT * FROM protab_published ORDER BY table_name")
+        _record_run(eng, list(frames))
         eng.execute("COMMIT")
         eng.execute("CHECKPOINT")
     finally:
         eng.close()
+
+
+def _record_run(eng: Any, names: list[str]) -> None:
+    """The run's fingerprint (protab._run_manifest): table protab_run, one row per table with the
+    run id, protab version, time and the digest of the table as written (read back)."""
+    from protab._run_manifest import RUN_TABLE, new_run, table_digest
+    from protab.sqltools import quote_ident
+
+    run = new_run("publish")
+    eng.execute(f"CREATE TABLE {RUN_TABLE} (run_id VARCHAR, protab_version VARCHAR, created VARCHAR, "
+                "table_name VARCHAR, sha256 VARCHAR)")
+    for n in names:
+        digest = table_digest(eng.frame(f"SELECT * FROM {quote_ident(n)}"))
+        eng.execute(f"INSERT INTO {RUN_TABLE} VALUES (?, ?, ?, ?, ?)",
+                    [run["run_id"], run["protab_version"], run["created"], n, digest])
 
 
 def _protect_request(

@@ -131,14 +131,16 @@ def protect_tables(
 
 
 def write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
-    """Write every table into ``out`` at once, after all were protected (see protab._io). The
+    """Write every table into ``out`` at once, after all were protected (see protab._io), with
+    the run's manifest protab_run.json (protab._run_manifest) in the same batch. The
     exchange formats are made in memory first, so a table they refuse stops the batch before
     any file is written."""
     from protab._io import write_batch
+    from protab._run_manifest import with_manifest
     from protab.cli.options import output_file
 
-    write_batch(out, {output_file(name, fmt): _writer(name, frame, fmt)
-                      for name, frame in frames.items() for fmt in formats})
+    files = {output_file(name, fmt): _writer(name, frame, fmt) for name, frame in frames.items() for fmt in formats}
+    write_batch(out, with_manifest(out, files, "protect"))
 
 
 def _writer(name: str, frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:

@@ -36,7 +36,7 @@ def protect_cube(
     of several count tables reads the records once: their key sums over the columns its tables
     use (``Session.key_sums``, byte for byte the tables of the records)."""
     start = time.perf_counter()
-    plans = {t.name: _plan(cube, t, depth, hierarchies, columns or {}, cut_cache if cut_cache is not None else {})
+    plans = {t.name: plan_table(cube, t, depth, hierarchies, columns or {}, cut_cache if cut_cache is not None else {})
              for t in cube.tables}
     full = next((t for t in cube.tables if len(t.dims) == len(cube.dims) and _plain(t)), None)
     derived = {t.name for t in cube.tables if full is not None and t is not full and _within(t, full)}
@@ -81,7 +81,7 @@ def _margin(full: pl.DataFrame, t: CubeTable) -> pl.DataFrame:
         [c for c in full.columns if c not in drop])
 
 
-def _plan(cube: Hypercube, t: CubeTable, depth: dict[str, int], hierarchies: dict[str, Hierarchy],
+def plan_table(cube: Hypercube, t: CubeTable, depth: dict[str, int], hierarchies: dict[str, Hierarchy],
           columns: dict[str, list[str]], cut_cache: dict[tuple[str, int], Hierarchy]
           ) -> dict[str, tuple[str, Hierarchy, int | None]]:
     """Per dimension of table ``t``: (the column read, its classification, the level to cut the

@@ -173,16 +173,18 @@ class Programme:
         return done
 
     def _write(self, out_dir: Path, done: list[dict[str, Any]]) -> None:
-        """Every hypercube's files and summary.csv into ``out_dir`` at once (protab._io.write_batch)."""
+        """Every hypercube's files, summary.csv and the run's manifest protab_run.json into
+        ``out_dir`` at once (protab._io.write_batch, protab._run_manifest)."""
         import polars as pl
 
         from protab._io import frame_writer, write_batch
+        from protab._run_manifest import with_manifest
 
         files = {f: _linker(d["folder"] / f) for d in done for f in d["files"]}
         summary = pl.DataFrame([d["summary"] for d in done], schema_overrides={
             "blanked": pl.Float64, "changed": pl.Float64, "hellinger_utility": pl.Float64}).select(SUMMARY_COLUMNS)
         files["summary.csv"] = frame_writer(summary, "csv")
-        write_batch(out_dir, files)
+        write_batch(out_dir, with_manifest(out_dir, files, "programme"))
 
 
 def _linker(source: Path) -> Callable[[Path], None]:
