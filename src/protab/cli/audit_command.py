@@ -39,15 +39,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-width", type=int, default=0,
                    help="report intervals of at most this width (default 0: counts known exactly)")
     p.add_argument("--report", help="the CSV report of risky cells (default: audit_report.csv beside the request)")
+    p.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                   help="refuse, with the estimate, an audit whose linear programs are estimated to take longer "
+                        "(default 600; 0: no limit)")
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> None:
-    audit(args.request, args.db, args.tables, d_env=args.d_env, max_width=args.max_width, report=args.report)
+    audit(args.request, args.db, args.tables, d_env=args.d_env, max_width=args.max_width, report=args.report,
+          budget=args.budget or None)
 
 
 def audit(request: str, database: str | None = None, tables: str | None = None, *, d_env: str | None = None,
-          max_width: int = 0, report: str | None = None) -> pl.DataFrame:
+          max_width: int = 0, report: str | None = None, budget: float | None = 600.0) -> pl.DataFrame:
     """Audit the cell-key tables of a protect request; returns the risky cells (also written)."""
     import polars as pl
 
@@ -65,7 +69,7 @@ def audit(request: str, database: str | None = None, tables: str | None = None, 
         raise InputError(f"audit: request {str(path)!r} has no table protected by the cell key method")
     published = {t["name"]: _read_table(folder, t["name"]) for t in chosen}
     with Session(database_path(path, cfg, database), read_only=True) as s:
-        result = _audit_sources(s, cfg, path.parent, chosen, published, noise, max_width)
+        result = _audit_sources(s, cfg, path.parent, chosen, published, dict(noise, budget=budget), max_width)
     risky = result.filter(pl.col("risky"))
     write_frame(risky, target)
     print(_summary(result, chosen))
