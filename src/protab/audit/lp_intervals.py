@@ -48,6 +48,7 @@ __all__ = ["intervals"]
 
 _TOL = 1e-7
 _ROUNDS = 50  # at most this many spreading LPs per block
+_METHOD = "highs-ipm"  # interior point with crossover (a vertex): 3x faster than simplex on 3-way tables
 
 
 def intervals(X: Any, lower: ArrayLike, upper: ArrayLike, *, targets: Any = None,
@@ -232,7 +233,7 @@ class _Block:
     def solve(self, c: np.ndarray) -> tuple[float, np.ndarray | None]:
         """min cᵀy: (value, y), or (−inf, None) when unbounded."""
         start = time.perf_counter()
-        res = linprog(c, A_ub=self.A, b_ub=self.b, bounds=self.bounds, method="highs")
+        res = linprog(c, A_ub=self.A, b_ub=self.b, bounds=self.bounds, method=_METHOD)
         self.limit.spent += time.perf_counter() - start
         if res.status == 0:
             return float(res.fun), res.x

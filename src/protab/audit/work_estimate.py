@@ -4,9 +4,10 @@ refusal of a run past its budget (docs/audit.md, Limits).
 The cost of the audit is the LPs over its blocks (protab.audit.lp_intervals): per block with
 rows, at least the two LPs of the block's sum and a few LPs that push every open end at once,
 then one LP per end no solution has met. The seconds of one LP grow faster than its size; the
-model below was calibrated on a shared two-core machine (benchmarks/audit_scale.py): HiGHS took
-about 2 s for a 20 × 20 × 20 table with all margins (8 000 cells, 56 000 non-zeros) and more
-than 600 s for a 50 × 50 × 40 one (10⁵ cells, 7 × 10⁵ non-zeros). The estimate is a lower bound:
+model below was calibrated on a shared two-core machine (benchmarks/audit_scale.py): HiGHS's
+interior point method (with crossover) took 0.8 s for one LP of a 20 × 20 × 20 table with all
+margins (8 000 cells, 56 000 non-zeros) and 310 s for a 50 × 50 × 40 one (10⁵ cells, 7 × 10⁵
+non-zeros); a small LP costs about 20 ms with scipy's overhead. The estimate is a lower bound:
 open ends are known only once the first LPs are solved, when the budget is checked again.
 """
 
@@ -18,11 +19,11 @@ import numpy as np
 
 from protab.errors import InputError
 
-__all__ = ["FIRST_LPS", "Budget", "lp_seconds"]
+__all__ = ["FIRST_LPS", "Budget", "lp_seconds", "show_estimate"]
 
 FIRST_LPS = 4  # LPs a block with rows takes at least: min and max of its sum, two spreading rounds
-_REF_NNZ, _REF_SECONDS, _POWER = 56_000.0, 2.0, 2.3
-_FLOOR = 0.005  # seconds of the smallest LP (scipy and HiGHS overhead)
+_REF_NNZ, _REF_SECONDS, _POWER = 56_000.0, 0.8, 2.35
+_FLOOR = 0.02  # seconds of the smallest LP (scipy and HiGHS overhead)
 _SHOW = 10.0  # estimates past this many seconds are shown on stderr when progress is on
 
 
