@@ -41,7 +41,7 @@ def test_a_tiny_budget_is_refused_with_the_estimate_and_how_to_raise_it():
     with pytest.raises(InputError) as err:
         pt.audit.intervals(X, lower, upper, budget=1e-6)
     msg = str(err.value)
-    assert "estimated work" in msg and "budget" in msg and "linear programs" in msg
+    assert "estimated work is at least" in msg and "budget" in msg and "linear programs" in msg
     assert "--budget" in msg and "budget=" in msg
     lo, up = pt.audit.intervals(X, lower, upper, budget=None)
     lo2, up2 = pt.audit.intervals(X, lower, upper, budget=600)

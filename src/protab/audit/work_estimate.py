@@ -49,7 +49,7 @@ class Budget:
             return
         left = max(self.seconds - self.spent, 0.0)
         raise InputError(
-            f"feasibility audit: the estimated work is about {_show(estimate)} ({lps:,} linear programs over "
+            f"feasibility audit: the estimated work is at least {_show(estimate)} ({lps:,} linear programs over "
             f"blocks of up to {cells:,} inner cells), past the budget of {_show(self.seconds)}"
             + (f" ({_show(left)} left)" if self.spent else "")
             + "; raise the budget (budget=SECONDS in Python, --budget SECONDS with protab audit, budget=None or "
