@@ -73,3 +73,20 @@ def test_intervals_equal_the_crossed_audit_told_the_empty_combinations(linked):
     assert both.height == got.height
     assert (both["lo"] >= both["lo_naive"]).all()
     assert (both["up"].fill_null(10**9) <= both["up_naive"].fill_null(10**9)).all()
+
+
+def test_dimensions_a_table_crosses_are_never_taken_as_nested(tmp_path):
+    # every municipality of these records holds one sex only, by chance: sex is a function of
+    # municipality in the records, but table a crosses the two, so its empty cells stay
+    path = tmp_path / "d.duckdb"
+    persons = pl.DataFrame({"muni": ["m1", "m1", "m2", "m3"], "county": ["c1", "c1", "c1", "c2"],
+                            "sex": ["f", "f", "m", "f"]})
+    con = duckdb.connect(str(path))
+    con.register("p", persons.to_arrow())
+    con.execute("CREATE TABLE persons AS SELECT * FROM p")
+    con.close()
+    spec = union_spec([pt.TableSpec({"muni": None, "sex": None}), pt.TableSpec({"county": None, "sex": None})])
+    with pt.Session(str(path), read_only=True) as s:
+        X, inner, _ = pt.audit.linked_model_matrix(s, "persons", spec)
+    assert X.shape[0] == inner.height == 3 * 2  # every municipality × both sexes, counties by grouping
+    assert inner.select("muni", "county").unique().height == 3

@@ -35,9 +35,14 @@ _NULL = "\x00"  # NULL as a code of its own when the spec has no null_code
 def linked_model_matrix(s: Any, table: str, spec: TableSpec) -> tuple[sparse.csc_array, pl.DataFrame, pl.DataFrame]:
     """``s.model_matrix(table, spec, extend0="all")`` (``s`` a protab.Session) without the inner
     cells that no record can hold because one dimension of ``spec`` is a function of another in
-    ``table``. Returns (X, inner, published) as model_matrix does."""
+    ``table`` and no crossing of ``spec`` holds both (a table crossing them publishes their
+    empty combinations too: a function that holds in the records by chance, e.g. every person of
+    a small municipality of one sex, is not taken as structure). Returns (X, inner, published)
+    as model_matrix does."""
     X, inner, published = s.model_matrix(table, spec, extend0="all")
+    crossed = [set(t) for t in spec.terms]
     maps = functions_of(s, table, [d.column for d in spec.dimensions], spec.null_code)
+    maps = {k: v for k, v in maps.items() if not any(set(k) <= t for t in crossed)}
     if not maps:
         return X, inner, published
     keep = np.ones(inner.height, dtype=bool)
