@@ -25,7 +25,7 @@ _EPS = 1e-6
 def feasibility(
     tables: Mapping[str, Any], X: Any, published: Any, inner: Any, D: float, *, value: str = "n_pert",
     support: Iterable[int] | None = None, zeros_perturbed: bool = False, max_width: int = 0,
-    alone: bool = False,
+    alone: bool = False, budget: float | None = 600.0,
 ) -> pl.DataFrame:
     """Audit published cell-key tables: the attacker's interval of every true count.
 
@@ -50,6 +50,9 @@ def feasibility(
     unbounded), ``width`` = up − lo, ``disclosed`` (width ≤ ``max_width``; 0 = the count is known
     exactly), ``small`` (1 ≤ lo and up ≤ 2: a count of 1 or 2 is pinned), ``risky`` (either).
     ``alone=True`` adds ``lo_alone``/``up_alone``: the table's cells from that table only.
+    ``budget``: seconds the LPs may take (default 600; None = no limit): the work is estimated
+    before solving (and again once each block's open ends are known) and a run past the budget
+    is refused with an InputError stating the estimate and the budget.
     D never appears in the result or in a message.
     """
     check_noise(D, support)
@@ -63,10 +66,10 @@ def feasibility(
     targets = sparse.hstack([sparse.identity(A.shape[0], format="csc"), A[:, used]], format="csc")
     n = A.shape[0]
     known = (np.concatenate([np.full(n, -np.inf), lower[used]]), np.concatenate([np.full(n, np.inf), upper[used]]))
-    lo, up = intervals(A, lower, upper, targets=targets, known=known)
+    lo, up = intervals(A, lower, upper, targets=targets, known=known, budget=budget)
     out = _report(lo, up, used, cells, pub, inn, dims, max_width)
     if alone:
-        out = out.join(_alone(A, cells, pub, dims, D, support, zeros_perturbed), on=["table", *dims], how="left")
+        out = out.join(_alone(A, cells, pub, dims, (D, support, zeros_perturbed), budget), on=["table", *dims], how="left")
     return out
 
 
@@ -173,12 +176,14 @@ def _flags(out: pl.DataFrame, max_width: int) -> pl.DataFrame:
 
 
 def _alone(A: sparse.csc_array, cells: Mapping[str, tuple[np.ndarray, np.ndarray]], pub: pl.DataFrame,
-           dims: list[str], D: float, support: Any, zeros_perturbed: bool) -> pl.DataFrame:
+           dims: list[str], noise: tuple[float, Any, bool], budget: float | None) -> pl.DataFrame:
     """Each table's cells audited from that table alone."""
+    D, support, zeros_perturbed = noise
     parts = []
     for name, one in cells.items():
         lower, upper = _column_bounds(A, {name: one}, D, support, zeros_perturbed)
-        lo, up = _rounded(*intervals(A, lower, upper, targets=A[:, one[0]], known=(lower[one[0]], upper[one[0]])))
+        lo, up = _rounded(*intervals(A, lower, upper, targets=A[:, one[0]], known=(lower[one[0]], upper[one[0]]),
+                                          budget=budget))
         parts.append(pub[one[0]].select(dims).with_columns(
             pl.lit(name).alias("table"), pl.Series("lo_alone", lo), pl.Series("up_alone", up)))
     out = pl.concat(parts)

@@ -31,6 +31,7 @@ scipy.sparse, never row by row.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -40,25 +41,32 @@ from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components
 
 from protab._matrices import as_csc
+from protab.audit.work_estimate import FIRST_LPS, Budget, lp_seconds, show_estimate
 from protab.errors import ConvergenceError, InputError
 
 __all__ = ["intervals"]
 
 _TOL = 1e-7
 _ROUNDS = 50  # at most this many spreading LPs per block
+_METHOD = "highs-ipm"  # interior point with crossover (a vertex): 3x faster than simplex on 3-way tables
 
 
 def intervals(X: Any, lower: ArrayLike, upper: ArrayLike, *, targets: Any = None,
-              known: tuple[ArrayLike, ArrayLike] | None = None) -> tuple[np.ndarray, np.ndarray]:
+              known: tuple[ArrayLike, ArrayLike] | None = None,
+              budget: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Real-valued bounds [lo, up] of ``targetsᵀ y`` over all y ≥ 0 with lower ≤ Xᵀy ≤ upper.
 
     ``X``: inner × published (sparse or 2-D array); ``lower``/``upper``: one per published cell
     (−inf/+inf: no constraint); ``targets``: inner × k matrix (default the identity: every
     inner cell); ``known``: optional (lower, upper) per target that the constraints already
-    imply (e.g. a published cell's own bounds): they only spare LPs. Returns two float arrays
+    imply (e.g. a published cell's own bounds): they only spare LPs; ``budget``: seconds the LPs
+    may take (estimated before solving, and again once a block's open ends are known,
+    protab.audit.work_estimate; None = no limit): past it, an InputError stating the estimate
+    and the budget instead of an unbounded run. Returns two float arrays
     of length k (+inf where unbounded). Raises InputError when no y ≥ 0 meets the bounds
     (values inconsistent with X and the noise bound).
     """
+    limit = Budget(budget)
     A = as_csc(X)
     n, m = A.shape
     lo_c = _vector(lower, m, "lower")
@@ -70,7 +78,7 @@ def intervals(X: Any, lower: ArrayLike, upper: ArrayLike, *, targets: Any = None
     klo, khi = (np.full(k, -np.inf), np.full(k, np.inf)) if known is None else (
         _vector(known[0], k, "known lower"), _vector(known[1], k, "known upper"))
     lb, ub, R, rlo, rhi = _system(A, lo_c, hi_c)
-    return _solve_all(sparse.csr_array(T), lb, ub, R, rlo, rhi, klo, khi)
+    return _solve_all(sparse.csr_array(T), lb, ub, R, rlo, rhi, klo, khi, limit)
 
 
 def _vector(v: ArrayLike, m: int, what: str) -> np.ndarray:
@@ -109,7 +117,7 @@ def _inconsistent() -> InputError:
 
 
 def _solve_all(T: sparse.csr_array, lb: np.ndarray, ub: np.ndarray, R: sparse.csr_array, rlo: np.ndarray,
-               rhi: np.ndarray, klo: np.ndarray, khi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               rhi: np.ndarray, klo: np.ndarray, khi: np.ndarray, limit: Budget) -> tuple[np.ndarray, np.ndarray]:
     fixed = ub - lb <= _TOL
     free = np.flatnonzero(~fixed)
     shift = R[:, np.flatnonzero(fixed)] @ lb[fixed] if fixed.any() else np.zeros(R.shape[0])
@@ -133,10 +141,28 @@ def _solve_all(T: sparse.csr_array, lb: np.ndarray, ub: np.ndarray, R: sparse.cs
     a_lo, a_hi = _box(Tf[np.flatnonzero(alone)], lbf[alone], ubf[alone])
     lo += a_lo
     up += a_hi
-    for b_lo, b_hi, cols in _blocks_solved(Tf, (lbf, ubf), (R, rlo, rhi), label, np.flatnonzero(in_rows), known):
+    blocks = np.flatnonzero(in_rows)
+    _first_estimate(Tf, R, label, blocks, limit)
+    for b_lo, b_hi, cols in _blocks_solved(Tf, (lbf, ubf), (R, rlo, rhi), label, blocks, known, limit):
         lo[cols] += b_lo
         up[cols] += b_hi
     return lo, up
+
+
+def _first_estimate(Tf: sparse.csr_array, R: sparse.csr_array, label: np.ndarray, blocks: np.ndarray,
+                    limit: Budget) -> None:
+    """The least LP work of the blocks with targets, checked against the budget before any LP."""
+    nv = Tf.shape[0]
+    nnz = np.bincount(label[nv:], weights=np.diff(R.indptr), minlength=label.max(initial=0) + 1)
+    hit = np.zeros(nnz.size, dtype=bool)
+    hit[label[:nv][np.diff(Tf.indptr) > 0]] = True
+    used = blocks[hit[blocks]]
+    if not used.size:
+        return
+    estimate = float(np.sum(FIRST_LPS * lp_seconds(nnz[used])))
+    cells = int(np.bincount(label[:nv], minlength=nnz.size)[used].max())
+    limit.check(estimate, FIRST_LPS * used.size, cells)
+    show_estimate(estimate, FIRST_LPS * used.size)
 
 
 def _one_block(T: sparse.csr_array, vlabel: np.ndarray) -> np.ndarray:
@@ -167,7 +193,7 @@ def _box(T: sparse.csr_array, lb: np.ndarray, ub: np.ndarray) -> tuple[np.ndarra
 
 def _blocks_solved(Tf: sparse.csr_array, bounds: tuple[np.ndarray, np.ndarray],
                    rows: tuple[sparse.csr_array, np.ndarray, np.ndarray], label: np.ndarray, blocks: np.ndarray,
-                   known: tuple[np.ndarray, np.ndarray]) -> Any:
+                   known: tuple[np.ndarray, np.ndarray], limit: Budget) -> Any:
     """Per block with rows: (lo, up, target columns) of the targets it touches."""
     R, rlo, rhi = rows
     nv = Tf.shape[0]
@@ -187,7 +213,7 @@ def _blocks_solved(Tf: sparse.csr_array, bounds: tuple[np.ndarray, np.ndarray],
         cols = np.flatnonzero(np.diff(tb.indptr))
         if not cols.size:
             continue
-        block = _Block(Rp[r0:r1, v0:v1], rlop[r0:r1], rhip[r0:r1], lbp[v0:v1], ubp[v0:v1])
+        block = _Block(Rp[r0:r1, v0:v1], rlop[r0:r1], rhip[r0:r1], lbp[v0:v1], ubp[v0:v1], limit)
         b_lo, b_hi = block.target_bounds(sparse.csc_array(tb[:, cols]), known[0][cols], known[1][cols])
         yield b_lo, b_hi, cols
 
@@ -195,7 +221,9 @@ def _blocks_solved(Tf: sparse.csr_array, bounds: tuple[np.ndarray, np.ndarray],
 class _Block:
     """One independent block: its LP rows and the bounds of its inner cells."""
 
-    def __init__(self, R: sparse.csr_array, rlo: np.ndarray, rhi: np.ndarray, lb: np.ndarray, ub: np.ndarray):
+    def __init__(self, R: sparse.csr_array, rlo: np.ndarray, rhi: np.ndarray, lb: np.ndarray, ub: np.ndarray,
+                 limit: Budget):
+        self.limit, self.nnz = limit, R.nnz
         up_rows, lo_rows = np.isfinite(rhi), np.isfinite(rlo)
         self.A = sparse.vstack([R[np.flatnonzero(up_rows)], -R[np.flatnonzero(lo_rows)]], format="csr")
         self.b = np.concatenate([rhi[up_rows], -rlo[lo_rows]])
@@ -204,7 +232,9 @@ class _Block:
 
     def solve(self, c: np.ndarray) -> tuple[float, np.ndarray | None]:
         """min cᵀy: (value, y), or (−inf, None) when unbounded."""
-        res = linprog(c, A_ub=self.A, b_ub=self.b, bounds=self.bounds, method="highs")
+        start = time.perf_counter()
+        res = linprog(c, A_ub=self.A, b_ub=self.b, bounds=self.bounds, method=_METHOD)
+        self.limit.spent += time.perf_counter() - start
         if res.status == 0:
             return float(res.fun), res.x
         if res.status == 2:
@@ -224,7 +254,10 @@ class _Block:
         seen.add(self.solve(-ones)[1])
         self._spread(T, a_lo, a_hi, seen)
         lo, hi = a_lo.copy(), a_hi.copy()
-        open_ends = np.flatnonzero((seen.lo > a_lo + _TOL) | (seen.hi < a_hi - _TOL))
+        need_lo, need_hi = seen.lo > a_lo + _TOL, seen.hi < a_hi - _TOL
+        open_ends = np.flatnonzero(need_lo | need_hi)
+        lps = int(need_lo.sum() + need_hi.sum())
+        self.limit.check(lps * float(lp_seconds(self.nnz)), lps, T.shape[0])
         for j in open_ends:  # one LP per end that no solution seen has met
             col = T[:, [j]].toarray().ravel()
             if seen.lo[j] > a_lo[j] + _TOL:
@@ -245,6 +278,7 @@ class _Block:
             before = int(open_lo.sum() + open_hi.sum())
             if before == 0:
                 return
+            self.limit.check(float(lp_seconds(self.nnz)), 1, T.shape[0])
             down = np.where(open_lo & open_hi, rng.random(open_lo.size) < 0.5, open_lo)
             sign = np.where(open_lo | open_hi, np.where(down, 1.0, -1.0), 0.0)
             seen.add(self.solve(T @ sign)[1])

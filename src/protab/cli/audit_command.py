@@ -47,15 +47,19 @@ def add_parser(sub: Any) -> None:
                    help="report intervals of at most this width (default 0: counts known exactly)")
     p.add_argument("--report", help="the CSV report of risky cells (default: audit_report.csv beside the request); "
                                     "never an input, a published table or a file in a run's output folder")
+    p.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                   help="refuse, with the estimate, an audit whose linear programs are estimated to take longer "
+                        "(default 600; 0: no limit)")
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> None:
-    audit(args.request, args.db, args.tables, d_env=args.d_env, max_width=args.max_width, report=args.report)
+    audit(args.request, args.db, args.tables, d_env=args.d_env, max_width=args.max_width, report=args.report,
+          budget=args.budget or None)
 
 
 def audit(request: str, database: str | None = None, tables: str | None = None, *, d_env: str | None = None,
-          max_width: int = 0, report: str | None = None) -> pl.DataFrame:
+          max_width: int = 0, report: str | None = None, budget: float | None = 600.0) -> pl.DataFrame:
     """Audit the cell-key tables of one protect, publish or programme run; returns the risky cells (also written)."""
     import polars as pl
 
@@ -70,7 +74,7 @@ def audit(request: str, database: str | None = None, tables: str | None = None, 
         run = _request_run(path, database, tables)
     default = path.parent / "audit_report.csv"
     target = check_report(str(report) if report is not None else str(default), run["protected"], run["runs"])
-    noise = _noise(run["cfg"], path.parent, d_env)
+    noise = dict(_noise(run["cfg"], path.parent, d_env), budget=budget)
     frames = run["read"]()
     check_shared(frames, run["dims"])
     with Session(run["db"], read_only=True) as s:
@@ -180,14 +184,14 @@ def _audit_sources(s: Session, cfg: dict[str, Any], base: Path, chosen: list[dic
     """One joint audit per source: its tables linked through one combined TableSpec."""
     import polars as pl
 
-    from protab.audit import feasibility
+    from protab.audit import feasibility, linked_model_matrix
     from protab.cli.protect_tables import specs
 
     all_specs = dict(zip((t["name"] for t in cfg["tables"]), specs(s, cfg, base)))
     parts = []
     for src in dict.fromkeys(t["source"] for t in chosen):
         names = [t["name"] for t in chosen if t["source"] == src]
-        X, inner, pub = s.model_matrix(src, _linked([all_specs[n] for n in names]), extend0="all")
+        X, inner, pub = linked_model_matrix(s, src, _linked([all_specs[n] for n in names]))
         out = feasibility({n: published[n] for n in names}, X, pub, inner, max_width=max_width, **noise)
         parts.append(out.with_columns(pl.lit(src).alias("source")))
     return pl.concat(parts, how="diagonal_relaxed")
