@@ -11,7 +11,7 @@ measured in the same run (the two LPs of the smallest table's block, solved once
 Each hypercube first prints the work estimate (protab.audit.work_estimate) beside the time.
 ``--nested``: two linked tables over nested geographies (municipality × sex, county × sex;
 300,000 persons, 300 municipalities in 20 counties) protected by the cell key method and
-audited through protab.audit.linked_model_matrix; ``--crossed`` also times the audit of the
+audited through Session.model_matrix(..., nested=True); ``--crossed`` also times the audit of the
 same tables with municipality crossed with county as if independent (Session.model_matrix).
 """
 
@@ -90,7 +90,7 @@ def nested(crossed: bool, persons: int = 300_000, munis: int = 300, counties: in
             s.add_record_keys("persons", "pid", seed="benchmark seed")
             tables = {"a": s.cell_key("persons", a, p), "b": s.cell_key("persons", b, p)}
             spec = union_spec([a, b])
-            runs = [("nested", lambda: pt.audit.linked_model_matrix(s, "persons", spec))]
+            runs = [("nested", lambda: s.model_matrix("persons", spec, extend0="all", nested=True))]
             if crossed:
                 runs.append(("crossed", lambda: s.model_matrix("persons", spec, extend0="all")))
             for name, build in runs:

@@ -36,7 +36,7 @@ def linked(tmp_path_factory):
     with pt.Session(str(path), read_only=True) as s:
         tables = {"a": s.cell_key("persons", a, p), "b": s.cell_key("persons", b, p)}
         spec = union_spec([a, b])
-        nested = pt.audit.linked_model_matrix(s, "persons", spec)
+        nested = s.model_matrix("persons", spec, extend0="all", nested=True)
         crossed = s.model_matrix("persons", spec, extend0="all")
         codes = [pl.DataFrame({"muni": [f"m{m:02d}" for m in range(MUNIS)]}),
                  pl.DataFrame({"county": [f"c{c}" for c in range(MUNIS // PER_COUNTY)]}),
@@ -87,6 +87,6 @@ def test_dimensions_a_table_crosses_are_never_taken_as_nested(tmp_path):
     con.close()
     spec = union_spec([pt.TableSpec({"muni": None, "sex": None}), pt.TableSpec({"county": None, "sex": None})])
     with pt.Session(str(path), read_only=True) as s:
-        X, inner, _ = pt.audit.linked_model_matrix(s, "persons", spec)
+        X, inner, _ = s.model_matrix("persons", spec, extend0="all", nested=True)
     assert X.shape[0] == inner.height == 3 * 2  # every municipality × both sexes, counties by grouping
     assert inner.select("muni", "county").unique().height == 3

@@ -184,14 +184,14 @@ def _audit_sources(s: Session, cfg: dict[str, Any], base: Path, chosen: list[dic
     """One joint audit per source: its tables linked through one combined TableSpec."""
     import polars as pl
 
-    from protab.audit import feasibility, linked_model_matrix
+    from protab.audit import feasibility
     from protab.cli.protect_tables import specs
 
     all_specs = dict(zip((t["name"] for t in cfg["tables"]), specs(s, cfg, base)))
     parts = []
     for src in dict.fromkeys(t["source"] for t in chosen):
         names = [t["name"] for t in chosen if t["source"] == src]
-        X, inner, pub = linked_model_matrix(s, src, _linked([all_specs[n] for n in names]))
+        X, inner, pub = s.model_matrix(src, _linked([all_specs[n] for n in names]), extend0="all", nested=True)
         out = feasibility({n: published[n] for n in names}, X, pub, inner, max_width=max_width, **noise)
         parts.append(out.with_columns(pl.lit(src).alias("source")))
     return pl.concat(parts, how="diagonal_relaxed")

@@ -209,6 +209,7 @@ class Tables:
         *,
         extend0: bool | str = True,
         structural_zeros: pl.DataFrame | None = None,
+        nested: bool = False,
     ) -> tuple[sparse.csc_matrix, pl.DataFrame, pl.DataFrame]:
         """The dummy matrix X (inner × published, z = Xᵀy) of a table, from the microdata.
 
@@ -219,6 +220,9 @@ class Tables:
         cells are added for every combination of occurring codes, except the combinations in
         ``structural_zeros`` (a frame with the dimension columns); ``extend0="all"`` counts
         every leaf of a hierarchy or code list as occurring (GaussSuppression's "all").
+        ``nested=True``: dimensions that nest in the records (every municipality in one county)
+        and that no crossing of ``spec`` holds together are not crossed as if independent: the
+        inner cells no record can hold are left out (linked tables' audit, docs/audit.md).
         """
         if extend0 not in (True, False, "all"):
             raise SpecError(f"model_matrix: extend0 must be True, False or 'all', not {extend0!r}")
@@ -226,6 +230,10 @@ class Tables:
             inner = run.inner_frame()
             published = run.published()
             X = run.matrix()  # coefficients of non-tree hierarchies (−1, 2 …) included
+        if nested:
+            from protab.session.nested_dims import without_impossible
+
+            return without_impossible(self, table, spec, X, inner, published)
         return X, inner, published
 
     def cell_key(

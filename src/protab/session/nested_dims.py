@@ -1,6 +1,6 @@
 """The model matrix of linked tables whose dimensions nest: a dimension that is a function of
 another in the records (every municipality lies in one county) is a grouping of it, not a
-dimension to cross with it as if independent (docs/audit.md).
+dimension to cross with it as if independent (docs/audit.md; Session.model_matrix(..., nested=True)).
 
 Linked tables over nested geographies (municipality × sex and county × sex) share one union
 TableSpec whose inner cells would cross municipality with county: 300 × 20 × 2 inner cells of
@@ -27,19 +27,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from protab.table import TableSpec
 
-__all__ = ["functions_of", "linked_model_matrix"]
+__all__ = ["functions_of", "without_impossible"]
 
 _NULL = "\x00"  # NULL as a code of its own when the spec has no null_code
 
 
-def linked_model_matrix(s: Any, table: str, spec: TableSpec) -> tuple[sparse.csc_array, pl.DataFrame, pl.DataFrame]:
-    """``s.model_matrix(table, spec, extend0="all")`` (``s`` a protab.Session) without the inner
-    cells that no record can hold because one dimension of ``spec`` is a function of another in
-    ``table`` and no crossing of ``spec`` holds both (a table crossing them publishes their
-    empty combinations too: a function that holds in the records by chance, e.g. every person of
-    a small municipality of one sex, is not taken as structure). Returns (X, inner, published)
-    as model_matrix does."""
-    X, inner, published = s.model_matrix(table, spec, extend0="all")
+def without_impossible(s: Any, table: str, spec: TableSpec, X: sparse.csc_array, inner: pl.DataFrame,
+                       published: pl.DataFrame) -> tuple[sparse.csc_array, pl.DataFrame, pl.DataFrame]:
+    """(X, inner, published) of ``s.model_matrix(table, spec)`` (``s`` a protab.Session) without
+    the inner cells that no record can hold because one dimension of ``spec`` is a function of
+    another in ``table`` and no crossing of ``spec`` holds both (a table crossing them publishes
+    their empty combinations too: a function that holds in the records by chance, e.g. every
+    person of a small municipality of one sex, is not taken as structure)."""
     crossed = [set(t) for t in spec.terms]
     maps = functions_of(s, table, [d.column for d in spec.dimensions], spec.null_code)
     maps = {k: v for k, v in maps.items() if not any(set(k) <= t for t in crossed)}
