@@ -116,10 +116,10 @@ def _take(lock: Path, what: str, command: str, wait: bool) -> int | None:
             except BlockingIOError:
                 if not wait:
                     raise OutputInUse(
-                        f"{what} is in use by another protab run ({holder(lock)}); wait for it to finish and run "
+                        f"{what} is in use by another protab run ({_named_holder(lock)}); wait for it to finish and run "
                         f"again, or pass --wait (wait=True in Python) to wait for it (its lock: {str(lock)!r})"
                     ) from None
-                print(f"protab: waiting for {what}, in use by another protab run ({holder(lock)})",
+                print(f"protab: waiting for {what}, in use by another protab run ({_named_holder(lock)})",
                       file=sys.stderr, flush=True)
                 fcntl.flock(fd, fcntl.LOCK_EX)
             if _current(fd, lock):
@@ -182,6 +182,18 @@ def holder(lock: str | os.PathLike[str]) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return "it has not named itself yet"
     return ", ".join(parts)
+
+
+def _named_holder(lock: Path, patience: float = 1.0) -> str:
+    """:func:`holder`, given a moment: a run that has just taken the lock writes its name right
+    after the flock, so a second run that finds the file empty reads it again for up to
+    ``patience`` seconds before saying the holder has not named itself."""
+    deadline = time.monotonic() + patience
+    while True:
+        who = holder(lock)
+        if not who.startswith("it has not named") or time.monotonic() >= deadline:
+            return who
+        time.sleep(0.02)
 
 
 def _clean(value: object) -> str:
