@@ -69,3 +69,17 @@ def test_import_floors_hold():
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "0 broken" in res.stdout, res.stdout
+
+
+def test_no_file_holds_a_merge_conflict_marker():
+    # a merge left half-done publishes both sides of a doc or breaks code
+    marker = ("<" * 7 + " ", "=" * 7 + "\n", ">" * 7 + " ")
+    found = []
+    for path in sorted(ROOT.glob("**/*")):
+        if (not path.is_file() or path.suffix not in {".py", ".md", ".toml", ".txt", ".cfg", ".R", ".sql"}
+                or any(part.startswith(".") or part in {"build", "dist"} for part in path.relative_to(ROOT).parts)):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(True), 1):
+            if line.startswith(marker):
+                found.append(f"{path.relative_to(ROOT)}:{n}")
+    assert not found, found

@@ -326,7 +326,8 @@ def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
 
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark")
-    files = sorted(p.name for p in (tmp_path / "duck").iterdir())
+    assert (tmp_path / "spark" / "protab_run.json").is_file()  # each run's fingerprint: its own run id
+    files = sorted(p.name for p in (tmp_path / "duck").iterdir() if p.name != "protab_run.json")
     assert files == ["muni_sex.csv", "muni_sex.parquet", "w_sums.csv", "w_sums.parquet", "weighted.csv",
                      "weighted.parquet"]
     assert "w_pert" in (tmp_path / "duck" / "w_sums.csv").read_text().splitlines()[0]

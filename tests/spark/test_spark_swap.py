@@ -136,7 +136,8 @@ def test_protect_engine_spark_swaps_then_writes_the_same_files(tmp_path, spark):
         warnings.simplefilter("ignore", pt.SwapRateWarning)
         protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
         protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark")
-    files = sorted(p.name for p in (tmp_path / "duck").iterdir())
+    assert (tmp_path / "spark" / "protab_run.json").is_file()  # each run's fingerprint: its own run id
+    files = sorted(p.name for p in (tmp_path / "duck").iterdir() if p.name != "protab_run.json")
     assert files == ["muni_sex.csv", "region_age.csv"]
     for name in files:
         assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name

@@ -75,7 +75,7 @@ def test_a_failing_table_keeps_no_swapped_records(folder, capsys):
     assert _tables(folder) == ["persons", "persons_swapped", "swap_log"]
     with pt.Session(str(folder / "s.duckdb"), read_only=True) as s:
         assert s.record_key("persons_swapped") == s.record_key("persons")
-    assert sorted(p.name for p in (folder / "out").iterdir()) == ["region_sex.csv", "second.csv"]
+    assert sorted(p.name for p in (folder / "out").iterdir()) == ["protab_run.json", "region_sex.csv", "second.csv"]
 
 
 def test_a_failing_write_keeps_no_swapped_records(folder, capsys, monkeypatch):
