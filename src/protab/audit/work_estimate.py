@@ -41,6 +41,7 @@ class Budget:
             raise InputError(f"feasibility audit: budget must be a positive number of seconds or None, not {seconds!r}")
         self.seconds = None if seconds is None else float(seconds)
         self.spent = 0.0
+        self.lps = 0  # LPs solved so far
 
     def check(self, estimate: float, lps: int, cells: int) -> None:
         """Refuse when ``estimate`` more seconds (``lps`` LPs over blocks of up to ``cells`` inner
