@@ -10,23 +10,27 @@ cell, or any combination of them) the interval is
 
     min / max tᵀy   subject to   lower_c ≤ x_cᵀy ≤ upper_c (every constrained c),  y ≥ 0,
 
-two HiGHS linear programs (``scipy.optimize.linprog(method="highs")``) per target end, over
-real y: the integer problem relaxed. How the work is kept small:
+one HiGHS linear program per target end (highspy: one model per block, kept across its LPs),
+over real y: the integer problem relaxed. How the work is kept small:
 
 1. a published cell with one coefficient 1 (an inner cell published itself) becomes a bound
    on that inner cell, not a row; inner cells whose bounds meet are fixed and substituted;
 2. the free inner cells split into independent blocks, the connected components of the
    bipartite graph (inner cell — constrained published cell) (``connected_components``): a
    target's min is the sum of its blocks' mins; a free cell in no row takes its own bounds;
-3. every LP solved gives a feasible y, so a target end whose seen value already meets its a
-   priori bound (Σ of its cells' own bounds, or a published cell's own interval) is settled
-   without an LP of its own (exact). Per block, the min and max of the block's sum and then a
-   few LPs that push every open end at once (each target up or down at random, seeded) settle
-   most ends of tables whose cells can move independently; only the rest get an LP each.
+3. every LP solved gives a feasible vertex y, so a target end whose seen value already meets
+   its a priori bound (Σ of its cells' own bounds, or a published cell's own interval) is
+   settled without an LP of its own (exact). Per block, a few LPs that push every open end at
+   once (each target up or down at random, seeded) settle most ends of tables whose cells can
+   move independently; only the rest get an LP each;
+4. between a block's LPs only the objective changes: pushes of many ends are solved cold by the
+   interior point method (with crossover to a vertex, and a basis), which is fastest far from
+   the last vertex; LPs of one end (or a few) by the primal simplex from the last optimal
+   basis, still primal feasible, a small fraction of a cold solve.
 
 What does not scale: a block with a grand total over everything is the whole table, and each
-unsettled target end costs one LP over it (no warm start from scipy). Matrices are built with
-scipy.sparse, never row by row.
+spreading round is a cold LP over it. Systems whose intervals lie far inside the cells' own
+bounds need one LP per end. Matrices are built with scipy.sparse, never row by row.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from protab._matrices import as_csc
-from protab.audit.work_estimate import FIRST_LPS, Budget, lp_seconds, show_estimate
+from protab.audit.work_estimate import FIRST_LPS, WARM, Budget, lp_seconds, show_estimate
 from protab.errors import ConvergenceError, InputError
 
 __all__ = ["intervals"]
@@ -52,7 +56,7 @@ _ROUNDS = 50  # at most this many spreading LPs per block
 _HOW = {"ipm": (("solver", "ipm"), ("run_crossover", "on")),
         "primal": (("solver", "simplex"), ("simplex_strategy", 4)),
         "dual": (("solver", "simplex"), ("simplex_strategy", 1))}
-_FEW = 200  # spreading LPs pushing at most this many ends start from the last basis (primal simplex)
+_FEW = 20  # spreading LPs pushing at most this many ends start from the last basis (primal simplex)
 
 
 def intervals(X: Any, lower: ArrayLike, upper: ArrayLike, *, targets: Any = None,
@@ -279,7 +283,7 @@ class _Block:
         need_lo, need_hi = seen.lo > a_lo + _TOL, seen.hi < a_hi - _TOL
         open_ends = np.flatnonzero(need_lo | need_hi)
         lps = int(need_lo.sum() + need_hi.sum())
-        self.limit.check(lps * float(lp_seconds(self.nnz)), lps, T.shape[0])
+        self.limit.check(lps * WARM * float(lp_seconds(self.nnz)), lps, T.shape[0])
         for j in open_ends:  # one LP per end that no solution seen has met
             col = T[:, [j]].toarray().ravel()
             if seen.lo[j] > a_lo[j] + _TOL:
