@@ -2,7 +2,8 @@
 margins: random counts, noise within ±D as the cell key method makes it (empty cells kept 0).
 
 Prints, per table, the cells, the seconds and the seconds per inner cell, beside a baseline
-measured in the same run (the two LPs of the smallest table's block, solved once each).
+measured in the same run (the audit of a 3 x 3 table), and the LPs solved by kind ("ipm":
+cold, interior point; "primal": primal simplex from the block's last basis) with their seconds.
 
     .venv/bin/python benchmarks/audit_scale.py [sizes ...]     e.g. 20x20 10x10x10 40x50
     .venv/bin/python benchmarks/audit_scale.py --large          the 50x50x40 table (1e5 inner cells)
