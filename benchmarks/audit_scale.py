@@ -2,7 +2,8 @@
 margins: random counts, noise within ±D as the cell key method makes it (empty cells kept 0).
 
 Prints, per table, the cells, the seconds and the seconds per inner cell, beside a baseline
-measured in the same run (the two LPs of the smallest table's block, solved once each).
+measured in the same run (the audit of a 3 x 3 table), and the LPs solved by kind ("ipm":
+cold, interior point; "primal": primal simplex from the block's last basis) with their seconds.
 
     .venv/bin/python benchmarks/audit_scale.py [sizes ...]     e.g. 20x20 10x10x10 40x50
     .venv/bin/python benchmarks/audit_scale.py --large          the 50x50x40 table (1e5 inner cells)
@@ -40,6 +41,35 @@ def hypercube(sizes: tuple[int, ...]) -> sparse.csc_array:
         width = int(np.prod([sizes[k] for k in kept])) if kept else 1
         blocks.append(sparse.csc_array((np.ones(n), (np.arange(n), col)), shape=(n, width)))
     return sparse.hstack(blocks, format="csc")
+
+
+class _Count:
+    """The LPs the audit solves (protab.audit.lp_intervals._Block.solve), by kind."""
+
+    def __init__(self) -> None:
+        from protab.audit import lp_intervals
+
+        self.by_how: dict[str, int] = {}
+        self.seconds: dict[str, float] = {}
+        solve = lp_intervals._Block.solve
+
+        def counted(block, c, how="primal"):
+            start = time.perf_counter()
+            try:
+                return solve(block, c, how)
+            finally:
+                self.by_how[how] = self.by_how.get(how, 0) + 1
+                self.seconds[how] = self.seconds.get(how, 0.0) + time.perf_counter() - start
+
+        lp_intervals._Block.solve = counted
+
+    def show(self) -> str:
+        out = ", ".join(f"{k} {v} LPs {self.seconds[k]:.1f} s" for k, v in sorted(self.by_how.items()))
+        self.by_how, self.seconds = {}, {}
+        return out
+
+
+COUNT = _Count()
 
 
 def run(sizes: tuple[int, ...], D: int = 3, seed: int = 1) -> tuple[int, int, float]:
@@ -110,6 +140,7 @@ def main(argv: list[str]) -> None:
         argv = [a for a in argv if a != "--large"] + ["50x50x40"]
     shapes = [tuple(int(x) for x in a.split("x")) for a in argv] or [(10, 10), (30, 30), (10, 10, 10), (100, 100)]
     _, _, base = run((3, 3))
+    COUNT.show()
     print(f"baseline 3x3 table: {base:.3f} s")
     print(f"{'table':>12}{'inner':>9}{'published':>11}{'estimate':>10}{'seconds':>10}{'s/cell':>10}"
           f"{'x baseline':>12}")
@@ -118,7 +149,7 @@ def main(argv: list[str]) -> None:
         print(f"{'x'.join(map(str, s)):>12}{'':>20}{est:>10.1f}", end="", flush=True)
         n, m, sec = run(s)
         print(f"\r{'x'.join(map(str, s)):>12}{n:>9}{m:>11}{est:>10.1f}{sec:>10.2f}{sec / n:>10.4f}"
-              f"{sec / base:>12.1f}", flush=True)
+              f"{sec / base:>12.1f}   {COUNT.show()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,23 +10,27 @@ cell, or any combination of them) the interval is
 
     min / max tᵀy   subject to   lower_c ≤ x_cᵀy ≤ upper_c (every constrained c),  y ≥ 0,
 
-two HiGHS linear programs (``scipy.optimize.linprog(method="highs")``) per target end, over
-real y: the integer problem relaxed. How the work is kept small:
+one HiGHS linear program per target end (highspy: one model per block, kept across its LPs),
+over real y: the integer problem relaxed. How the work is kept small:
 
 1. a published cell with one coefficient 1 (an inner cell published itself) becomes a bound
    on that inner cell, not a row; inner cells whose bounds meet are fixed and substituted;
 2. the free inner cells split into independent blocks, the connected components of the
    bipartite graph (inner cell — constrained published cell) (``connected_components``): a
    target's min is the sum of its blocks' mins; a free cell in no row takes its own bounds;
-3. every LP solved gives a feasible y, so a target end whose seen value already meets its a
-   priori bound (Σ of its cells' own bounds, or a published cell's own interval) is settled
-   without an LP of its own (exact). Per block, the min and max of the block's sum and then a
-   few LPs that push every open end at once (each target up or down at random, seeded) settle
-   most ends of tables whose cells can move independently; only the rest get an LP each.
+3. every LP solved gives a feasible vertex y, so a target end whose seen value already meets
+   its a priori bound (Σ of its cells' own bounds, or a published cell's own interval) is
+   settled without an LP of its own (exact). Per block, a few LPs that push every open end at
+   once (each target up or down at random, seeded) settle most ends of tables whose cells can
+   move independently; only the rest get an LP each;
+4. between a block's LPs only the objective changes: pushes of many ends are solved cold by the
+   interior point method (with crossover to a vertex, and a basis), which is fastest far from
+   the last vertex; LPs of one end (or a few) by the primal simplex from the last optimal
+   basis, still primal feasible, a small fraction of a cold solve.
 
 What does not scale: a block with a grand total over everything is the whole table, and each
-unsettled target end costs one LP over it (no warm start from scipy). Matrices are built with
-scipy.sparse, never row by row.
+spreading round is a cold LP over it. Systems whose intervals lie far inside the cells' own
+bounds need one LP per end. Matrices are built with scipy.sparse, never row by row.
 """
 
 from __future__ import annotations
@@ -34,21 +38,25 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import highspy
 import numpy as np
+from highspy._core import _Highs  # highspy.Highs prints a banner on stdout, whatever the options
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components
 
 from protab._matrices import as_csc
-from protab.audit.work_estimate import FIRST_LPS, Budget, lp_seconds, show_estimate
+from protab.audit.work_estimate import FIRST_LPS, WARM, Budget, lp_seconds, show_estimate
 from protab.errors import ConvergenceError, InputError
 
 __all__ = ["intervals"]
 
 _TOL = 1e-7
 _ROUNDS = 50  # at most this many spreading LPs per block
-_METHOD = "highs-ipm"  # interior point with crossover (a vertex): 3x faster than simplex on 3-way tables
+_HOW = {"ipm": (("solver", "ipm"), ("run_crossover", "on")),
+        "primal": (("solver", "simplex"), ("simplex_strategy", 4)),
+        "dual": (("solver", "simplex"), ("simplex_strategy", 1))}
+_FEW = 20  # spreading LPs pushing at most this many ends start from the last basis (primal simplex)
 
 
 def intervals(X: Any, lower: ArrayLike, upper: ArrayLike, *, targets: Any = None,
@@ -219,29 +227,48 @@ def _blocks_solved(Tf: sparse.csr_array, bounds: tuple[np.ndarray, np.ndarray],
 
 
 class _Block:
-    """One independent block: its LP rows and the bounds of its inner cells."""
+    """One independent block: its LP rows and the bounds of its inner cells, one HiGHS model
+    kept for all the block's LPs (only the objective changes between them)."""
 
     def __init__(self, R: sparse.csr_array, rlo: np.ndarray, rhi: np.ndarray, lb: np.ndarray, ub: np.ndarray,
                  limit: Budget):
         self.limit, self.nnz = limit, R.nnz
-        up_rows, lo_rows = np.isfinite(rhi), np.isfinite(rlo)
-        self.A = sparse.vstack([R[np.flatnonzero(up_rows)], -R[np.flatnonzero(lo_rows)]], format="csr")
-        self.b = np.concatenate([rhi[up_rows], -rlo[lo_rows]])
-        self.bounds = np.column_stack([lb, ub])
         self.lb, self.ub = lb, ub
+        self.n = R.shape[1]
+        self.cols = np.arange(self.n, dtype=np.int32)
+        self.h = _Highs()
+        self.h.setOptionValue("output_flag", False)
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = self.n, R.shape[0]
+        lp.col_cost_, lp.col_lower_, lp.col_upper_ = np.zeros(self.n), lb, ub  # highspy.kHighsInf is inf
+        lp.row_lower_, lp.row_upper_ = rlo, rhi  # ranged rows: lo ≤ Σ ≤ hi in one row
+        A = sparse.csc_array(R)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+        self.h.passModel(lp)
+        self.solved = 0
 
-    def solve(self, c: np.ndarray) -> tuple[float, np.ndarray | None]:
-        """min cᵀy: (value, y), or (−inf, None) when unbounded."""
+    def solve(self, c: np.ndarray, how: str = "primal") -> tuple[float, np.ndarray | None]:
+        """min cᵀy: (value, y), or (−inf, None) when unbounded. ``how``: "ipm" (interior point,
+        crossover to a vertex: the first LP and LPs far from the last), "primal" (primal simplex
+        from the last optimal basis, still feasible: an objective that changes little)."""
         start = time.perf_counter()
-        res = linprog(c, A_ub=self.A, b_ub=self.b, bounds=self.bounds, method=_METHOD)
+        for key, value in _HOW[how]:
+            self.h.setOptionValue(key, value)
+        self.h.changeColsCost(self.n, self.cols, np.asarray(c, dtype=np.float64))
+        self.h.run()
+        status = self.h.getModelStatus()
         self.limit.spent += time.perf_counter() - start
-        if res.status == 0:
-            return float(res.fun), res.x
-        if res.status == 2:
+        self.limit.lps += 1
+        self.solved += 1
+        if status == highspy.HighsModelStatus.kOptimal:
+            return float(self.h.getInfo().objective_function_value), np.asarray(self.h.getSolution().col_value)
+        if status == highspy.HighsModelStatus.kInfeasible or (
+                status == highspy.HighsModelStatus.kUnboundedOrInfeasible and self.solved == 1):
             raise _inconsistent()
-        if res.status == 3:
-            return -np.inf, None
-        raise ConvergenceError(f"feasibility audit: HiGHS stopped without an answer ({res.message})")
+        if status in (highspy.HighsModelStatus.kUnbounded, highspy.HighsModelStatus.kUnboundedOrInfeasible):
+            return -np.inf, None  # feasible (an earlier LP of this block was solved): unbounded
+        raise ConvergenceError(f"feasibility audit: HiGHS stopped without an answer ({status.name})")
 
     def target_bounds(self, T: sparse.csc_array, klo: np.ndarray, khi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """min and max of every target column of T (``klo``/``khi``: bounds known beforehand);
@@ -249,15 +276,14 @@ class _Block:
         a_lo, a_hi = _box(sparse.csr_array(T), self.lb, self.ub)
         a_lo, a_hi = np.maximum(a_lo, klo), np.minimum(a_hi, khi)
         seen = _Seen(T)
-        ones = np.ones(T.shape[0])
-        seen.add(self.solve(ones)[1])
-        seen.add(self.solve(-ones)[1])
         self._spread(T, a_lo, a_hi, seen)
+        if not np.isfinite(seen.lo).any():  # no end to push (all a priori unbounded): one feasible y
+            seen.add(self.solve(np.ones(T.shape[0]), "ipm")[1])
         lo, hi = a_lo.copy(), a_hi.copy()
         need_lo, need_hi = seen.lo > a_lo + _TOL, seen.hi < a_hi - _TOL
         open_ends = np.flatnonzero(need_lo | need_hi)
         lps = int(need_lo.sum() + need_hi.sum())
-        self.limit.check(lps * float(lp_seconds(self.nnz)), lps, T.shape[0])
+        self.limit.check(lps * WARM * float(lp_seconds(self.nnz)), lps, T.shape[0])
         for j in open_ends:  # one LP per end that no solution seen has met
             col = T[:, [j]].toarray().ravel()
             if seen.lo[j] > a_lo[j] + _TOL:
@@ -271,18 +297,22 @@ class _Block:
 
     def _spread(self, T: sparse.csc_array, a_lo: np.ndarray, a_hi: np.ndarray, seen: _Seen) -> None:
         """LPs pushing every open end at once, each target up or down at random (seeded): most
-        ends of a table whose cells can move independently are met in a few rounds."""
+        ends of a table whose cells can move independently are met in a few rounds. Only ends
+        with a finite a priori bound are pushed (a point seen meets no infinite one), so these
+        LPs are bounded. Far from the last vertex (many ends pushed) the interior point method
+        solves them fastest; once few ends are left, the primal simplex from the last basis."""
         rng = np.random.default_rng(0)
+        can_lo, can_hi = np.isfinite(a_lo), np.isfinite(a_hi)
         for _ in range(_ROUNDS):
-            open_lo, open_hi = seen.lo > a_lo + _TOL, seen.hi < a_hi - _TOL
+            open_lo, open_hi = can_lo & (seen.lo > a_lo + _TOL), can_hi & (seen.hi < a_hi - _TOL)
             before = int(open_lo.sum() + open_hi.sum())
             if before == 0:
                 return
             self.limit.check(float(lp_seconds(self.nnz)), 1, T.shape[0])
             down = np.where(open_lo & open_hi, rng.random(open_lo.size) < 0.5, open_lo)
             sign = np.where(open_lo | open_hi, np.where(down, 1.0, -1.0), 0.0)
-            seen.add(self.solve(T @ sign)[1])
-            after = int((seen.lo > a_lo + _TOL).sum() + (seen.hi < a_hi - _TOL).sum())
+            seen.add(self.solve(T @ sign, "ipm" if before > _FEW else "primal")[1])
+            after = int((can_lo & (seen.lo > a_lo + _TOL)).sum() + (can_hi & (seen.hi < a_hi - _TOL)).sum())
             if before - after < max(1, before // 50):
                 return
 

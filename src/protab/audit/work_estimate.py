@@ -2,13 +2,15 @@
 refusal of a run past its budget (docs/audit.md, Limits).
 
 The cost of the audit is the LPs over its blocks (protab.audit.lp_intervals): per block with
-rows, at least the two LPs of the block's sum and a few LPs that push every open end at once,
-then one LP per end no solution has met. The seconds of one LP grow faster than its size; the
-model below was calibrated on a shared two-core machine (benchmarks/audit_scale.py): HiGHS's
-interior point method (with crossover) took 0.8 s for one LP of a 20 × 20 × 20 table with all
-margins (8 000 cells, 56 000 non-zeros) and 310 s for a 50 × 50 × 40 one (10⁵ cells, 7 × 10⁵
-non-zeros); a small LP costs about 20 ms with scipy's overhead. The estimate is a lower bound:
-open ends are known only once the first LPs are solved, when the budget is checked again.
+rows, a few LPs that push every open end at once, solved cold by HiGHS's interior point method
+(with crossover), then one LP per end no solution has met, solved by the primal simplex from
+the block's last optimal basis (a warm start, a fraction of a cold LP). The seconds of one LP
+grow faster than its size; the model below was calibrated with highspy on a shared two-core
+machine (benchmarks/audit_scale.py): a cold LP took about 0.35 s for a 20 × 20 × 20 table with
+all margins (8 000 cells, 56 000 non-zeros) and 12 to 60 s for a 50 × 50 × 40 one (10⁵ cells,
+7 × 10⁵ non-zeros), a warm one-end LP some 0.05 s and 2 to 12 s; a small LP costs a few
+milliseconds. The estimate is a lower bound: open ends are known only once the first LPs are
+solved, when the budget is checked again.
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ import numpy as np
 
 from protab.errors import InputError
 
-__all__ = ["FIRST_LPS", "Budget", "lp_seconds", "show_estimate"]
+__all__ = ["FIRST_LPS", "WARM", "Budget", "lp_seconds", "show_estimate"]
 
-FIRST_LPS = 4  # LPs a block with rows takes at least: min and max of its sum, two spreading rounds
-_REF_NNZ, _REF_SECONDS, _POWER = 56_000.0, 0.8, 2.35
-_FLOOR = 0.02  # seconds of the smallest LP (scipy and HiGHS overhead)
+FIRST_LPS = 3  # cold LPs a block with rows takes at least in noisy tables: its spreading rounds
+WARM = 0.1  # an LP from the last optimal basis (one end), as a fraction of a cold one
+_REF_NNZ, _REF_SECONDS, _POWER = 56_000.0, 0.35, 1.75
+_FLOOR = 0.005  # seconds of the smallest LP (highspy overhead)
 _SHOW = 10.0  # estimates past this many seconds are shown on stderr when progress is on
 
 
 def lp_seconds(nnz: np.ndarray | float) -> np.ndarray | float:
-    """Estimated seconds of one LP over a block of ``nnz`` constraint non-zeros."""
+    """Estimated seconds of one cold LP over a block of ``nnz`` constraint non-zeros."""
     return np.maximum(_FLOOR, _REF_SECONDS * (np.asarray(nnz, dtype=np.float64) / _REF_NNZ) ** _POWER)
 
 
@@ -41,6 +44,7 @@ class Budget:
             raise InputError(f"feasibility audit: budget must be a positive number of seconds or None, not {seconds!r}")
         self.seconds = None if seconds is None else float(seconds)
         self.spent = 0.0
+        self.lps = 0  # LPs solved so far
 
     def check(self, estimate: float, lps: int, cells: int) -> None:
         """Refuse when ``estimate`` more seconds (``lps`` LPs over blocks of up to ``cells`` inner
