@@ -5,21 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from audit_fixtures import TWO_TABLES
 
 from protab import cli
-
-REQUEST = '''
-[ptable]
-maximum_entropy = { D = 3, V = 1 }
-[[tables]]
-name = "region_sex"
-source = "persons"
-dims = ["region", "sex"]
-[[tables]]
-name = "region"
-source = "persons"
-dims = ["region"]
-'''
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +18,7 @@ def run_outputs(tmp_path_factory) -> dict[str, Path]:
     db = root / "d.duckdb"
     assert cli.main(["demo", "--persons", "300", "--db", str(db), "--out", str(root / "demo")]) == 0
     req = root / "req.toml"
-    req.write_text(REQUEST, encoding="utf-8")
+    req.write_text(TWO_TABLES, encoding="utf-8")
     assert cli.main(["protect", str(req), "--db", str(db), "--out", str(root / "out")]) == 0
     assert cli.main(["publish", str(req), "--db", str(db), "--to", str(root / "published.duckdb")]) == 0
     return {"root": root, "db": db, "req": req, "out": root / "out", "published": root / "published.duckdb"}

@@ -4,28 +4,13 @@ with the budget raised (or none) the same audit answers."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
-from scipy import sparse
+from audit_fixtures import TWO_TABLES, hypercube
 
 import protab as pt
 from protab import cli
 from protab.errors import InputError
-
-
-def _cube(sizes):
-    n = int(np.prod(sizes))
-    codes = np.indices(sizes).reshape(len(sizes), n)
-    parts = []
-    for keep in itertools.product([True, False], repeat=len(sizes)):
-        col, width = np.zeros(n, dtype=np.int64), 1
-        for k in range(len(sizes)):
-            if keep[k]:
-                col, width = col * sizes[k] + codes[k], width * sizes[k]
-        parts.append(sparse.csc_array((np.ones(n), (np.arange(n), col)), shape=(n, width)))
-    return sparse.hstack(parts, format="csc")
 
 
 def _bounds(X, D=2):
@@ -36,7 +21,7 @@ def _bounds(X, D=2):
 
 
 def test_a_tiny_budget_is_refused_with_the_estimate_and_how_to_raise_it():
-    X = _cube((5, 4, 3))
+    X = hypercube((5, 4, 3))
     lower, upper = _bounds(X)
     with pytest.raises(InputError) as err:
         pt.audit.intervals(X, lower, upper, budget=1e-6)
@@ -51,32 +36,20 @@ def test_a_tiny_budget_is_refused_with_the_estimate_and_how_to_raise_it():
 
 
 def test_a_budget_must_be_a_positive_number():
-    X = _cube((3, 3))
+    X = hypercube((3, 3))
     lower, upper = _bounds(X)
     for bad in (0, -1.0, float("nan"), "10", True):
         with pytest.raises(InputError, match="budget"):
             pt.audit.intervals(X, lower, upper, budget=bad)
 
 
-REQUEST = '''
-[ptable]
-maximum_entropy = { D = 3, V = 1 }
-[[tables]]
-name = "region_sex"
-source = "persons"
-dims = ["region", "sex"]
-[[tables]]
-name = "region"
-source = "persons"
-dims = ["region"]
-'''
 
 
 def test_protab_audit_refuses_past_its_budget_and_writes_nothing(tmp_path, capsys):
     db = tmp_path / "d.duckdb"
     assert cli.main(["demo", "--persons", "300", "--db", str(db), "--out", str(tmp_path / "demo")]) == 0
     req = tmp_path / "req.toml"
-    req.write_text(REQUEST, encoding="utf-8")
+    req.write_text(TWO_TABLES, encoding="utf-8")
     assert cli.main(["protect", str(req), "--db", str(db), "--out", str(tmp_path / "out")]) == 0
     report = tmp_path / "risky.csv"
     capsys.readouterr()

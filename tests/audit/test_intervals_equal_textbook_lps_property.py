@@ -4,28 +4,13 @@ seen, interior point LPs) equal the textbook's two LPs per inner cell over the w
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
+from audit_fixtures import hypercube
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import sparse
 from scipy.optimize import linprog
 
 import protab as pt
-
-
-def _cube(sizes):
-    n = int(np.prod(sizes))
-    codes = np.indices(sizes).reshape(len(sizes), n)
-    parts = []
-    for keep in itertools.product([True, False], repeat=len(sizes)):
-        col, width = np.zeros(n, dtype=np.int64), 1
-        for k in range(len(sizes)):
-            if keep[k]:
-                col, width = col * sizes[k] + codes[k], width * sizes[k]
-        parts.append(sparse.csc_array((np.ones(n), (np.arange(n), col)), shape=(n, width)))
-    return sparse.hstack(parts, format="csc")
 
 
 def _textbook(X, lower, upper):
@@ -49,7 +34,7 @@ def _textbook(X, lower, upper):
        D=st.integers(1, 3), blank=st.floats(0.0, 0.4), seed=st.integers(0, 2**31))
 def test_intervals_equal_two_lps_per_cell(sizes, mean, D, blank, seed):
     rng = np.random.default_rng(seed)
-    X = _cube(tuple(sizes))
+    X = hypercube(tuple(sizes))
     t = X.T @ rng.poisson(mean, X.shape[0])
     z = np.where(t == 0, 0.0, np.maximum(t + rng.integers(-D, D + 1, t.size), 0)).astype(float)
     z[rng.random(t.size) < blank] = np.nan
