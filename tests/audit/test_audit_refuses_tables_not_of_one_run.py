@@ -87,3 +87,28 @@ def test_a_noise_bound_that_cannot_have_made_the_tables_is_named_without_showing
     err = _error(capsys)
     assert "not consistent with noise bound D: wrong D or altered tables" in err
     assert "0" not in err.replace("'", " ").split("noise bound D")[1]
+
+
+def test_a_csv_edited_beside_its_untouched_parquet_is_refused(run_outputs, tmp_path, capsys):
+    # the audit reads the Parquet copy; the CSV an analyst opens must be the run's too
+    folder = copy_out(run_outputs, tmp_path / "out")
+    text = (folder / "region.csv").read_text(encoding="utf-8").splitlines()
+    text[2] = ",".join(text[2].split(",")[:-1] + ["999"])
+    (folder / "region.csv").write_text("\n".join(text) + "\n", encoding="utf-8")
+    assert audit(run_outputs, folder, tmp_path / "r.csv") == 2
+    err = _error(capsys)
+    assert "region.csv" in err and "modified since the run" in err
+
+
+@pytest.mark.parametrize("text, words", [
+    ("region,region_level,n_pert\n", "table 'region' has no rows"),
+    ("region,region_level,n_pert\nTotal,0,292.5\n", "column 'n_pert' of table 'region' holds 292.5"),
+    ("region,region_level,n_pert\nTotal,0,-4\n", "whole numbers of 0 or more"),
+])
+def test_an_empty_table_or_counts_no_run_publishes_are_refused(run_outputs, tmp_path, capsys, text, words):
+    folder = copy_out(run_outputs, tmp_path / "out")
+    (folder / "region.parquet").unlink()
+    (folder / "region.csv").write_text(text, encoding="utf-8")
+    resign(folder, "region.csv")
+    assert audit(run_outputs, folder, tmp_path / "r.csv") == 2
+    assert words in _error(capsys)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protab._run_manifest import MANIFEST, RUN_TABLE, file_digest, read_manifest, table_digest
 from protab.errors import InputError, show_values
@@ -38,17 +38,28 @@ def read_folder(folder: Path, names: dict[str, list[str]], rerun: str) -> dict[s
         if path is None:
             raise InputError(f"audit: table {name!r} is not in {str(folder)!r} (no {name}.parquet or {name}.csv); "
                              f"{rerun}")
-        entry = manifest["files"].get(path.name)
-        if entry is None:
-            raise InputError(f"audit: {str(path)!r} is not listed in {MANIFEST} of its folder: it was not written by "
-                             f"a protab run into it; {rerun}")
-        if file_digest(path) != entry["sha256"]:
-            raise InputError(f"audit: {str(path)!r} was modified since the run that wrote it (its sha256 is not the "
-                             f"one in {MANIFEST}); audit the tables as published, or {rerun}")
-        runs[name] = entry["run_id"]
+        copies = [folder / f"{name}.{ext}" for ext in ("parquet", "csv") if (folder / f"{name}.{ext}").is_file()]
+        # the copy read and the one an analyst may open: both as one run wrote them
+        ids = {_unchanged(copy, manifest, rerun)["run_id"] for copy in copies}
+        if len(ids) > 1:
+            raise InputError(f"audit: {name}.parquet and {name}.csv of {str(folder)!r} come from different runs; "
+                             f"the audit takes the tables of one run: {rerun}")
+        runs[name] = ids.pop()
         frames[name] = check_table(name, _read_file(path), dims)
     same_run(runs, str(folder), rerun)
     return frames
+
+
+def _unchanged(path: Path, manifest: dict[str, Any], rerun: str) -> dict[str, Any]:
+    """The manifest's entry of ``path``; InputError when it has none or its digest differs."""
+    entry = manifest["files"].get(path.name)
+    if entry is None:
+        raise InputError(f"audit: {str(path)!r} is not listed in {MANIFEST} of its folder: it was not written by "
+                         f"a protab run into it; {rerun}")
+    if file_digest(path) != entry["sha256"]:
+        raise InputError(f"audit: {str(path)!r} was modified since the run that wrote it (its sha256 is not the "
+                         f"one in {MANIFEST}); audit the tables as published, or {rerun}")
+    return entry
 
 
 def _read_file(path: Path) -> pl.DataFrame:
@@ -126,6 +137,13 @@ def check_table(name: str, frame: pl.DataFrame, dims: list[str]) -> pl.DataFrame
             raise InputError(f"audit: column {col!r} of table {name!r} holds {shown}, not "
                              f"{'counts' if col == VALUE else 'levels'} (whole numbers)")
         out = out.with_columns(values.alias(col))
+    counts = out[VALUE].drop_nulls()
+    odd = counts.filter((counts != counts.round(0)) | (counts < 0) | ~counts.is_finite())
+    if odd.len():
+        raise InputError(f"audit: column {VALUE!r} of table {name!r} holds {show_values(odd.head(3).to_list())}, "
+                         "not published counts (whole numbers of 0 or more)")
+    if out.height == 0:
+        raise InputError(f"audit: table {name!r} has no rows: a table protab published has at least its total")
     return out
 
 
