@@ -41,7 +41,8 @@ class Budget:
     def __init__(self, seconds: float | None):
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
                                     or not math.isfinite(seconds) or seconds <= 0):
-            raise InputError(f"feasibility audit: budget must be a positive number of seconds or None, not {seconds!r}")
+            raise InputError(f"feasibility audit: budget must be a positive, finite number of seconds (None or --budget 0: "
+                             f"no limit), not {seconds!r}")
         self.seconds = None if seconds is None else float(seconds)
         self.spent = 0.0
         self.lps = 0  # LPs solved so far
@@ -71,4 +72,6 @@ def show_estimate(estimate: float, lps: int) -> None:
 
 
 def _show(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds:.2g} s"
     return f"{seconds:,.0f} s" if seconds < 120 else f"{seconds / 60:,.0f} min"
