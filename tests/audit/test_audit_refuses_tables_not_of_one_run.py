@@ -112,3 +112,10 @@ def test_an_empty_table_or_counts_no_run_publishes_are_refused(run_outputs, tmp_
     resign(folder, "region.csv")
     assert audit(run_outputs, folder, tmp_path / "r.csv") == 2
     assert words in _error(capsys)
+
+
+def test_the_records_database_given_as_tables_is_refused_without_advising_to_overwrite_it(run_outputs, tmp_path,
+                                                                                          capsys):
+    assert audit(run_outputs, run_outputs["db"], tmp_path / "r.csv") == 2
+    err = _error(capsys)
+    assert "database of the records" in err and "--replace" not in err

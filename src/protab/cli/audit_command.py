@@ -112,6 +112,9 @@ def _request_run(path: Path, database: str | None, tables: str | None) -> dict[s
     where = Path(tables) if tables else path.parent / cfg.get("output", DEFAULT_OUTPUT)
     protected = request_inputs(path, cfg, db)
     if where.is_file():
+        if where.resolve() == Path(db).resolve():  # the records' own database, not one publish wrote
+            raise InputError(f"audit: --tables {str(where)!r} is the database of the records, not a database "
+                             "protab publish wrote; give the published database or the output folder")
         rerun = f"publish again (protab publish {path} --to {where} --replace) and audit that"
         protected += [(p, f"the published database {str(where)!r}") for p in database_files(str(where))]
         runs = []
