@@ -31,6 +31,7 @@ MANIFEST = "protab_run.json"
 #: the table of a published database that holds its run and the digest of every table
 RUN_TABLE = "protab_run"
 _FORMAT = 1
+_MAX_BYTES = 64 * 2**20  # far above any manifest protab writes (a line per output file)
 
 
 def new_run(command: str) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def with_manifest(out: Path, files: Mapping[str, Callable[[Path], None]],
         folder = target.parent
         earlier = read_manifest(out, missing_ok=True) or {"files": {}}
         entries = {n: e for n, e in earlier.get("files", {}).items()
-                   if n not in files and isinstance(e, dict) and (folder / n).is_file()}
+                   if n not in files and isinstance(e, dict) and _inside(n) and (folder / n).is_file()}
         for n in names:
             entries[n] = {"sha256": file_digest(folder / n), "bytes": (folder / n).stat().st_size,
                           "run_id": run["run_id"]}
@@ -80,6 +81,10 @@ def read_manifest(folder: str | os.PathLike[str], *, missing_ok: bool = False) -
     """The manifest of an output folder, checked for its shape; None when absent and ``missing_ok``."""
     path = Path(folder) / MANIFEST
     try:
+        if path.stat().st_size > _MAX_BYTES:
+            raise InputError(f"the run manifest {str(path)!r} is larger than protab ever writes one "
+                             f"({_MAX_BYTES // 2**20} MiB): it is not what protab wrote; run protab again into a "
+                             "fresh folder")
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         if missing_ok:
@@ -92,10 +97,17 @@ def read_manifest(folder: str | os.PathLike[str], *, missing_ok: bool = False) -
     files = data.get("files") if isinstance(data, dict) else None
     if (not isinstance(files, dict) or not isinstance(data.get("run_id"), str)
             or not all(isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("run_id"), str)
-                       for e in files.values())):
-        raise InputError(f"the run manifest {str(path)!r} is not what protab wrote (no run_id or files with "
-                         "sha256 and run_id); run protab again into a fresh folder")
+                       for e in files.values())
+            or not all(_inside(n) for n in files)):
+        raise InputError(f"the run manifest {str(path)!r} is not what protab wrote (no run_id, or files that are "
+                         "not names inside its folder with sha256 and run_id); run protab again into a fresh folder")
     return data
+
+
+def _inside(name: str) -> bool:
+    """A file name of the manifest: relative, inside the folder (no '..', not absolute)."""
+    p = Path(name)
+    return bool(name) and not p.is_absolute() and ".." not in p.parts and "\\" not in name
 
 
 def table_digest(frame: pl.DataFrame) -> str:

@@ -119,3 +119,15 @@ def test_the_records_database_given_as_tables_is_refused_without_advising_to_ove
     assert audit(run_outputs, run_outputs["db"], tmp_path / "r.csv") == 2
     err = _error(capsys)
     assert "database of the records" in err and "--replace" not in err
+
+
+@pytest.mark.parametrize("name", ["../region.csv", "/etc/passwd"])
+def test_a_manifest_naming_files_outside_its_folder_is_refused(run_outputs, tmp_path, capsys, name):
+    import json
+
+    folder = copy_out(run_outputs, tmp_path / "out")
+    manifest = json.loads((folder / "protab_run.json").read_text(encoding="utf-8"))
+    manifest["files"][name] = dict(manifest["files"]["region.csv"])
+    (folder / "protab_run.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert audit(run_outputs, folder, tmp_path / "r.csv") == 2
+    assert "not names inside its folder" in _error(capsys)
