@@ -69,6 +69,9 @@ def test_tables_whose_shared_cells_differ_are_refused_naming_the_pair_and_a_cell
     ("region,n_pert\nTotal,300\n", "lacks the column(s) 'region_level'"),
     ("region,region_level,n_pert\nTotal,0,lots\n", "column 'n_pert' of table 'region' holds 'lots'"),
     ("region,region_level,n_pert\nTotal,top,300\n", "column 'region_level' of table 'region' holds 'top'"),
+    ("region,region_level,n_pert\n", "table 'region' has no rows"),
+    ("region,region_level,n_pert\nTotal,0,292.5\n", "column 'n_pert' of table 'region' holds 292.5"),
+    ("region,region_level,n_pert\nTotal,0,-4\n", "whole numbers of 0 or more"),
 ])
 def test_a_garbage_table_is_a_one_line_error(run_outputs, tmp_path, capsys, text, words):
     folder = copy_out(run_outputs, tmp_path / "out")
@@ -99,19 +102,6 @@ def test_a_csv_edited_beside_its_untouched_parquet_is_refused(run_outputs, tmp_p
     err = _error(capsys)
     assert "region.csv" in err and "modified since the run" in err
 
-
-@pytest.mark.parametrize("text, words", [
-    ("region,region_level,n_pert\n", "table 'region' has no rows"),
-    ("region,region_level,n_pert\nTotal,0,292.5\n", "column 'n_pert' of table 'region' holds 292.5"),
-    ("region,region_level,n_pert\nTotal,0,-4\n", "whole numbers of 0 or more"),
-])
-def test_an_empty_table_or_counts_no_run_publishes_are_refused(run_outputs, tmp_path, capsys, text, words):
-    folder = copy_out(run_outputs, tmp_path / "out")
-    (folder / "region.parquet").unlink()
-    (folder / "region.csv").write_text(text, encoding="utf-8")
-    resign(folder, "region.csv")
-    assert audit(run_outputs, folder, tmp_path / "r.csv") == 2
-    assert words in _error(capsys)
 
 
 def test_the_records_database_given_as_tables_is_refused_without_advising_to_overwrite_it(run_outputs, tmp_path,

@@ -333,6 +333,8 @@ def test_bad_code_files_are_named(tmp_path, files, codes, message):
     ({"municipality": ["R1-0", "R1-1"]}, "", "give one row per code with its code at each level"),
     ({"sex": ["F", True]}, "", "datasets.persons.codes.sex must be a list of codes"),
     ({"sex": ["F", ""]}, "", "column 'sex' has an empty code"),
+    ({"municipality": [["A", "R1", "R1"], ["A", "R1", "R1-1"]]}, "",  # a region and a municipality coded alike
+     "codes at two levels of one classification: 'R1' (1 in all; the first both in 'region' and in 'municipality')"),
 ])
 def test_bad_inline_code_lists_are_named(tmp_path, codes, extra, message):
     db = build(tmp_path / "plain.duckdb")

@@ -177,13 +177,10 @@ def _code_list(levels: tuple[str, ...], table: pl.DataFrame, source: str, where:
         raise SpecError(f"{where}: codes listed more than once: {show_values(twice.to_list())}")
     if len(levels) == 1:
         return CodeList(levels, table, source)
-    from protab.hierarchy import Hierarchy
+    from protab.hierarchy.level_columns import from_level_columns
 
-    parts = [table.select(pl.lit(MARGIN).alias("parent"), pl.col(levels[0]).alias("child"))]
-    parts += [table.select(pl.col(a).alias("parent"), pl.col(b).alias("child")) for a, b in zip(levels, levels[1:])]
-    pairs = pl.concat(parts).unique(maintain_order=True)
     try:
-        h = Hierarchy.from_parent_child(pairs, root=MARGIN)
+        h = from_level_columns(table, levels, root=MARGIN, source=f"the code list of {where}")
     except ProtabError as exc:
         raise SpecError(f"{where}: not a hierarchy ({', '.join(levels)}): {exc}") from None
     return CodeList(levels, table, source, h)

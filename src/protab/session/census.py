@@ -31,48 +31,21 @@ class Census:
         ``["region", "municipality"]`` makes Total → region → municipality from the distinct
         (region, municipality) pairs; a municipality found in two regions is an error.
         """
-        from protab.hierarchy import Hierarchy
+        from protab.hierarchy.level_columns import from_level_columns
 
         columns = list(columns)
         if len(columns) < 1:
             raise InputError("hierarchy_from_columns: name at least one column")
         cols = self._require_columns(table, columns)
         t = quote_ident(table)
-        code = {c: code_sql(c, cols[c]) for c in columns}  # NaN is missing, as NULL
-        parts = [f"SELECT CAST(? AS VARCHAR) AS parent, CAST({code[columns[0]]} AS VARCHAR) AS child FROM {t}"]
-        params: list[Any] = [root]
-        for coarse, fine in zip(columns, columns[1:]):
-            parts.append(
-                f"SELECT CAST({code[coarse]} AS VARCHAR), CAST({code[fine]} AS VARCHAR) FROM {t}"
-            )
-        pairs = self._arrow(f"SELECT DISTINCT * FROM ({' UNION ALL '.join(parts)}) ORDER BY 1, 2", params)
-        if pairs["child"].null_count() or pairs["parent"].null_count():
+        codes = ", ".join(f"CAST({code_sql(c, cols[c])} AS VARCHAR) AS {quote_ident(c)}" for c in columns)
+        rows = self._arrow(f"SELECT DISTINCT {codes} FROM {t}", [])  # one scan: each row's codes, NaN as NULL
+        if any(rows[c].null_count() for c in columns):
             raise InputError(
                 f"hierarchy_from_columns: columns {show_values(columns)} of table {table!r} have "
                 "missing (NULL or NaN) codes; fill them in or drop those records"
             )
-        self._refuse_shared_codes(table, columns, code)
-        return Hierarchy.from_parent_child(pairs, root=root)
-
-    def _refuse_shared_codes(self, table: str, columns: list[str], code: dict[str, str]) -> None:
-        """InputError when one code stands at two levels (a band '0' and an age '0'): a code
-        names one cell of a hierarchy, so the levels' codes must differ."""
-        if len(columns) < 2:
-            return
-        t = quote_ident(table)
-        levels = " UNION ALL ".join(f"SELECT DISTINCT {i} AS lvl, CAST({code[c]} AS VARCHAR) AS code FROM {t}"
-                                    for i, c in enumerate(columns))
-        rows = self.engine.rows(f"SELECT code, min(lvl), max(lvl), count(*) OVER () FROM ({levels}) "
-                                "WHERE code IS NOT NULL GROUP BY code HAVING count(*) > 1 ORDER BY code LIMIT 5")
-        if rows:
-            at, n = rows[0][1:3], int(rows[0][3])
-            raise InputError(
-                f"hierarchy_from_columns: table {table!r} has codes at two levels of one classification: "
-                f"{', '.join(repr(r[0]) for r in rows)}{', …' if n > len(rows) else ''} "
-                f"({n} in all; the first both in {columns[int(at[0])]!r} and in "
-                f"{columns[int(at[1])]!r}); a code names one cell, so recode one level (e.g. bands as "
-                "'0-9' or with a prefix)"
-            )
+        return from_level_columns(rows, columns, root=root, source=f"hierarchy_from_columns: table {table!r}")
 
     def hierarchy_from_grid(
         self,
