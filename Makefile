@@ -9,7 +9,7 @@ DEMO_ARGS ?=
 # test processes (pytest-xdist; each Spark test module's process runs one JVM of ~1.5 GB)
 TEST_WORKERS ?= 2
 
-.PHONY: demo test lint java chromium node pgclients clean
+.PHONY: demo test check lint java chromium node pgclients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,11 @@ test: $(VENV)/.dev java chromium node pgclients
 
 lint: $(VENV)/.dev
 	$(BIN)/python -m ruff check src tests benchmarks examples
+
+# The contributors' inner loop: lint (tests/house runs the lint gate) and the suite without the
+# Spark matrix and the browser (markers set in tests/conftest.py); `make test` runs everything
+check: $(VENV)/.dev node pgclients
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark and not browser"
 
 clean:
 	rm -rf $(VENV) protab.duckdb protab_output

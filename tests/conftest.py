@@ -77,3 +77,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.section("skipped for want of a tool the README promises (PROTAB_REQUIRE_TOOLS=1)")
         for line in _tool_skips:
             terminalreporter.write_line(line)
+
+
+# -- the fast inner loop (`make check`) -------------------------------------------------------
+# Tests of the Spark engine (tests/spark/, or any test using a Spark fixture) are marked
+# `spark`, the table builder's browser tests (modules that import browser_fixtures) `browser`;
+# `make check` leaves both out (`-m "not spark and not browser"`), `make test` runs all.
+def pytest_configure(config):
+    config.addinivalue_line("markers", "spark: runs on a local Spark (a JVM); left out by make check")
+    config.addinivalue_line("markers", "browser: drives chromium; left out by make check")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.parts
+        if "spark" in parts[parts.index("tests") + 1:-1] if "tests" in parts else False:
+            item.add_marker(pytest.mark.spark)
+        elif any("spark" in name for name in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
+        if getattr(item, "module", None) is not None and hasattr(item.module, "browser_fixtures"):
+            item.add_marker(pytest.mark.browser)
