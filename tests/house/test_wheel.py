@@ -53,3 +53,20 @@ def test_unpacked_wheel_runs_the_demo_from_another_folder(wheel, tmp_path):
     assert sorted(p.name for p in (work / "protab_output").iterdir())[:2] == [
         "grid_sex.csv", "grid_sex.parquet"]
     assert (work / "protab.duckdb").exists()
+
+
+def test_the_wheel_its_metadata_and_the_command_line_give_one_version(wheel, tmp_path):
+    """The version lives in protab/__init__.py alone: the wheel's metadata, ``pt.__version__``
+    and ``protab --version`` agree, and the wheel carries the LICENSE that pyproject names."""
+    import protab as pt
+
+    z = zipfile.ZipFile(wheel)
+    meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    version = next(line.split(":", 1)[1].strip() for line in z.read(meta).decode().splitlines()
+                   if line.startswith("Version:"))
+    assert version == pt.__version__
+    assert f"protab-{version}-" in wheel.name
+    assert any(n.endswith("LICENSE") for n in z.namelist())
+    res = subprocess.run([sys.executable, "-m", "protab.cli", "--version"], capture_output=True, text=True,
+                         check=False, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
+    assert res.returncode == 0 and res.stdout.strip() == f"protab {pt.__version__}", res.stdout + res.stderr

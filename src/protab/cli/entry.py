@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from protab import __version__
 from protab.cli import (
     audit_command,
     database_tables,
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Request formats: `protab protect --help` and `protab report --help`; more in README.md.\n"
                "Progress bars show on a terminal; PROTAB_PROGRESS=0 hides them, =1 forces them.",
     )
+    p.add_argument("--version", action="version", version=f"protab {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     for command in (demo_census, database_tables, macros, register, record_keys, ptable_files):
         command.add_parser(sub)
