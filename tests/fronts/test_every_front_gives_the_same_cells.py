@@ -29,47 +29,60 @@ from tests.fronts import fronts_data as D
 
 FILES = {"csv": ("csv", D.from_csv), "parquet": ("parquet", None), "sdmx-csv": ("sdmx.csv", D.from_sdmx_csv),
          "json-stat": ("stat.json", D.from_json_stat)}
+FORMATS = {"json": None, "csv": D.from_csv, "sdmx-csv": D.from_sdmx_csv, "json-stat": D.from_json_stat}
 FRONTS = [*(f"protect {f}" for f in FILES), *(f"programme {f}" for f in FILES), "publish", "Session",
-          *(f"/v1/table {f}" for f in ("json", "csv", "sdmx-csv", "json-stat")), "/v1/query", "postgresql"]
+          *(f"/v1/table {f}" for f in FORMATS), "/v1/query", "postgresql"]
+PAIRS = [(case, a, b) for case in D.CASES for a, b in itertools.combinations(FRONTS, 2)]
 
 
-def _files(folder, stem: str, sdmx_stem: str) -> dict[str, bytes]:
-    """The canonical cells of one output folder's four files of the table."""
+def _files(case: D.Case, folder, stem: str, sdmx_stem: str) -> dict[str, bytes]:
+    """The canonical cells of one table's four files in an output folder."""
     out = {}
     for fmt, (ext, read) in FILES.items():
         path = folder / f"{sdmx_stem if fmt in ('sdmx-csv', 'json-stat') else stem}.{ext}"
-        out[fmt] = D.from_frame(pl.read_parquet(path)) if read is None else read(path.read_bytes())
+        out[fmt] = D.from_frame(case, pl.read_parquet(path)) if read is None else read(case, path.read_bytes())
     return out
 
 
-def _session(db: str) -> bytes:
+def _session(case: D.Case, db: str) -> bytes:
     with pt.Session(db, read_only=True) as s:
-        spec = pt.TableSpec({d: s.hierarchy_from_columns("persons", list(c)) for d, c in D.LEVELS.items()})
+        spec = pt.TableSpec({d: s.hierarchy_from_columns("persons", list(c)) if len(c) > 1 else None
+                             for d, c in case.levels.items()}, null_code=case.null_code)
         frame = s.cell_key("persons", spec, pt.PTable.maximum_entropy(**D.PTABLE), threshold=D.THRESHOLD)
-    return D.from_frame(frame)
+    return D.from_frame(case, frame)
 
 
-def _service(folder, db: str) -> dict[str, bytes]:
+def _table(case: D.Case, url: str, h: dict[str, str]) -> dict[str, bytes]:
+    """/v1/table of the case's table in every format."""
+    out = {}
+    for fmt, read in FORMATS.items():
+        r = httpx.post(f"{url}/v1/table?format={fmt}", headers=h, json={"dataset": "persons", "dims": list(case.dims)},
+                       timeout=60)
+        assert r.status_code == 200, r.text
+        if read is None:
+            t = r.json()
+            out[f"/v1/table {fmt}"] = D.from_frame(case, pl.DataFrame(t["rows"], schema=t["columns"], orient="row"))
+        else:
+            out[f"/v1/table {fmt}"] = read(case, r.content)
+    return out
+
+
+def _service(folder, db: str) -> dict[str, dict[str, bytes]]:
     psycopg = pytest.importorskip("psycopg")
     server = F.Server(D.write_serve_config(folder, db), pg=True)
-    out = {}
+    out: dict[str, dict[str, bytes]] = {}
     try:
         h = {"Authorization": f"Bearer {D.TOKEN}"}
-        body = {"dataset": "persons", "dims": list(D.DIMS)}
-        for fmt, read in (("json", None), ("csv", D.from_csv), ("sdmx-csv", D.from_sdmx_csv),
-                          ("json-stat", D.from_json_stat)):
-            r = httpx.post(f"{server.url}/v1/table?format={fmt}", headers=h, json=body, timeout=60)
-            assert r.status_code == 200, r.text
-            t = r.json() if read is None else None
-            out[f"/v1/table {fmt}"] = (D.from_frame(pl.DataFrame(t["rows"], schema=t["columns"], orient="row"))
-                                       if read is None else read(r.content))
-        r = httpx.post(server.url + "/v1/query", headers=h, json={"sql": D.SQL}, timeout=60)
-        assert r.status_code == 200, r.text
-        out["/v1/query"] = D.from_sql(r.json()["columns"], r.json()["rows"])
         with psycopg.connect(host="127.0.0.1", port=server.pg_port, dbname="protab", user="ana", password=D.TOKEN,
                              connect_timeout=10, autocommit=True) as conn:
-            cur = conn.execute(D.SQL)
-            out["postgresql"] = D.from_sql([c.name for c in cur.description], [list(r) for r in cur.fetchall()])
+            for case in D.CASES.values():
+                out[case.name] = _table(case, server.url, h)
+                r = httpx.post(server.url + "/v1/query", headers=h, json={"sql": case.sql}, timeout=60)
+                assert r.status_code == 200, r.text
+                out[case.name]["/v1/query"] = D.from_sql(case, r.json()["columns"], r.json()["rows"])
+                cur = conn.execute(case.sql)
+                out[case.name]["postgresql"] = D.from_sql(case, [c.name for c in cur.description],
+                                                          [list(r) for r in cur.fetchall()])
     finally:
         server.stop()
     return out
@@ -77,18 +90,22 @@ def _service(folder, db: str) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def cells(tmp_path_factory, monkeypatch_module):
+    """case name -> front -> the canonical cells of the case's table."""
     folder = tmp_path_factory.mktemp("fronts")
-    db = F.build_database(folder / "micro.duckdb", persons=D.PERSONS)
+    db = D.build_database(folder / "micro.duckdb")
     request = D.write_request(folder, db)
     assert cli.main(["protect", str(request)]) == 0
     assert cli.main(["publish", str(request), "--to", str(folder / "published.duckdb")]) == 0
     assert cli.main(["programme", str(D.write_programme(folder, db))]) == 0
-    out = {f"protect {k}": v for k, v in _files(folder / "protect_out", "T", "T").items()}
-    out |= {f"programme {k}": v for k, v in _files(folder / "programme_out", "HC.T", "HC").items()}
+    served = _service(folder, db)
+    out = {}
     with duckdb.connect(str(folder / "published.duckdb"), read_only=True) as con:
-        out["publish"] = D.from_frame(pl.from_arrow(con.sql('SELECT * FROM "T"').to_arrow_table()))
-    out["Session"] = _session(db)
-    out |= _service(folder, db)
+        for name, case in D.CASES.items():
+            out[name] = {f"protect {k}": v for k, v in _files(case, folder / "protect_out", name, name).items()}
+            out[name] |= {f"programme {k}": v for k, v in
+                          _files(case, folder / "programme_out", f"HC{name}.{name}", f"HC{name}").items()}
+            published = pl.from_arrow(con.sql(f'SELECT * FROM "{name}"').to_arrow_table())
+            out[name] |= {"publish": D.from_frame(case, published), "Session": _session(case, db), **served[name]}
     return out
 
 
@@ -99,19 +116,25 @@ def monkeypatch_module():
         yield mp
 
 
-def test_the_table_has_margins_at_every_level_and_blank_cells(cells):
-    frame = pl.read_csv(cells["protect csv"], infer_schema=False)
-    assert frame.height == (1 + 3 + 12) * (1 + 4 + 20)
-    assert frame.filter((pl.col("municipality") == D.TOTAL) & (pl.col("age") == D.TOTAL)).height == 1
-    assert {"Q/C", "A/F"} == set(frame["flags"]), "the table has published and withheld cells"
+def test_the_tables_have_margins_at_every_level_blank_cells_and_the_null_code(cells):
+    ages = pl.read_csv(cells["T"]["protect csv"], infer_schema=False)
+    assert ages.height == (1 + 3 + 12) * (1 + 4 + 20)
+    assert ages.filter((pl.col("municipality") == D.TOTAL) & (pl.col("age") == D.TOTAL)).height == 1
+    assert {"Q/C", "A/F"} == set(ages["flags"]), "the table has published and withheld cells"
+    sexes = pl.read_csv(cells["N"]["protect csv"], infer_schema=False)
+    assert set(sexes["sex"]) == {"F", "M", D.NULL_CODE, D.TOTAL}
 
 
-@pytest.mark.parametrize("first, second", list(itertools.combinations(FRONTS, 2)),
-                         ids=[f"{a} = {b}" for a, b in itertools.combinations(FRONTS, 2)])
-def test_two_fronts_give_byte_identical_cells(cells, first, second):
-    if cells[first] != cells[second]:
-        a = pl.read_csv(cells[first], infer_schema=False)
-        b = pl.read_csv(cells[second], infer_schema=False)
-        diff = a.join(b, on=list(D.DIMS), how="full", suffix="_2", nulls_equal=True)
-        pytest.fail(f"{first} and {second} differ:\n{diff.filter(pl.any_horizontal(pl.col('n_pert') != pl.col('n_pert_2'), pl.col('flags') != pl.col('flags_2'), pl.col('n_pert').is_null() != pl.col('n_pert_2').is_null())).head(10)}\n"
-                    f"{cells[first][:300]!r}\n{cells[second][:300]!r}")
+def _differences(first: bytes, second: bytes, dims: tuple[str, ...]) -> pl.DataFrame:
+    a, b = (pl.read_csv(x, infer_schema=False) for x in (first, second))
+    joined = a.join(b, on=list(dims), how="full", suffix="_2", nulls_equal=True, coalesce=True)
+    return joined.filter(pl.any_horizontal(*(pl.col(c).eq_missing(pl.col(f"{c}_2")).not_()
+                                             for c in ("n_pert", "flags"))))
+
+
+@pytest.mark.parametrize("case, first, second", PAIRS, ids=[f"{c}: {a} = {b}" for c, a, b in PAIRS])
+def test_two_fronts_give_byte_identical_cells(cells, case, first, second):
+    got = cells[case]
+    if got[first] != got[second]:
+        diff = _differences(got[first], got[second], D.CASES[case].dims)
+        pytest.fail(f"{first} and {second} differ in {diff.height} cells:\n{diff.head(12)}")
