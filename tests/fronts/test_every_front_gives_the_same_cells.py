@@ -46,17 +46,25 @@ def _files(case: D.Case, folder, stem: str, sdmx_stem: str) -> dict[str, bytes]:
 
 def _session(case: D.Case, db: str) -> bytes:
     with pt.Session(db, read_only=True) as s:
-        spec = pt.TableSpec({d: s.hierarchy_from_columns("persons", list(c)) if len(c) > 1 else None
-                             for d, c in case.levels.items()}, null_code=case.null_code)
+        declared = {"sex": pt.Hierarchy.flat(D.SEX_CODES)}
+        spec = pt.TableSpec({d: s.hierarchy_from_columns("persons", list(c)) if len(c) > 1 else declared.get(d)
+                             for d, c in zip(case.flat_dims, case.levels.values())},
+                            formula=case.flat_formula, null_code=case.null_code)
         frame = s.cell_key("persons", spec, pt.PTable.maximum_entropy(**D.PTABLE), threshold=D.THRESHOLD)
     return D.from_frame(case, frame)
+
+
+def _body(case: D.Case) -> dict:
+    """The /v1/table request of the case's table."""
+    body = {"dataset": "persons", "dims": list(case.dims), "formula": case.formula, "levels": case.cut}
+    return {k: v for k, v in body.items() if v}
 
 
 def _table(case: D.Case, url: str, h: dict[str, str]) -> dict[str, bytes]:
     """/v1/table of the case's table in every format."""
     out = {}
     for fmt, read in FORMATS.items():
-        r = httpx.post(f"{url}/v1/table?format={fmt}", headers=h, json={"dataset": "persons", "dims": list(case.dims)},
+        r = httpx.post(f"{url}/v1/table?format={fmt}", headers=h, json=_body(case),
                        timeout=60)
         assert r.status_code == 200, r.text
         if read is None:
@@ -122,7 +130,11 @@ def test_the_tables_have_margins_at_every_level_blank_cells_and_the_null_code(ce
     assert ages.filter((pl.col("municipality") == D.TOTAL) & (pl.col("age") == D.TOTAL)).height == 1
     assert {"Q/C", "A/F"} == set(ages["flags"]), "the table has published and withheld cells"
     sexes = pl.read_csv(cells["N"]["protect csv"], infer_schema=False)
-    assert set(sexes["sex"]) == {"F", "M", D.NULL_CODE, D.TOTAL}
+    assert set(sexes["sex"]) == {*D.SEX_CODES, D.TOTAL}
+    assert set(sexes.filter(pl.col("sex") == "X")["n_pert"].fill_null("")) <= {"0", ""}, "no record is of sex X"
+    crossed = pl.read_csv(cells["F"]["protect csv"], infer_schema=False)
+    assert crossed.filter((pl.col("sex") != D.TOTAL) & (pl.col("age") != D.TOTAL)).is_empty(), "no sex x age cell"
+    assert pl.read_csv(cells["L"]["protect csv"], infer_schema=False).height == (1 + 3) * (1 + 4)
 
 
 def _differences(first: bytes, second: bytes, dims: tuple[str, ...]) -> pl.DataFrame:
