@@ -150,3 +150,21 @@ def test_two_fronts_give_byte_identical_cells(cells, case, first, second):
     if got[first] != got[second]:
         diff = _differences(got[first], got[second], D.CASES[case].dims)
         pytest.fail(f"{first} and {second} differ in {diff.height} cells:\n{diff.head(12)}")
+
+
+@pytest.mark.parametrize("change", ["a value", "a blank", "a total written _T", "a float count"])
+def test_the_canonical_form_keeps_what_a_front_could_get_wrong(cells, change):
+    """The comparison would see a front that differs in one cell: the form normalises only what
+    the formats define (SDMX's and JSON-stat's ``_T``), not a tabular front's total code, nor
+    the type of a count."""
+    case = D.CASES["T"]
+    frame = pl.read_csv(cells["T"]["protect csv"], schema_overrides={"n_pert": pl.Int64}).drop("flags")
+    first = pl.col("n_pert").is_not_null() & (pl.int_range(pl.len()) == pl.col("n_pert").is_not_null().arg_max())
+    changed = {
+        "a value": frame.with_columns(pl.when(first).then(pl.col("n_pert") + 1).otherwise(pl.col("n_pert"))),
+        "a blank": frame.with_columns(pl.when(first).then(None).otherwise(pl.col("n_pert")).alias("n_pert")),
+        "a total written _T": frame.with_columns(pl.col("age").replace(D.TOTAL, "_T")),
+        "a float count": frame.with_columns(pl.col("n_pert").cast(pl.Float64)),
+    }[change]
+    assert D.from_frame(case, frame) == cells["T"]["protect csv"]
+    assert D.from_frame(case, changed) != cells["T"]["protect csv"]
