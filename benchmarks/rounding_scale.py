@@ -123,7 +123,8 @@ def scr_vs_r(frame: pl.DataFrame, spec: pt.TableSpec) -> tuple[float, float] | N
           f"changed {int(res.changed.sum()):,} vs {r_changed:,}  HU published "
           f"{res.hellinger_utility:.5f} vs {pt.measures.hellinger_utility(z, zr):.5f}  "
           f"mean |diff| published {pt.measures.mean_absolute_deviation(z, zp):.5f} vs "
-          f"{pt.measures.mean_absolute_deviation(z, zr):.5f}  R's published cells in 1..2: {r_small}")
+          f"{pt.measures.mean_absolute_deviation(z, zr):.5f}  R's published cells in 1..2: {r_small}  "
+          f"load {os.getloadavg()}")
     return t_py, t_r
 
 

@@ -11,7 +11,18 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from protab.rounding._scr_choice import _criterion, _weights
-from protab.rounding._scr_swaps import TOL_WINDOW, _best_per, _first_best, _Incidence, _rank, _swaps, _SwapSweeps
+from protab.rounding._scr_swaps import (
+    TOL_WINDOW,
+    _best_per,
+    _combined,
+    _first_best,
+    _Incidence,
+    _Levels,
+    _matching,
+    _rank,
+    _swaps,
+    _SwapSweeps,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -173,3 +184,76 @@ def test_swap_sweeps_stop_once_a_window_of_sweeps_gains_less_than_tol(monkeypatc
            np.arange(3), 200, rows, cols, _Incidence(rows, cols, 3), tol=tol)
     assert len(calls) == sweeps
     assert calls[0] == pytest.approx(1000.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 30), st.integers(0, 10_000))
+def test_matching_pairs_share_no_candidate_and_leave_no_free_pair(n, seed):
+    """The rounds of best pairs per raised cell and per partner: every pair chosen is one of
+    the given pairs, no candidate is in two of them, and (with rounds enough) no given pair has
+    both its candidates free; the ranks order the chosen pairs."""
+    rng = np.random.default_rng(seed)
+    raised = rng.random(n) < 0.5
+    ups, downs = np.flatnonzero(raised), np.flatnonzero(~raised)
+    if ups.size == 0 or downs.size == 0:
+        return
+    k = int(rng.integers(1, 3 * n))
+    pi, pj = rng.choice(ups, size=k), rng.choice(downs, size=k)
+    order = np.argsort(pi, kind="stable")
+    pi, pj = pi[order], pj[order]
+    delta = -rng.integers(1, 4, size=k).astype(np.float64)
+    sel, rank = _matching(pi, pj, delta, rng.permutation(n), rounds=n + 1)
+    assert np.unique(pi[sel]).size == sel.size and np.unique(pj[sel]).size == sel.size
+    assert np.array_equal(np.sort(rank), np.arange(sel.size))
+    used = np.zeros(n, dtype=bool)
+    used[pi[sel]] = used[pj[sel]] = True
+    assert np.all(used[pi] | used[pj])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(4, 16), st.integers(2, 8), st.integers(0, 10_000))
+def test_combined_swaps_lower_the_criterion_by_their_counted_change(n, m, seed):
+    """Swaps taken together whatever cells they share: a batch is taken only when the
+    criterion of the published values after all of them falls, and those values are the
+    sums of the raises after the swaps."""
+    rng = np.random.default_rng(seed)
+    XR = _random_matrix(rng, n, m)
+    f = np.asarray(XR.T @ rng.integers(0, 3, size=n), dtype=np.float64)
+    w = _weights(f)
+    crit = lambda gg, at=None: _criterion(f, gg, 3, 3, 1.0, w, at)  # noqa: E731
+    up = np.zeros(n, dtype=bool)
+    up[rng.choice(n, size=n // 2, replace=False)] = True
+    g = 3 * np.rint(XR.T @ up.astype(np.float64)).astype(np.int64)
+    ups, downs = rng.permutation(np.flatnonzero(up)), rng.permutation(np.flatnonzero(~up))
+    k = min(ups.size, downs.size)
+    pi, pj = ups[:k], downs[:k]
+    Xi, Xj = XR[pi], XR[pj]
+    D = (Xi - Xj).tocoo()
+    levels = _Levels.of([crit], g, 3)
+    win, done = _combined(XR, g, 3, D, pi, pj, rng.permutation(k), [crit], [float(crit(g).sum())], levels)
+    if win is None:
+        return
+    up2 = up.copy()
+    up2[pi[win]], up2[pj[win]] = False, True
+    g_new = done[0]
+    assert np.array_equal(g_new, 3 * np.rint(XR.T @ up2.astype(np.float64)).astype(np.int64))
+    assert crit(g_new).sum() < crit(g).sum() - 1e-12
+
+
+def test_several_swaps_through_one_guarded_cell_are_taken_together():
+    """One published cell three bases above its original value and three raised cells in it,
+    each with its own partner outside: all three swaps go in one batch (an independent set
+    would take one), and the cell ends at its original value."""
+    # rows 0-2 raised in cell 0; rows 3-5 partners, each alone in cells 1-3
+    XR = sparse.csr_matrix(np.array([[1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0],
+                                     [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=np.float64))
+    f = np.array([0.0, 3.0, 3.0, 3.0])
+    w = _weights(f)
+    crit = lambda gg, at=None: _criterion(f, gg, 3, 3, 1.0, w, at)  # noqa: E731
+    g = np.array([9, 0, 0, 0])
+    pi, pj = np.array([0, 1, 2]), np.array([3, 4, 5])
+    D = (XR[pi] - XR[pj]).tocoo()
+    win, done = _combined(XR, g, 3, D, pi, pj, np.arange(3), [crit], [float(crit(g).sum())],
+                          _Levels.of([crit], g, 3))
+    assert win is not None and win.size == 3
+    assert np.array_equal(done[0], [0, 3, 3, 3])

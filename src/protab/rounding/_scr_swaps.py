@@ -16,6 +16,12 @@ _BIG = np.iinfo(np.int64).max
 #: sweeps over which the gain is judged when swap sweeps stop early (``tol`` of :func:`_swaps`)
 TOL_WINDOW = 25
 
+#: the best raisable partners per published cell that a sweep pairs raised cells with
+PARTNERS = 3
+
+#: rounds of :func:`_matching`: raised cells whose best partner went to another try their next
+MATCH_ROUNDS = 4
+
 #: per published cell, a function of the published values: ``mf(g)`` for every cell, or
 #: ``mf(g[at], at)`` for the cells ``at`` alone (the same values, elementwise)
 Measure = Callable[..., np.ndarray]
@@ -159,6 +165,69 @@ def _batch(
     return g_new, new, ok, per_cell, ch
 
 
+def _combined(XR: sparse.csr_matrix, g: np.ndarray, b: int, D: sparse.coo_matrix, pi: np.ndarray, pj: np.ndarray,
+              rank: np.ndarray, measures: list, totals: list, levels: _Levels,
+              rounds: int = 8) -> tuple[np.ndarray | None, tuple]:
+    """Swaps done together whatever cells they share, their combined change computed: in each
+    published cell the swaps count in the order of ``rank``, each with the change of the cell's
+    measure from the value the better-ranked swaps left to the value with it as well, so the
+    swaps' changes add up exactly to the batch's. Swaps whose change does not lower the first
+    measure (or raises another) are dropped and the rest counted again; the batch is taken if
+    every swap left lowers it (None: not)."""
+    on = D.data != 0
+    rows, cols, d = D.row[on], D.col[on], D.data[on].astype(np.int64)
+    order = np.lexsort((rank[rows], cols))
+    rows, cols, d = rows[order], cols[order], d[order]
+    starts = _run_starts(cols)
+    lengths = np.diff(np.r_[starts, cols.size])
+    alive = np.ones(pi.size, dtype=bool)
+    for _ in range(rounds):
+        dk = np.where(alive[rows], d, 0)
+        cs = np.cumsum(dk)
+        s_k = cs - np.repeat(cs[starts] - dk[starts], lengths)  # running sum within the cell
+        after, before = g[cols] - b * s_k, g[cols] - b * (s_k - dk)
+        drop = np.zeros(pi.size, dtype=bool)
+        for k, mf in enumerate(measures):
+            marg = np.bincount(rows, weights=mf(after, cols) - mf(before, cols), minlength=pi.size)
+            drop |= alive & ((marg >= -1e-12) if k == 0 else (marg > 1e-12))
+        if not drop.any():
+            win = np.flatnonzero(alive)
+            if win.size == 0:
+                return None, ()
+            done = _batch(XR, g, b, pi[win], pj[win], measures, totals, levels)
+            return (win, done) if done[2] else (None, ())
+        alive &= ~drop
+    return None, ()
+
+
+def _matching(pi: np.ndarray, pj: np.ndarray, delta: np.ndarray, tie: np.ndarray,
+              rounds: int = MATCH_ROUNDS) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (raised i, partner j; ``pi`` ascending) of which no two share a candidate: the
+    best pair per i, then the best of those per j; the candidates left compete again with
+    their other pairs, up to ``rounds`` rounds. Returns the pairs and their rank (by round,
+    then by change, ties by ``tie``)."""
+    rem = np.arange(pi.size)
+    sels, rounds_of = [], []
+    n = int(max(pi.max(), pj.max())) + 1 if pi.size else 0
+    for r in range(rounds):
+        if rem.size == 0:
+            break
+        s = _first_best(pi[rem], delta[rem])  # the best pair per i (ties: the first)
+        rk = _rank(delta[rem][s], tie[pi[rem][s]])
+        chosen = rem[s[_best_per(pj[rem][s], rk)]]  # then the best of those per partner j
+        sels.append(chosen)
+        rounds_of.append(np.full(chosen.size, r))
+        used = np.zeros(n, dtype=bool)
+        used[pi[chosen]] = used[pj[chosen]] = True
+        rem = rem[~used[pi[rem]] & ~used[pj[rem]]]
+    sel = np.concatenate(sels) if sels else rem
+    rnd_ = np.concatenate(rounds_of) if rounds_of else rem
+    order = np.lexsort((tie[pi[sel]], delta[sel], rnd_))
+    rank = np.empty(sel.size, dtype=np.int64)
+    rank[order] = np.arange(sel.size)
+    return sel, rank
+
+
 class _Levels:
     """The measures per published cell at the values ``g`` (``base``) and their changes if a
     cell went down or up by one base (``dn``, ``up``): computed once, then updated in the cells
@@ -268,9 +337,15 @@ class _SwapSweeps:
             self._known = _Levels.of(self.measures, g, b)
         dns, ups_ = self._known.dn, self._known.up
         sup = XR @ ups_[0]
-        partner = self._partners(up, sup)
         sel = up[self.rows_nz]
-        pi, pj = self.rows_nz[sel], partner[self.cols_nz[sel]]
+        ri, ci = self.rows_nz[sel], self.cols_nz[sel]
+        # the PARTNERS best raisable partners of each cell: many raised cells share their best
+        skip, pis, pjs = np.zeros(self.by_col.items.size, dtype=bool), [], []
+        for _ in range(PARTNERS):
+            partner = self._partners(up, sup, skip)
+            pis.append(ri)
+            pjs.append(partner[ci])
+        pi, pj = np.concatenate(pis), np.concatenate(pjs)
         keep = pj >= 0
         keep[keep] = active[pi[keep]] | active[pj[keep]]
         if not keep.any():
@@ -285,13 +360,18 @@ class _SwapSweeps:
                 good &= d_k <= 1e-12
         if not good.any():
             return None
-        return pi[good], pj[good], delta[good]
+        order = np.flatnonzero(good)
+        order = order[np.argsort(pi[order], kind="stable")]  # by raised cell, as the selection needs
+        return pi[order], pj[order], delta[order]
 
-    def _partners(self, up: np.ndarray, sup: np.ndarray) -> np.ndarray:
+    def _partners(self, up: np.ndarray, sup: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
         """The best raisable partner in each published cell (smallest ``sup``; ties: last in
-        order); −1 where none."""
+        order); −1 where none. With ``skip`` (a boolean per entry of ``by_col``) those entries
+        do not count, and the chosen ones are added to it: the next call gives the next best."""
         by_col = self.by_col
         sv = np.where(up, np.inf, sup)[by_col.items]
+        if skip is not None:
+            sv[skip] = np.inf
         cmin = np.minimum.reduceat(sv, by_col.starts)
         at = np.flatnonzero(sv == np.repeat(cmin, by_col.lengths))
         # items ascend within a cell: the last of the best is the largest
@@ -299,6 +379,8 @@ class _SwapSweeps:
         last = at[np.r_[grp[1:] != grp[:-1], True]] if at.size else at
         best = np.full(cmin.size, -1, dtype=np.int64)
         best[by_col.group[last]] = by_col.items[last]
+        if skip is not None:
+            skip[last] = True
         best[~np.isfinite(cmin)] = -1  # every candidate of the cell is raised
         partner = np.full(self.XR.shape[1], -1, dtype=np.int64)
         partner[self.cells] = best
@@ -309,10 +391,7 @@ class _SwapSweeps:
         """The swaps done at once: the best among pairs sharing a guarded published cell or a
         candidate, halved while interactions through large cells spoil the batch (None: none)."""
         XR, m = self.XR, self.XR.shape[1]
-        sel = _first_best(pi, delta)  # the best pair per i (ties: the first)
-        rank = _rank(delta[sel], self.tie[pi[sel]])  # the pairs' order, restricted to sel
-        keep = _best_per(pj[sel], rank)  # then the best per partner j
-        sel, rank = sel[keep], rank[keep]
+        sel, rank = _matching(pi, pj, delta, self.tie)
         P = sel.size
         # a swap changes the cells of i or j but not of both (there down and up cancel): two swaps
         # interact only through such cells, so only they are keys of the selection
@@ -322,8 +401,15 @@ class _SwapSweeps:
         on = (D.data != 0) & self.conflict[D.col]
         items = np.concatenate([D.row[on], np.arange(P), np.arange(P)])
         keys = np.concatenate([D.col[on], m + pi[sel], m + pj[sel]])
-        win = np.flatnonzero(_Incidence(items, keys, P).independent(rank, np.ones(P, dtype=bool)))
         levels = self._known  # set for g by _improving_pairs
+        # first every best pair at once (no two share a candidate), kept while the combined
+        # change of each swap is negative; only if that batch fails, the independent set
+        win, done = _combined(XR, g, self.b, D, pi[sel], pj[sel], rank, self.measures, totals, levels)
+        if win is not None:
+            g_new, new_totals, ok, per_cell, ch = done
+            self._known = levels.moved(self.measures, g_new, self.b, per_cell, ch)
+            return sel[win], g_new, new_totals
+        win = np.flatnonzero(_Incidence(items, keys, P).independent(rank, np.ones(P, dtype=bool)))
         g_new, new_totals, ok, per_cell, ch = _batch(XR, g, self.b, pi[sel[win]], pj[sel[win]], self.measures, totals,
                                                      levels)
         while not ok and win.size > 1:

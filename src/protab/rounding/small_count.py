@@ -29,10 +29,13 @@ raises, all at once, the candidates that score best among the candidates sharing
 cell with them (a Luby-style independent set; published cells holding very many candidates,
 such as large margins, do not block each other). Then swap sweeps move a rounding-up from a
 raised cell to the best partner in one of its published cells wherever the exact change of
-the criterion is negative, many swaps per sweep: the best pair per raised cell and per
-partner, then Luby rounds repeated until no pair is left whose changed cells (those of one of
-the two, not of both, where down and up cancel) meet a cell another chosen swap changes, so
-that each swap's computed change holds. A sweep is kept only if the criterion falls (it is
+the criterion is negative, many swaps per sweep: each raised cell paired with the three best
+partners of each of its published cells, matched in up to four rounds (the best pair per raised
+cell, then per partner; the rest try their next pairs), the swaps sharing published cells with
+their combined change computed (per cell in rank order, each swap the change from the value
+the better-ranked ones left, so the counted changes add up to the batch's; swaps that do not
+gain are dropped and the rest counted again), and only if that fails Luby rounds such that no
+two chosen swaps change the same guarded cell. A sweep is kept only if the criterion falls (it is
 halved while interactions through the unguarded large cells spoil it); after the first sweep
 only candidates next to a cell the last sweep changed are looked at. The sweeps end when no
 swap improves, after ``polish`` sweeps, or once 25 sweeps together lowered the criterion by
