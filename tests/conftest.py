@@ -7,6 +7,7 @@ import re
 
 import polars as pl
 import pytest
+import toy_engine  # noqa: F401  (registers the toy engine of the cross-engine tests)
 from hypothesis import settings
 
 import protab as pt

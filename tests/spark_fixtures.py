@@ -1,6 +1,9 @@
-"""A local SparkSession for the Spark tests: no UI, few shuffle partitions, its warehouse in
-a temporary folder (not the working directory), quiet logs; and the hierarchies the
-engine-comparison tests share."""
+"""The cross-engine matrix: every registered engine (``protab.engines.engines()``) but the
+reference, DuckDB, runs the differential tests of tests/spark against DuckDB
+(:func:`engines_under_test`, :func:`engine_pair`); an engine whose runtime is missing is
+skipped with its reason. A local SparkSession for the Spark engine: no UI, few shuffle
+partitions, its warehouse in a temporary folder (not the working directory), quiet logs;
+and the hierarchies the engine-comparison tests share."""
 
 from __future__ import annotations
 
@@ -10,6 +13,10 @@ import polars as pl
 import pytest
 
 import protab as pt
+from protab.engines import engines
+
+#: the engine the others are compared with
+REFERENCE = "duckdb"
 
 
 def require_spark() -> None:
@@ -74,7 +81,9 @@ def release(s) -> None:
 
 
 def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
-    """The body of a module's ``spark`` fixture: ``yield from spark_fixture(...)``."""
+    """The body of a module's ``spark`` fixture: ``yield from spark_fixture(...)`` (skipped
+    without pyspark or Java)."""
+    require_spark()
     s = local_spark(tmp_path_factory, app, cores)
     try:
         yield s
@@ -82,15 +91,48 @@ def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
         release(s)
 
 
-def engine_pair(spark, prepare):
-    """The body of a module's ``engines`` fixture: a DuckDB Session and a Spark Session over
-    ``spark``, each prepared by ``prepare(session)``; yields (duckdb, spark) and closes both."""
+def engines_under_test() -> list:
+    """``params`` of a module's ``engines`` fixture: every registered engine but the reference,
+    each skipped (with the reason) where its runtime is missing."""
+    params = []
+    for name, cls in engines().items():
+        if name == REFERENCE:
+            continue
+        missing = cls.missing_runtime()
+        skip = pytest.mark.skipif(missing is not None, reason=f"engine {name!r} is not installed here: {missing}")
+        params.append(pytest.param(name, id=name, marks=skip))
+    return params
+
+
+def only_on(session: pt.Session, name: str) -> None:
+    """Skip a test of one engine's own behaviour (a refusal, a setting) on the other engines."""
+    if session.engine.name != name:
+        pytest.skip(f"a test of the {name} engine's own behaviour, not of the {session.engine.name} engine")
+
+
+def open_session(name: str, tmp_path_factory, cores: int = 1):
+    """A Session on the registered engine ``name`` and what undoes it: Spark on the process's
+    local SparkSession (:func:`local_spark`), any other engine by its name alone (in memory
+    where it takes a ``database``)."""
+    if name == "spark":
+        require_spark()
+        s = local_spark(tmp_path_factory, "protab-tests", cores)
+        return pt.Session.spark(s), lambda: release(s)
+    options = {"database": ":memory:"} if "database" in engines()[name].options else {}
+    return pt.Session.from_engine(name, **options), lambda: None
+
+
+def engine_pair(name, tmp_path_factory, prepare, cores: int = 1):
+    """The body of a module's ``engines`` fixture (``params=engines_under_test()``): a DuckDB
+    Session and a Session on the engine ``name``, each prepared by ``prepare(session)``;
+    yields (duckdb, other) and closes both."""
     duck = pt.Session(":memory:")
-    sp = pt.Session.spark(spark)
+    other, undo = open_session(name, tmp_path_factory, cores)
     try:
-        for s in (duck, sp):
+        for s in (duck, other):
             prepare(s)
-        yield duck, sp
+        yield duck, other
     finally:
-        sp.close()
+        other.close()
         duck.close()
+        undo()

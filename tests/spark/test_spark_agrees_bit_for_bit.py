@@ -10,20 +10,16 @@ are fixed; these tests keep them fixed.
 from __future__ import annotations
 
 import decimal
-import shutil
 import warnings
 
 import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from spark_fixtures import engine_pair, engines_under_test
 
 import protab as pt
 from protab.errors import ProtabError
-
-pytest.importorskip("pyspark", reason="pyspark (in the dev extra) is not installed")
-if shutil.which("java") is None:  # pragma: no cover - CI machines have Java 17 (make java)
-    pytest.skip("Spark needs a Java runtime (make java installs Java 17)", allow_module_level=True)
 
 N = 240
 SEED = "spark-review"
@@ -62,25 +58,16 @@ with warnings.catch_warnings():
     P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
 
 
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    from spark_fixtures import spark_fixture
+def _prepare(s: pt.Session) -> None:
+    s.register("t", RECORDS)
+    s.add_record_keys("t", id_column="pid", seed=SEED)
+    s.register("td", RECORDS)
+    s.add_record_keys("td", record_key_column="kd15", decimals=15, name="rkd")
 
-    yield from spark_fixture(tmp_path_factory, "protab-spark-review")
 
-
-@pytest.fixture(scope="module")
-def engines(spark):
-    duck = pt.Session(":memory:")
-    sp = pt.Session.spark(spark)
-    for s in (duck, sp):
-        s.register("t", RECORDS)
-        s.add_record_keys("t", id_column="pid", seed=SEED)
-        s.register("td", RECORDS)
-        s.add_record_keys("td", record_key_column="kd15", decimals=15, name="rkd")
-    yield duck, sp
-    sp.close()
-    duck.close()
+@pytest.fixture(scope="module", params=engines_under_test())
+def engines(request, tmp_path_factory):
+    yield from engine_pair(request.param, tmp_path_factory, _prepare)
 
 
 def _same(engines, fn):

@@ -9,11 +9,9 @@ import warnings
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from spark_fixtures import require_spark
+from spark_fixtures import engine_pair, engines_under_test
 
 import protab as pt
-
-require_spark()
 
 SEED = "spark-swap-tests"
 SPECS = {
@@ -48,15 +46,13 @@ def spark(tmp_path_factory):
     yield from spark_fixture(tmp_path_factory, "protab-spark-swap", cores=2)
 
 
-@pytest.fixture(scope="module")
-def engines(spark):
-    from spark_fixtures import engine_pair
-
+@pytest.fixture(scope="module", params=engines_under_test())
+def engines(request, tmp_path_factory):
     def prepare(s: pt.Session) -> None:
         s.register("persons", _population(), replace=True, materialize=True)
         s.add_record_keys("persons", id_column="pid", seed=SEED, bits=32, name="rk")
 
-    yield from engine_pair(spark, prepare)
+    yield from engine_pair(request.param, tmp_path_factory, prepare, cores=2)
 
 
 @pytest.mark.parametrize("name", list(SPECS))
@@ -74,7 +70,7 @@ def test_spark_swaps_the_same_households_as_duckdb(engines, name):
     assert d_sum["swapped_households"] > 0
     assert s_sum == d_sum
     # the record keys are UINTEGER in DuckDB, BIGINT in Spark (no unsigned types): same values
-    assert_frame_equal(s_out, d_out.with_columns(pl.col("rk").cast(pl.Int64)))
+    assert_frame_equal(s_out, d_out.with_columns(pl.col("rk").cast(s_out.schema["rk"])))
     assert_frame_equal(s_log, d_log)
     # the swap moved geography: some records changed municipality
     assert (d_out["muni"] != _population().sort("pid")["muni"]).sum() > 0

@@ -1,7 +1,17 @@
-"""Where protab's SQL runs: one :class:`Engine` interface, a DuckDB and a Spark implementation."""
+"""Where protab's SQL runs: one abstract :class:`Engine`, a DuckDB and a Spark implementation, each
+registered by name with its options (:mod:`protab.engines.registry`). Importing an engine's
+module registers it; the two below are imported here, so they are always registered."""
 
-from protab.engines.base import Engine
+from protab.engines.base import SQL_PIECES, Engine, Refused
 from protab.engines.duckdb_engine import DuckDBEngine
+from protab.engines.registry import (
+    check_options,
+    engine_class,
+    engines,
+    open_engine,
+    register_engine,
+    unregister_engine,
+)
 from protab.engines.spark_engine import SparkEngine
 from protab.engines.spark_sql import spark_tree, to_spark
 from protab.engines.spark_support import (
@@ -14,5 +24,6 @@ from protab.engines.spark_support import (
     spark_sql_text,
 )
 
-__all__ = ["SPARK_SQL", "DuckDBEngine", "Engine", "SparkEngine", "duckdb_type", "local_defaults", "require_java", "require_spark",
-           "spark_arrow", "spark_sql_text", "spark_tree", "to_spark"]
+__all__ = ["SPARK_SQL", "SQL_PIECES", "DuckDBEngine", "Engine", "Refused", "SparkEngine", "check_options", "duckdb_type",
+           "engine_class", "engines", "local_defaults", "open_engine", "register_engine", "require_java", "require_spark",
+           "spark_arrow", "spark_sql_text", "spark_tree", "to_spark", "unregister_engine"]

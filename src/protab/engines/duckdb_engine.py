@@ -20,6 +20,7 @@ from protab._progress import bar
 from protab.engines import duckdb_relations as swap_tables
 from protab.engines import duckdb_resources as res
 from protab.engines.base import Engine, Refuse
+from protab.engines.registry import register_engine
 from protab.errors import InputError, show_values
 from protab.sqltools import quote_ident, sql_text
 
@@ -38,10 +39,42 @@ _READ_FIRST = ("database_name = (SELECT database_name FROM duckdb_columns() WHER
                "ORDER BY database_name <> 'temp' LIMIT 1)")
 
 
+#: The database ``Session()`` opens: ``protab.duckdb`` in the working directory
+DEFAULT_DATABASE = "protab.duckdb"
+
+#: DuckDB's SQL pieces (:data:`protab.engines.base.SQL_PIECES`): protab's statements are DuckDB's
+_TEMPLATES = {
+    "decimal8": "TRY_CAST({expr} AS DECIMAL(38, 8))",
+    "decimal8_float": "TRY_CAST({expr} AS DECIMAL(38, 8))",
+    "decimal8_sum": "sum({decimal8})",
+    "decimal8_sum_finish": "{{}}",
+    "decimal8_sum_float": "sum({decimal8})",
+    "decimal8_sum_float_finish": "{{}}",
+    "decimal_times": "{value} * {coef}",
+    "merged_list": ("list_slice(list_sort(flatten(list({lists}) FILTER (WHERE {lists} IS NOT NULL)), '{order}'), "
+                    "1, {n})"),
+    "hex_integer": "CAST('0x' || {digits} AS UBIGINT)",
+    "ln": "ln({expr})",
+}
+
+
+@register_engine
 class DuckDBEngine(Engine):
     """protab's SQL on a DuckDB connection, exactly as written."""
 
     name = "duckdb"
+    dialect = "duckdb"
+    union_pieces = True
+    templates = _TEMPLATES
+    options = {
+        "database": "a database file, or ':memory:' (default protab.duckdb in the working directory)",
+        "read_only": "open the database read-only",
+        "threads": "DuckDB's threads",
+        "progress": "progress bars (None: on a terminal)",
+        "storage_version": "the storage format of new database files (default v1.2.0)",
+        "memory_limit": "DuckDB's memory limit (default half of the machine's)",
+        "temp_directory": "the folder under which the private spill folder is made",
+    }
 
     def __init__(self, con: duckdb.DuckDBPyConnection, *, label: str = ":memory:", bars: bool = False,
                  duckdb_bar: bool = False) -> None:
@@ -85,6 +118,12 @@ class DuckDBEngine(Engine):
             engine.close()
             raise
         return engine
+
+    @classmethod
+    def connect(cls, target: Any = None, **options: Any) -> DuckDBEngine:
+        """:meth:`open` on ``database`` (or ``target``; default :data:`DEFAULT_DATABASE`)."""
+        database = options.pop("database", DEFAULT_DATABASE) if target is None else target
+        return cls.open(str(os.fspath(database)), **options)
 
     def _install_sql(self, read_only: bool) -> None:
         """protab's SQL macros (sql/protab.sql: temporary ones, which a read-only database takes;

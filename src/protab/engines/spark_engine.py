@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from protab.engines.base import Engine, Refuse, _plain
+from protab.engines.base import Engine, Refuse, Refused, _plain
+from protab.engines.registry import register_engine
 from protab.engines.spark_sql import spark_tree, to_spark
 from protab.engines.spark_support import (
     _spark_schema,
@@ -42,52 +43,58 @@ _SAME_TEXT = {"VARCHAR", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "BOOLEAN", 
 _SPARK_OUTPUT = ("part-", "_SUCCESS", "._SUCCESS.crc", ".part-", "_committed_", "_started_")
 
 
+#: A double as the whole number of 10^-8 it rounds to (DECIMAL(38, 0), NULL for NaN, ±inf and
+#: |x| ≥ 1e30): Spark's round of a double is half up in binary, as DuckDB's cast
+_UNITS = "TRY_CAST(round({expr} * 100000000.0) AS DECIMAL(38, 0))"
+#: A whole number of 10^-8 as that DECIMAL(38, 8), exactly (through its digits)
+_UNITS_AS_DECIMAL8 = "TRY_CAST(CAST({units} AS VARCHAR) || 'E-8' AS DECIMAL(38, 8))"
+
+#: Spark's SQL pieces (:data:`protab.engines.base.SQL_PIECES`), written in protab's dialect
+#: (DuckDB's) that :func:`to_spark` renders:
+#:
+#: - ``decimal8_float``: Spark casts a double to a decimal through its shortest text, rounded
+#:   half up (1.5e-08 → 0.00000002, where DuckDB gives 0.00000001): the double is rounded as
+#:   x·10^8 in binary and the whole number of 10^-8 is written back exactly as text;
+#: - ``decimal8_sum_float``: the sum of those whole numbers, made a decimal once per group (the
+#:   same DECIMAL(38, 8) as summing ``decimal8_float`` per record, overflowing at the same 10^38
+#:   units), without writing and reading every record's value as text;
+#: - ``decimal_times``: Spark types DECIMAL(38, 8) × BIGINT as DECIMAL(38, 6) (two decimals
+#:   lost); DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8) (values below 1e21);
+#: - ``hex_integer``: ``conv`` to base 10 (no hexadecimal literal cast); 15 digits fit a BIGINT;
+#: - ``ln``: ``protab_ln``, Python's ``math.log`` (the C library's ``log``, which DuckDB's ``ln``
+#:   calls) as a UDF: Spark's ``ln`` (Java's StrictMath.log) differs in the last bit for some
+#:   7 % of the uniform numbers of a swap, which could reorder near-equal keys.
+_TEMPLATES: dict[str, str | Refused] = {
+    "decimal8": "TRY_CAST({expr} AS DECIMAL(38, 8))",
+    "decimal8_float": _UNITS_AS_DECIMAL8.format(units=_UNITS),
+    "decimal8_sum": "sum({decimal8})",
+    "decimal8_sum_finish": "{{}}",
+    "decimal8_sum_float": "sum(" + _UNITS + ")",
+    "decimal8_sum_float_finish": _UNITS_AS_DECIMAL8.format(units="{{}}"),
+    "decimal_times": "CAST({value} AS DECIMAL(29, 8)) * CAST({coef} AS DECIMAL(8, 0))",
+    "merged_list": Refused("key sums with sums (Session.key_sums(..., sums=...)) are made on DuckDB only; "
+                           "on Spark ask the records' table for magnitudes"),
+    "hex_integer": "CAST(conv({digits}, 16, 10) AS BIGINT)",
+    "ln": "protab_ln({expr})",
+}
+
+
+@register_engine
 class SparkEngine(Engine):
     """protab's SQL on a SparkSession: rendered by :func:`to_spark`, temporary tables as
     checkpointed temporary views (computed once, then read like a table)."""
 
     name = "spark"
+    dialect = "spark"
     union_pieces = False
-
-    def decimal8(self, expr: str, floating: bool) -> str:
-        """Spark casts a double to a decimal through its shortest text, rounded half up
-        (1.5e-08 → 0.00000002, where DuckDB gives 0.00000001): a floating-point value is
-        rounded as x·10^8 in binary (Spark's round of a double is half up, as DuckDB's cast)
-        and the whole number of 10^-8 is written back exactly as text."""
-        if not floating:
-            return super().decimal8(expr, floating)
-        return self._units_as_decimal8(self._units(expr))
-
-    @staticmethod
-    def _units(expr: str) -> str:
-        """A double as the whole number of 10^-8 it rounds to (DECIMAL(38, 0), NULL for NaN,
-        ±inf and |x| ≥ 1e30)."""
-        return f"TRY_CAST(round({expr} * 100000000.0) AS DECIMAL(38, 0))"
-
-    @staticmethod
-    def _units_as_decimal8(units: str) -> str:
-        """A whole number of 10^-8 as that DECIMAL(38, 8), exactly (through its digits)."""
-        return f"TRY_CAST(CAST({units} AS VARCHAR) || 'E-8' AS DECIMAL(38, 8))"
-
-    def decimal8_sum(self, expr: str, floating: bool) -> tuple[str, str]:
-        """A double's exact sum as the sum of its whole numbers of 10^-8, turned into a
-        decimal once per group: the same DECIMAL(38, 8) as summing :meth:`decimal8` per
-        record (Σ uᵢ·10^-8 = (Σ uᵢ)·10^-8, overflowing at the same 10^38 units), without
-        writing and reading every record's value as text."""
-        if not floating:
-            return super().decimal8_sum(expr, floating)
-        return f"sum({self._units(expr)})", self._units_as_decimal8("{}")
+    templates = _TEMPLATES
+    options = {"spark_session": "the pyspark SparkSession the tables live in (the caller's: never stopped)"}
 
     def overflow_errors(self) -> tuple[type[BaseException], ...]:
         """Spark's ANSI mode raises an ArithmeticException (e.g. a DECIMAL sum past 38 digits)."""
         from pyspark.errors.exceptions.captured import ArithmeticException
 
         return (ArithmeticException,)
-
-    def decimal_times(self, value: str, coef: str) -> str:
-        """Spark types DECIMAL(38, 8) × BIGINT as DECIMAL(38, 6) (two decimals lost);
-        DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8) (values below 1e21 in absolute value)."""
-        return f"CAST({value} AS DECIMAL(29, 8)) * CAST({coef} AS DECIMAL(8, 0))"
 
     label = "spark"
 
@@ -104,6 +111,29 @@ class SparkEngine(Engine):
         # temporary outputs (write_relations) not yet kept: the view and record keys they replaced
         self._pending: dict[str, tuple[Any, tuple[str, int] | None]] = {}
         self.install()
+
+    @classmethod
+    def connect(cls, target: Any = None, **options: Any) -> SparkEngine:
+        """:meth:`for_session` of ``spark_session`` (or ``target``), which must be a pyspark SparkSession."""
+        spark = options.get("spark_session") if target is None else target
+        if not cls.wraps(spark):
+            raise InputError(f"the spark engine needs a pyspark SparkSession, not {type(spark).__name__}")
+        return cls.for_session(spark)
+
+    @classmethod
+    def wraps(cls, obj: Any) -> bool:
+        """A ``pyspark.sql.SparkSession`` (known without importing pyspark)."""
+        return type(obj).__module__.startswith("pyspark") and hasattr(obj, "sparkContext")
+
+    @classmethod
+    def missing_runtime(cls) -> str | None:
+        """pyspark or a Java runtime missing (the message of :func:`require_spark` or :func:`require_java`)."""
+        try:
+            require_spark()
+            require_java()
+        except InputError as exc:
+            return str(exc)
+        return None
 
     @classmethod
     def for_session(cls, spark: Any) -> SparkEngine:
@@ -202,6 +232,17 @@ class SparkEngine(Engine):
 
     def create_view(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
         self.df(select, params).createOrReplaceTempView(name)
+
+    def create_where_view(self, name: str, table: str, where: Sequence[tuple[str, str, Sequence[Any]]]) -> None:
+        """The conditions as SQL with bound parameters, the column cast to text."""
+        conds: list[str] = []
+        params: list[Any] = []
+        for column, op, values in where:
+            marks = ", ".join("?" for _ in values)
+            hit = f"CAST({quote_ident(column)} AS VARCHAR) IN ({marks})" if values else "FALSE"
+            conds.append(f"coalesce({hit if op == 'in' else f'NOT ({hit})'}, FALSE)")
+            params += [str(v) for v in values]
+        self.create_view(name, f"SELECT * FROM {table} WHERE {' AND '.join(conds)}", params)
 
     def register(self, name: str, data: pa.Table) -> None:
         data = spark_arrow(data)
@@ -379,20 +420,6 @@ class SparkEngine(Engine):
         keys hash the household id as text, which must be DuckDB's text."""
         self._require_version((4, 2), "record swapping (the best donors of a class)")
         self._text_alike(table, cols, [household], "household id column")
-
-    def merged_list(self, lists: str, n: int, *, descending: bool) -> str:
-        raise SpecError("key sums with sums (Session.key_sums(..., sums=...)) are made on DuckDB only; "
-                        "on Spark ask the records' table for magnitudes")
-
-    def hex_integer(self, digits: str) -> str:
-        """``conv`` to base 10 (Spark has no hexadecimal literal cast); 15 digits fit a BIGINT."""
-        return f"CAST(conv({digits}, 16, 10) AS BIGINT)"
-
-    def ln(self, expr: str) -> str:
-        """``protab_ln``, Python's ``math.log`` (the C library's ``log``, which DuckDB's ``ln``
-        calls) as a UDF: Spark's ``ln`` (Java's StrictMath.log) differs in the last bit for
-        some 7 % of the uniform numbers of a swap, which could reorder near-equal keys."""
-        return f"protab_ln({expr})"
 
     def _require_version(self, least: tuple[int, int], what: str) -> None:
         """NotImplementedError when the Spark version is older than ``least`` (major, minor)."""

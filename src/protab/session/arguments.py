@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from protab.engines.duckdb_engine import DEFAULT_DATABASE as _DUCKDB_DEFAULT
 from protab.errors import InputError, show_values
 
-#: The database file a Session opens when none is named (in the working directory).
-DEFAULT_DATABASE = "protab.duckdb"
+#: The database file a Session opens when none is named (in the working directory): the DuckDB engine's
+DEFAULT_DATABASE = _DUCKDB_DEFAULT
 
 #: A Session refuses table requests estimated to publish more cells than this
 #: (``Session(max_cells=...)`` raises or lifts it).

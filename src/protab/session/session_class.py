@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from protab.engines import DuckDBEngine, Engine, SparkEngine
+from protab.engines import Engine, check_options, engine_class, engines
 from protab.errors import InputError
 from protab.rollup.partials import Partials
 from protab.session.arguments import DEFAULT_DATABASE, DEFAULT_MAX_CELLS, check_max_cells
@@ -29,7 +29,11 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
 
     ``Session()`` opens :data:`DEFAULT_DATABASE` (``protab.duckdb`` in the working
     directory); ``Session(":memory:")`` keeps everything in memory; ``Session(engine=spark)``
-    (a ``pyspark.sql.SparkSession``, or :meth:`Session.spark`) runs on Spark (docs/spark.md). New database files are
+    (a ``pyspark.sql.SparkSession``, or :meth:`Session.spark`) runs on Spark (docs/spark.md);
+    ``engine`` may also name a registered engine or be an open :class:`~protab.engines.Engine`
+    (:meth:`from_engine`). The DuckDB options below are DuckDB's: given (other than their
+    defaults) with another engine they are an InputError naming the option and the engine.
+    :meth:`duckdb`, :meth:`spark` and :meth:`from_engine` take only their engine's options. New database files are
     written in the storage format of ``storage_version`` (DuckDB 1.2 by default), so that
     older duckdb command lines can open them; ``None`` uses the library's newest format.
 
@@ -82,9 +86,9 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         temp_directory: str | os.PathLike[str] | None = None,
     ) -> None:
         self.max_cells = check_max_cells(max_cells)
-        self.engine: Engine = _engine(engine, str(database), read_only=read_only, threads=threads,
-                                      progress=progress, storage_version=storage_version,
-                                      memory_limit=memory_limit, temp_directory=temp_directory)
+        self.engine: Engine = _engine(engine, dict(
+            database=database, read_only=read_only, threads=threads, progress=progress,
+            storage_version=storage_version, memory_limit=memory_limit, temp_directory=temp_directory))
         self.database = self.engine.label
         self._read_paths: list[str] = []  # files registered in this session (outputs never replace them)
         self._keys: dict[str, tuple[str, int]] = {}
@@ -94,11 +98,39 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         self._hierarchies: dict[Any, tuple[str, str]] = {}  # code and bridge tables per hierarchy
 
     @classmethod
-    def spark(cls, spark_session: Any, *, max_cells: int | float | None = DEFAULT_MAX_CELLS) -> Session:
+    def duckdb(cls, database: str | os.PathLike[str] = DEFAULT_DATABASE, *, read_only: bool = False,
+               threads: int | None = None, progress: bool | None = None, storage_version: str | None = "v1.2.0",
+               max_cells: int | float | None = DEFAULT_MAX_CELLS, memory_limit: str | int | None = None,
+               temp_directory: str | os.PathLike[str] | None = None, **options: Any) -> Session:
+        """A Session on a DuckDB database (as ``Session(database, ...)``); an option of another
+        engine is an InputError naming it."""
+        return cls.from_engine("duckdb", database=database, read_only=read_only, threads=threads, progress=progress,
+                               storage_version=storage_version, max_cells=max_cells, memory_limit=memory_limit,
+                               temp_directory=temp_directory, **options)
+
+    @classmethod
+    def spark(cls, spark_session: Any, *, max_cells: int | float | None = DEFAULT_MAX_CELLS, **options: Any) -> Session:
         """A Session whose tables live in Spark (a ``pyspark.sql.SparkSession``): the same
         methods and the same frames, cell for cell (docs/spark.md). The SparkSession stays the
-        caller's: closing the Session drops protab's views, not Spark."""
-        return cls(engine=spark_session, max_cells=max_cells)
+        caller's: closing the Session drops protab's views, not Spark. A DuckDB option (or any
+        other) is an InputError naming it."""
+        return cls.from_engine("spark", spark_session=spark_session, max_cells=max_cells, **options)
+
+    @classmethod
+    def from_engine(cls, engine: str | type[Engine] | Engine | Any, *,
+                    max_cells: int | float | None = DEFAULT_MAX_CELLS, **options: Any) -> Session:
+        """A Session on ``engine``: the name of a registered engine (``protab.engines.engines()``),
+        an engine class, an open :class:`~protab.engines.Engine` (no options), or a session of
+        an engine's own (a ``pyspark.sql.SparkSession``). ``options`` are that engine's only
+        (its :attr:`~protab.engines.Engine.options`); any other is an InputError naming the
+        option, the engine and the options it accepts."""
+        check_max_cells(max_cells)
+        if isinstance(engine, Engine):
+            _no_options(engine, options)
+            return cls(engine=engine, max_cells=max_cells)
+        klass, target = _engine_class(engine)
+        check_options(klass, options, "Session.from_engine")
+        return cls(engine=klass.connect(target, **options), max_cells=max_cells)
 
     def close(self) -> None:
         """Release the engine (DuckDB: the connection and the spill folder; Spark: protab's
@@ -115,13 +147,47 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         self.close()
 
 
-def _engine(engine: Any, database: str, **duckdb_options: Any) -> Engine:
-    """The engine a Session runs on: DuckDB on ``database`` (default), an :class:`Engine`, or
-    the Spark engine of a ``pyspark.sql.SparkSession``."""
-    if engine is None or engine == "duckdb":
-        return DuckDBEngine.open(database, **duckdb_options)
+#: The DuckDB options of ``Session(...)`` and their defaults (given otherwise: given)
+_DUCKDB_DEFAULTS: dict[str, Any] = {"database": DEFAULT_DATABASE, "read_only": False, "threads": None, "progress": None,
+                                    "storage_version": "v1.2.0", "memory_limit": None, "temp_directory": None}
+
+
+def _engine(engine: Any, options: dict[str, Any]) -> Engine:
+    """The engine of ``Session(...)``: DuckDB on ``database`` (default), an open :class:`Engine`,
+    a registered engine by name or class, or the engine whose own session ``engine`` is (a
+    ``pyspark.sql.SparkSession``); DuckDB's options given to another engine are refused."""
+    given = {k: v for k, v in options.items() if not _is_default(v, _DUCKDB_DEFAULTS[k])}
     if isinstance(engine, Engine):
+        _no_options(engine, given)
         return engine
-    if type(engine).__module__.startswith("pyspark") and hasattr(engine, "sparkContext"):
-        return SparkEngine.for_session(engine)
-    raise InputError(f"Session: engine must be 'duckdb' or a pyspark SparkSession, not {type(engine).__name__}")
+    klass, target = _engine_class(engine)
+    check_options(klass, given)
+    if target is None:  # opened here: the options it takes, defaults included
+        return klass.connect(**{k: v for k, v in options.items() if k in klass.options})
+    return klass.connect(target, **given)
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def _engine_class(engine: Any) -> tuple[type[Engine], Any]:
+    """(class, target) of ``engine``: a registered name (DuckDB for None), a class, or an object
+    a registered engine wraps (:meth:`Engine.wraps`), which becomes the target."""
+    if engine is None or isinstance(engine, str):
+        return engine_class(engine or "duckdb"), None
+    if isinstance(engine, type) and issubclass(engine, Engine):
+        return engine, None
+    for klass in engines().values():
+        if klass.wraps(engine):
+            return klass, engine
+    raise InputError(f"Session: engine must be the name of a registered engine ({', '.join(engines())}), "
+                     f"an Engine or a pyspark SparkSession, not {type(engine).__name__}")
+
+
+def _no_options(engine: Engine, options: dict[str, Any]) -> None:
+    """An open engine takes no options: they are given when it is opened."""
+    if options:
+        first = next(iter(options))
+        raise InputError(f"Session: the {engine.name} engine given is open already; the option {first!r} is "
+                         f"given when an engine is opened (Session.from_engine({engine.name!r}, {first}=...))")
