@@ -119,14 +119,17 @@ def test_two_requests_at_once_cannot_both_pass(fresh, monkeypatch):
     the two are judged on the records at the same moment (held at a barrier), then recorded
     under the lock, where the second is judged again against the first and refused."""
     barrier = threading.Barrier(2, timeout=60)
-    counts = groups_module.leaf_counts
+    counts = groups_module.set_counts
+    waited = threading.local()
 
     def held(*args, **kwargs):
         out = counts(*args, **kwargs)
-        barrier.wait()  # both requests have read the records against the empty ledger
+        if not getattr(waited, "done", False):  # the first judgement of each request, outside the lock
+            waited.done = True
+            barrier.wait()  # both requests have read the records against the empty ledger
         return out
 
-    monkeypatch.setattr(groups_module, "leaf_counts", held)
+    monkeypatch.setattr(groups_module, "set_counts", held)
     broker = Broker(load_config(fresh["config"]))
     try:
         results = {}

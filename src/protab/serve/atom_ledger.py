@@ -11,9 +11,9 @@ bit mask over them. It is read afresh
 folder fsync'ed (:func:`protab.serve.jobs.write_atomic`) — under this process's lock and an
 exclusive ``flock`` on ``group_atoms.lock``, so that a kill -9 leaves the old or the new file,
 and a second process on the folder (an embedded app) waits its turn. A request is judged
-outside the lock (the judgement reads the records once), then, under the lock, judged again
-if cells were recorded meanwhile (by any user) and recorded: two requests at once cannot
-both pass against a partition the other changes; a refused request records nothing.
+outside the lock (its counts asked of the Session), then, under the lock, judged again (its
+counts asked again) if cells were recorded meanwhile (by any user) and recorded: two requests
+at once cannot both pass against a partition the other changes; a refused request records nothing.
 
 The ledger of earlier versions, ``groups_used.json`` (each user's groups per dimension), is
 imported when ``group_atoms.json`` does not exist yet: its groups were answered, so they are

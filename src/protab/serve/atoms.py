@@ -42,9 +42,8 @@ two cells of the same records have the same value; "allow").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -159,18 +158,11 @@ class Cell:
     group: bool = True
 
 
-@dataclass(frozen=True)
-class Counts:
-    """Records and key sums (below the modulus) per leaf of the filtered population (``q`` = -1)
-    and per leaf and crossing cell (``q`` = 0 .. ``cells`` - 1); secret (never leaves the broker)."""
-
-    frame: pl.DataFrame  # leaf (index), q, n, k
-    cells: int
-    modulus: int
-
-    @property
-    def layers(self) -> int:
-        return 1 + self.cells
+#: the perturbed counts of sets of leaves (:func:`protab.serve.groups.set_counts`, from the Session):
+#: leaf masks (one set per row) → (frame, layers); the frame has a row ``set, q, n, p`` per set
+#: and layer where the set holds records (``q`` = -1 the filtered population, 0 .. ``layers`` - 2
+#: the cells of the crossing), ``n`` its records, ``p`` its perturbed count; secret
+Counted = Callable[[np.ndarray], tuple[pl.DataFrame, int]]
 
 
 @dataclass(frozen=True)
@@ -187,64 +179,49 @@ class Failure:
 
 @dataclass
 class _Sets:
-    """Perturbed verdicts on sets of leaves: ``fails(frame)`` for rows set, n, k (one per layer)."""
+    """Verdicts on perturbed counts of sets (the Session's, :data:`Counted`): ``fails(frame)``."""
 
-    counts: Counts
     least: int
     zeros: str
-    ptable: Any
 
-    def fails(self, frame: pl.DataFrame, n_sets: int) -> np.ndarray:
-        sid, n = frame["set"].to_numpy(), frame["n"].to_numpy()
-        k = frame["k"].to_numpy() % self.counts.modulus
-        p = self.ptable.lookup(n, k, self.counts.modulus) if n.size else np.zeros(0, dtype=np.int64)
+    def fails(self, frame: pl.DataFrame, n_sets: int, layers: int) -> np.ndarray:
+        """Per set: a layer where it holds fewer than ``least`` records after perturbation, or
+        (zeros "refuse") none; ``frame``: rows set, n, p, one per layer where the set has records."""
+        if frame.is_empty():
+            sid = n = p = np.zeros(0, dtype=np.int64)
+        else:
+            sid, n, p = frame["set"].to_numpy(), frame["n"].to_numpy(), frame["p"].to_numpy()
         bad = np.where(n > 0, p < self.least, self.zeros == "refuse")
         out = np.bincount(sid[bad], minlength=n_sets) > 0
         if self.zeros == "refuse":  # a layer without a row is a part with no records there
-            out |= np.bincount(sid[n > 0], minlength=n_sets) < self.counts.layers
+            out |= np.bincount(sid[n > 0], minlength=n_sets) < layers
         return out
 
 
-def _sums(frame: pl.DataFrame, keys: Sequence[str], modulus: int) -> pl.DataFrame:
-    return frame.group_by(list(keys)).agg(pl.col("n").sum(), pl.col("k").sum() % modulus)
+@dataclass(frozen=True)
+class _Layout:
+    """The sets a request is judged on, from leaf masks alone: the atoms (``labels``: each leaf's
+    under the generators and the fresh cells; ``carved``: the atoms the request newly carves)
+    and the (published code, fresh cell) pairs the cell cuts within the request's domain."""
+
+    labels: np.ndarray
+    carved: np.ndarray
+    cut_pub: np.ndarray
+
+    @property
+    def atoms(self) -> np.ndarray:
+        """The atoms as leaf masks (one per row)."""
+        return np.arange(int(self.labels.max()) + 1)[:, None] == self.labels[None, :]
 
 
-def _group_fails(sets: _Sets, cells: Sequence[Cell]) -> np.ndarray:
-    """(0): each group cell's records in the population."""
-    groups = np.vstack([c.mask for c in cells]).astype(np.int64)
-    pop = _sums(sets.counts.frame.filter(pl.col("q") == -1), ["leaf"], sets.counts.modulus)
-    size = groups.shape[1]
-    n = np.zeros(size, dtype=np.int64)
-    k = np.zeros(size, dtype=np.int64)
-    n[pop["leaf"].to_numpy()] = pop["n"].to_numpy()
-    k[pop["leaf"].to_numpy()] = pop["k"].to_numpy()
-    frame = pl.DataFrame({"set": np.arange(len(cells)), "n": groups @ n, "k": groups @ k})
-    one = Counts(sets.counts.frame, 0, sets.counts.modulus)  # the population only
-    return _Sets(one, sets.least, sets.zeros, sets.ptable).fails(frame.filter(pl.col("n") > 0), len(cells))
-
-
-def _piece_fails(sets: _Sets, cls: Classification, fresh: np.ndarray, cut: np.ndarray) -> np.ndarray:
-    """(1), as sets: ``[p, c]`` whether published code ``p`` less fresh cell ``c`` (a cut pair)
-    holds too few records in a layer: the code's sums less those of its part inside the cell."""
-    out = np.zeros(cut.shape, dtype=bool)
-    pairs = np.argwhere(cut)
-    if not pairs.size:
-        return out
-    frame, modulus = sets.counts.frame, sets.counts.modulus
-    rows = cls.leaf_rows  # upper levels and the total: a leaf's code at each
-    leaf = frame["leaf"].to_numpy()
-    coded = pl.concat([frame.with_columns(p=pl.Series(rows[i][leaf])) for i in range(rows.shape[0])])
-    whole = _sums(coded, ["p", "q"], modulus)
-    member = pl.DataFrame({"c": np.nonzero(fresh)[0], "leaf": np.nonzero(fresh)[1]},
-                          schema={"c": pl.Int64, "leaf": pl.Int64})
-    inside = _sums(coded.join(member, on="leaf"), ["p", "c", "q"], modulus)
-    want = pl.DataFrame({"p": pairs[:, 0], "c": pairs[:, 1], "set": np.arange(len(pairs))},
-                        schema={"p": pl.Int64, "c": pl.Int64, "set": pl.Int64})
-    piece = (want.join(whole, on="p").join(inside, on=["p", "c", "q"], how="left", suffix="_in")
-             .with_columns((pl.col("n") - pl.col("n_in").fill_null(0)).alias("n"),
-                           (pl.col("k") - pl.col("k_in").fill_null(0)) % modulus))
-    out[pairs[:, 0], pairs[:, 1]] = sets.fails(piece.select("set", "n", "k"), len(pairs))
-    return out
+def _layout(cls: Classification, custom: np.ndarray, fresh: np.ndarray, domain: np.ndarray) -> _Layout:
+    base = np.vstack([cls.published, custom])
+    old, lab = atom_labels(base), atom_labels(np.vstack([base, fresh]))
+    first = np.unique(lab, return_index=True)[1]
+    carved = np.bincount(lab, minlength=int(lab.max()) + 1) != np.bincount(old)[old[first]]
+    published = cls.published.astype(np.float32)
+    cut_pub = cuts(cls.published, fresh) & (published @ (domain & ~fresh).T.astype(np.float32) > 0)
+    return _Layout(lab, carved, cut_pub)
 
 
 @dataclass(frozen=True)
@@ -260,36 +237,49 @@ class _Verdicts:
     labels: np.ndarray
 
 
-def _verdicts(sets: _Sets, cls: Classification, custom: np.ndarray, fresh: np.ndarray,
-              domain: np.ndarray) -> _Verdicts:
-    base = np.vstack([cls.published, custom])
-    old, lab = atom_labels(base), atom_labels(np.vstack([base, fresh]))
-    n_atoms = int(lab.max()) + 1
-    first = np.unique(lab, return_index=True)[1]
-    carved = np.bincount(lab, minlength=n_atoms) != np.bincount(old)[old[first]]  # newly carved atoms
-    frame = sets.counts.frame
-    atoms = _sums(frame.with_columns(set=pl.Series(lab[frame["leaf"].to_numpy()])), ["set", "q"],
-                  sets.counts.modulus)
-    bad = (sets.fails(atoms, n_atoms) & (np.bincount(lab[domain], minlength=n_atoms) > 0))[lab]  # per leaf
+def _verdicts(sets: _Sets, cls: Classification, custom: np.ndarray, fresh: np.ndarray, domain: np.ndarray,
+              lay: _Layout, counts: pl.DataFrame, layers: int, offset: int) -> _Verdicts:
+    """(1) to (3) of the module doc from the perturbed counts of the atoms (sets ``offset`` ..)
+    and of the pieces ``code \\ cell`` of the cut pairs (the sets after the atoms)."""
+    lab = lay.labels
+    n_atoms, pairs = int(lab.max()) + 1, np.argwhere(lay.cut_pub)
+    mine = counts.filter(pl.col("set") >= offset).with_columns(pl.col("set") - offset)
+    atom_bad = sets.fails(mine.filter(pl.col("set") < n_atoms), n_atoms, layers)
+    bad = (atom_bad & (np.bincount(lab[domain], minlength=n_atoms) > 0))[lab]  # per leaf
+    differs = np.zeros(lay.cut_pub.shape, dtype=bool)
+    if pairs.size:
+        piece = mine.filter(pl.col("set") >= n_atoms).with_columns(pl.col("set") - n_atoms)
+        differs[pairs[:, 0], pairs[:, 1]] = sets.fails(piece, len(pairs), layers)
     published = cls.published.astype(np.float32)
-    cut_pub = cuts(cls.published, fresh) & (published @ (domain & ~fresh).T.astype(np.float32) > 0)
-    carves = (published @ ((bad & carved[lab])[None, :] & ~fresh).T.astype(np.float32) > 0) & cut_pub
+    carves = (published @ ((bad & lay.carved[lab])[None, :] & ~fresh).T.astype(np.float32) > 0) & lay.cut_pub
     held = (custom & bad).any(axis=1)
-    return _Verdicts(_piece_fails(sets, cls, fresh, cut_pub), (fresh & bad).any(axis=1),
-                     (cuts(custom, fresh) & held[:, None]).any(axis=0), carves, lab)
+    return _Verdicts(differs, (fresh & bad).any(axis=1), (cuts(custom, fresh) & held[:, None]).any(axis=0), carves,
+                     lab)
 
 
-def judge(cls: Classification, custom: np.ndarray, cells: Sequence[Cell], domain: np.ndarray, counts: Counts,
-          least: int, zeros: str, ptable: Any) -> Failure | None:
+def judge(cls: Classification, custom: np.ndarray, cells: Sequence[Cell], domain: np.ndarray, counted: Counted,
+          least: int, zeros: str) -> Failure | None:
     """The differencing rule (module doc) on a request's ``cells`` (none empty) over the
     generators: ``cls``'s published codes and the ``custom`` cells answered before (a leaf mask
-    per row); ``domain``: the leaves the request's filters keep. The first failure, in the order
-    of ``cells`` and of the module doc's conditions, or None."""
-    sets = _Sets(counts, least, zeros, ptable)
+    per row); ``domain``: the leaves the request's filters keep; ``counted``: the perturbed
+    counts of sets of leaves (:data:`Counted`), asked once for every set judged (the groups, the
+    atoms, the pieces cut off published codes). The first failure, in the order of ``cells``
+    and of the module doc's conditions, or None."""
+    sets = _Sets(least, zeros)
     grouped = [c for c in cells if c.group]
-    group_bad = dict(zip([c.label for c in grouped], _group_fails(sets, grouped))) if grouped else {}
     fresh_cells = [c for c in cells if not cls.is_published(c.mask)]
-    v = _verdicts(sets, cls, custom, np.vstack([c.mask for c in fresh_cells]), domain) if fresh_cells else None
+    fresh = np.vstack([c.mask for c in fresh_cells]) if fresh_cells else np.zeros((0, cls.size), dtype=bool)
+    lay = _layout(cls, custom, fresh, domain) if fresh_cells else None
+    asked = [c.mask for c in grouped]
+    if lay is not None:
+        pairs = np.argwhere(lay.cut_pub)
+        asked += [*lay.atoms, *(cls.published[pairs[:, 0]] & ~fresh[pairs[:, 1]])]
+    counts, layers = counted(np.vstack(asked)) if asked else (_EMPTY, 1)
+    group_bad: dict[str, bool] = {}
+    if grouped:  # (0): each group cell's records in the population
+        pop = counts.filter((pl.col("q") == -1) & (pl.col("set") < len(grouped)))
+        group_bad = dict(zip([c.label for c in grouped], sets.fails(pop, len(grouped), 1)))
+    v = _verdicts(sets, cls, custom, fresh, domain, lay, counts, layers, len(grouped)) if lay is not None else None
     index = {c.label: j for j, c in enumerate(fresh_cells)}
     for c in cells:
         j = index.get(c.label)
@@ -306,3 +296,6 @@ def judge(cls: Classification, custom: np.ndarray, cells: Sequence[Cell], domain
         if v.carves[:, j].any():
             return Failure(c.label, "carves", cls.published_names[int(np.argmax(v.carves[:, j]))])
     return None
+
+
+_EMPTY = pl.DataFrame(schema={"set": pl.Int64, "q": pl.Int64, "n": pl.Int64, "p": pl.Int64})

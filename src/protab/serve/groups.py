@@ -27,10 +27,9 @@ import polars as pl
 
 from protab.errors import show_values
 from protab.serve.atom_ledger import Ledger
-from protab.serve.atoms import SDMX_TOTAL, Cell, Classification, Counts, Failure, classification, judge
+from protab.serve.atoms import SDMX_TOTAL, Cell, Classification, Failure, classification, judge
 from protab.serve.classifications import MARGIN as MARGIN_NAME
 from protab.serve.query import QueryRefused
-from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
@@ -38,6 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Ledger", "check_groups", "check_group_set", "check_request", "classification_of", "group_hierarchy"]
 
+#: hierarchies a session keeps between requests (as the broker's answers)
+KEEP_HIERARCHIES = 64
 MAX_GROUPS = 50  # groups of one request
 MAX_NAME = 60  # characters of a group's name
 RULE = "groups.min_difference"
@@ -103,11 +104,11 @@ def check_group_name(name: str, where: str, codes: set[str] | frozenset[str], va
 
 
 def group_hierarchy(groups: Mapping[str, Sequence[str]]) -> Hierarchy:
-    """Total → groups → their codes."""
-    from protab.hierarchy import Hierarchy
+    """Total → groups → their codes (:func:`protab.session.groupings.grouping_hierarchy`, the
+    hierarchy :meth:`protab.Session.cell_key_groups` publishes a grouping by)."""
+    from protab.session.groupings import grouping_hierarchy
 
-    pairs = [(MARGIN_NAME, g) for g in groups] + [(g, c) for g, cs in groups.items() for c in cs]
-    return Hierarchy.from_parent_child(pairs, root=MARGIN_NAME)
+    return grouping_hierarchy(groups, root=MARGIN_NAME)
 
 
 # -- the differencing rule --------------------------------------------------------------------------
@@ -149,37 +150,45 @@ def request_cells(cls: Classification, dim: str, groups: Mapping[str, Sequence[s
     return [c for c in cells if c.mask.any()], domain, [d for d in others if d not in cls.levels]
 
 
-def leaf_counts(s: Session, table: str, cls: Classification, others: Sequence[str],
-                filters: Sequence[tuple[str, str, Sequence[str]]], null_code: str | None) -> Counts:
-    """Records and key sums (modulo the modulus) per leaf of the variable, in the filtered
-    population and per cell of the crossing with ``others`` (their finest codes): one GROUP BY
-    of the records; secret (never leaves the broker)."""
-    key, modulus = s.record_key(table)
-    cols = [cls.variable, *others]
-    params: list[Any] = []
-    select = []
-    for k, c in enumerate(cols):
-        select.append(f"COALESCE(CAST({quote_ident(c)} AS VARCHAR), ?) AS c{k}")
-        params.append(null_code)
-    where = []
-    for col, op, values in filters:
-        marks = ", ".join("?" for _ in values)
-        where.append(f"COALESCE(CAST({quote_ident(col)} AS VARCHAR), ?) {'NOT IN' if op == 'not in' else 'IN'} "
-                     f"({marks})")
-        params += [null_code, *values]
-    sql = (f"SELECT {', '.join(select)}, count(*) AS n, "
-           f"CAST(sum(CAST({quote_ident(key)} AS HUGEINT)) % {int(modulus)} AS BIGINT) AS k "
-           f"FROM {quote_ident(table)}" + (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY ALL")
-    frame = s.sql(sql, params)
-    leaves = pl.DataFrame({"c0": cls.leaves, "leaf": np.arange(cls.size)}, schema={"c0": pl.String, "leaf": pl.Int64})
-    frame = frame.join(leaves, on="c0").with_columns(pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
-    pop = frame.group_by("leaf").agg(pl.col("n").sum(), pl.col("k").sum() % modulus).with_columns(q=pl.lit(-1, pl.Int64))
-    if not others:
-        return Counts(pop.select("leaf", "q", "n", "k"), 0, int(modulus))
-    combos = frame.select([f"c{k}" for k in range(1, len(cols))]).unique(maintain_order=True).with_row_index("q")
-    cross = frame.join(combos, on=[f"c{k}" for k in range(1, len(cols))]).select(
-        "leaf", pl.col("q").cast(pl.Int64), "n", "k")
-    return Counts(pl.concat([pop.select("leaf", "q", "n", "k"), cross]), combos.height, int(modulus))
+def set_counts(s: Session, table: str, cls: Classification, others: Sequence[str],
+               filters: Sequence[tuple[str, str, Sequence[str]]], null_code: str | None, ptable: Any,
+               masks: np.ndarray) -> tuple[pl.DataFrame, int]:
+    """The perturbed counts of the sets of leaves ``masks`` (:data:`protab.serve.atoms.Counted`),
+    in the filtered population and per cell of the crossing with ``others`` (their codes),
+    computed by the Session: :meth:`protab.Session.cell_key_groups` with the sets as groups of
+    the variable (the cell key method of every table; empty cells left out); secret (never
+    leaves the broker). ``table``: the records' or their key sums' table."""
+    from protab.errors import NoRecordsError
+    from protab.table import TableSpec
+
+    mark = "#"
+    while any(leaf.startswith(mark) for leaf in cls.leaves):  # set names that are no code
+        mark += "#"
+    leaves = np.array(cls.leaves, dtype=object)
+    groups = {f"{mark}{k}": leaves[m].tolist() for k, m in enumerate(masks)}
+    rest = ~masks.any(axis=0)  # leaves in no set: a set of their own, so that every record has a code
+    hier = {**groups, f"{mark}rest": leaves[rest].tolist()} if rest.any() else groups
+    var = cls.variable
+    spec = TableSpec({var: None, **dict.fromkeys(others)}, crossings=[(var, *others)], where=list(filters),
+                     null_code=null_code, drop_empty=True)
+    try:
+        frame = s.cell_key_groups(table, spec, var, hier, ptable, original=True)
+    except NoRecordsError:  # the filters keep no record: every set is empty
+        return pl.DataFrame(schema={"set": pl.Int64, "q": pl.Int64, "n": pl.Int64, "p": pl.Int64}), 1
+    s.forget_hierarchies(KEEP_HIERARCHIES)
+    levels = [pl.col(f"{o}_level") for o in others]
+    at_total, at_codes = pl.all_horizontal([lv == 0 for lv in levels] or [pl.lit(True)]), \
+        pl.all_horizontal([lv == 1 for lv in levels] or [pl.lit(False)])
+    combos = (frame.filter((pl.col(f"{var}_level") == 0) & at_codes & (pl.col("n") > 0)).select(others)
+              .with_row_index("q").with_columns(pl.col("q").cast(pl.Int64)))
+    named = frame.filter(pl.col(var).is_in(list(groups)))
+    named = named.with_columns(set=pl.col(var).str.slice(len(mark)).cast(pl.Int64))
+    pop = named.filter(at_total).with_columns(q=pl.lit(-1, pl.Int64))
+    parts = [pop.select("set", "q", "n", "n_pert")]
+    if others:
+        parts.append(named.filter(at_codes).join(combos, on=others).select("set", "q", "n", "n_pert"))
+    out = pl.concat(parts).rename({"n_pert": "p"}).with_columns(pl.col("n").cast(pl.Int64), pl.col("p").cast(pl.Int64))
+    return out, 1 + combos.height
 
 
 def _why(failure: Failure, crossed: Sequence[str]) -> str:
@@ -210,12 +219,15 @@ def check_request(s: Session, broker_min: int, ds: Any, user: str, ledger: Ledge
     rules = ds.withheld.rules
     least = rules.group_min_difference or rules.min_population or broker_min
     cells, domain, crossed = request_cells(cls, dim, groups, others, filters)
-    counts: list[Counts] = []  # the records' GROUP BY, once (outside the ledger's lock)
+    used = {cls.variable, *crossed, *(c for c, _, _ in filters)}
+    # the key sums of the dataset's dims give the records' counts and cell keys, from fewer rows
+    table = ds.counts_table if ds.counts_table is not None and used <= set(ds.conf.dims) else ds.conf.table
+
+    def counted(masks: np.ndarray) -> tuple[pl.DataFrame, int]:
+        return set_counts(s, table, cls, crossed, filters, ds.conf.null_code, ptable, masks)
 
     def check(custom: np.ndarray) -> None:
-        if not counts:
-            counts.append(leaf_counts(s, ds.conf.table, cls, crossed, filters, ds.conf.null_code))
-        failure = judge(cls, custom, cells, domain, counts[0], least, rules.group_zero_atoms, ptable)
+        failure = judge(cls, custom, cells, domain, counted, least, rules.group_zero_atoms)
         if failure is not None:
             raise rules.refuse(RULE, _why(failure, crossed), ADVICE)
 

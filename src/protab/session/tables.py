@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -288,6 +289,23 @@ class Tables:
             with self._parquet_sink(run, path, target):
                 frame = run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
         return frame if path is None else os.fspath(path)
+
+    def cell_key_groups(
+        self, table: str, spec: TableSpec, dim: str, groups: Mapping[str, Sequence[str]], ptable: "PTable", *,
+        original: bool = False, threshold: float | None = None,
+    ) -> pl.DataFrame:
+        """:meth:`cell_key` of ``spec`` with dimension ``dim`` recoded into ``groups`` (group
+        name → codes of ``dim``; groups may share codes): ``dim`` is published as Total →
+        groups → codes (:mod:`protab.session.groupings`), through the same roll-up, checks and
+        p-table join as every table, so a group's cell is the cell of its records (its key the
+        sum of their keys) and has the same value as under any hierarchy that defines it. A
+        record whose code is in no group is refused as a code missing from a hierarchy: keep
+        them out with ``spec.where``."""
+        from protab.session.groupings import grouped_spec
+
+        frame = self.cell_key(table, grouped_spec(spec, dim, groups), ptable, original=original, threshold=threshold)
+        assert isinstance(frame, pl.DataFrame)
+        return frame
 
     def perturb_inner(
         self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False,
