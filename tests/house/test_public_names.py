@@ -33,3 +33,55 @@ def test_an_unknown_name_is_refused_by_name():
 
     with pytest.raises(AttributeError, match="'no_such_thing'"):
         pt.no_such_thing  # noqa: B018
+
+
+def _type_checking_names() -> dict[str, str]:
+    """name -> module of the ``if TYPE_CHECKING:`` block of protab/__init__.py."""
+    import ast
+    from pathlib import Path
+
+    import protab
+
+    tree = ast.parse(Path(protab.__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
+    found = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
+        for alias in node.names:
+            found[alias.asname or alias.name] = (f"protab.{alias.name}" if node.module == "protab" else node.module)
+    return found
+
+
+def test_all_the_lazy_loader_and_the_type_checking_block_name_the_same_names():
+    import protab as pt
+
+    assert pt.__all__ == sorted(pt.PUBLIC)
+    assert _type_checking_names() == pt.PUBLIC
+
+
+@pytest.mark.parametrize("name", sorted(__import__("protab").PUBLIC))
+def test_every_public_name_loads_from_its_module(name):
+    import importlib
+
+    import protab as pt
+
+    module = importlib.import_module(pt.PUBLIC[name])
+    expected = module if pt.PUBLIC[name] == f"protab.{name}" else getattr(module, name)
+    assert getattr(pt, name) is expected
+
+
+@pytest.mark.parametrize("old", sorted(__import__("protab").DEPRECATED))
+def test_an_old_name_warns_naming_the_new_and_gives_the_new(old):
+    import protab as pt
+
+    new = pt.DEPRECATED[old]
+    with pytest.warns(DeprecationWarning, match=f"use protab.{new}"):
+        value = getattr(pt, old)
+    assert value is getattr(pt, new) and old not in pt.__all__
+
+
+def test_numeric_ptable_of_the_ptable_package_warns_and_is_magnitude_ptable():
+    from protab import ptable
+
+    with pytest.warns(DeprecationWarning, match="MagnitudePTable"):
+        assert ptable.NumericPTable is ptable.MagnitudePTable
