@@ -85,3 +85,17 @@ def test_numeric_ptable_of_the_ptable_package_warns_and_is_magnitude_ptable():
 
     with pytest.warns(DeprecationWarning, match="MagnitudePTable"):
         assert ptable.NumericPTable is ptable.MagnitudePTable
+
+
+def test_the_design_notes_list_every_old_name_with_its_new_name():
+    from pathlib import Path
+
+    import protab as pt
+
+    text = (Path(__file__).parents[2] / "docs" / "design.md").read_text(encoding="utf-8")
+    table = text[text.index("Renamed names."):]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    for old, new in pt.DEPRECATED.items():
+        assert any(f"`protab.{old}`" in row and f"`protab.{new}`" in row for row in rows), old
+    assert any("`protab.suppression.audit`" in r and "`protab.suppression.audit_pattern`" in r for r in rows)
+    assert any("`app.state.engine`" in r and "`app.state.broker`" in r for r in rows)

@@ -22,9 +22,10 @@ import warnings
 from typing import Any
 
 from protab.ptable.count_ptable import Interval, PTable
-from protab.ptable.magnitude_ptable import MagnitudePTable
+from protab.ptable.keyspace import noise_at
+from protab.ptable.magnitude_ptable import TYPES, MagnitudePTable
 
-__all__ = ["Interval", "MagnitudePTable", "PTable"]
+__all__ = ["TYPES", "Interval", "MagnitudePTable", "PTable", "noise_at"]
 
 
 def __getattr__(name: str) -> Any:
