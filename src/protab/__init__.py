@@ -10,11 +10,16 @@ command's ``--help`` stay fast; ``pt.Session``, ``pt.fit`` … behave as ordinar
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_NAMES = {
+#: the one list of protab's public names: name -> the module it comes from; a subpackage named
+#: for itself (``"audit": "protab.audit"``) is the module. ``__all__`` and the lazy loader below
+#: are derived from it, and tests/house/test_public_names.py checks the TYPE_CHECKING block
+#: against it.
+PUBLIC = {
     "DEFAULT_DATABASE": "protab.session",
     "Session": "protab.session",
     "model_matrix": "protab.session",
@@ -26,7 +31,6 @@ _NAMES = {
     "Hierarchy": "protab.hierarchy",
     "PTable": "protab.ptable",
     "MagnitudePTable": "protab.ptable",
-    "NumericPTable": "protab.ptable",
     "Programme": "protab.programme",
     "HierarchyError": "protab.errors",
     "InputError": "protab.errors",
@@ -40,53 +44,25 @@ _NAMES = {
     "ConvergenceWarning": "protab.errors",
     "SwapRateWarning": "protab.errors",
     "sql_text": "protab.sqltools",
+    **{m: f"protab.{m}" for m in ("audit", "fit", "grid", "measures", "noise", "postprocess", "report",
+                                   "rounding", "suppression")},
 }
-_MODULES = {"audit", "fit", "grid", "measures", "noise", "postprocess", "rounding", "report", "suppression"}
+#: old names kept for one release: old -> new (docs/design.md, "Renamed names")
+DEPRECATED = {"NumericPTable": "MagnitudePTable"}
 
-__all__ = [
-    "DEFAULT_DATABASE",
-    "ConvergenceError",
-    "ConvergenceWarning",
-    "Hierarchy",
-    "HierarchyError",
-    "InputError",
-    "MagnitudePTable",
-    "NoRecordsError",
-    "NumericPTable",
-    "PTable",
-    "PTableError",
-    "PTableWarning",
-    "Programme",
-    "ProtabError",
-    "ProtectionLevels",
-    "RoundingError",
-    "SensitivityRules",
-    "Session",
-    "SpecError",
-    "SwapRateWarning",
-    "SwapSpec",
-    "TableSpec",
-    "audit",
-    "fit",
-    "grid",
-    "measures",
-    "model_matrix",
-    "noise",
-    "postprocess",
-    "report",
-    "sql_text",
-    "rounding",
-    "suppression",
-]
+__all__ = sorted(PUBLIC)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        value = getattr(importlib.import_module(_NAMES[name]), name)
-    elif name in _MODULES:
-        value = importlib.import_module(f"protab.{name}")
-    else:
+    if name in DEPRECATED:
+        new = DEPRECATED[name]
+        warnings.warn(f"protab.{name} is deprecated; use protab.{new}", DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
+    if name not in PUBLIC:
         raise AttributeError(f"module 'protab' has no attribute {name!r}")
+    module = PUBLIC[name]
+    value = importlib.import_module(module) if module == f"protab.{name}" else getattr(
+        importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -95,9 +71,9 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
 
 
-if TYPE_CHECKING:  # pragma: no cover
-    from protab import audit, fit, grid, measures, noise, postprocess, report, rounding, suppression
-    from protab.errors import (
+if TYPE_CHECKING:  # pragma: no cover; ruff cannot read the derived __all__, hence the noqa
+    from protab import audit, fit, grid, measures, noise, postprocess, report, rounding, suppression  # noqa: F401
+    from protab.errors import (  # noqa: F401
         ConvergenceError,
         ConvergenceWarning,
         HierarchyError,
@@ -110,9 +86,12 @@ if TYPE_CHECKING:  # pragma: no cover
         SpecError,
         SwapRateWarning,
     )
-    from protab.hierarchy import Hierarchy
-    from protab.programme import Programme
-    from protab.ptable import MagnitudePTable, NumericPTable, PTable
-    from protab.session import DEFAULT_DATABASE, Session, model_matrix
-    from protab.suppression import ProtectionLevels
-    from protab.table import TableSpec
+    from protab.hierarchy import Hierarchy  # noqa: F401
+    from protab.magnitude import MagnitudeCKM, SensitivityRules  # noqa: F401
+    from protab.programme import Programme  # noqa: F401
+    from protab.ptable import MagnitudePTable, PTable  # noqa: F401
+    from protab.session import DEFAULT_DATABASE, Session, model_matrix  # noqa: F401
+    from protab.sqltools import sql_text  # noqa: F401
+    from protab.suppression import ProtectionLevels  # noqa: F401
+    from protab.swapping import SwapSpec  # noqa: F401
+    from protab.table import TableSpec  # noqa: F401

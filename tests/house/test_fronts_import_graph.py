@@ -1,7 +1,9 @@
 """The fronts (protab.cli, protab.serve, protab.report) and protab.request import as the house
 asks: no import cycle between their modules (an import inside a function counts), no
 ``from protab import X`` (the root), and protab.serve uses only public names of the rest of
-protab (private names of its own modules are its business)."""
+protab (private names of its own modules are its business). For every package of protab: no
+private name of another package is taken, and what one package imports from another is that
+package's face (its ``__init__`` exports it)."""
 
 from __future__ import annotations
 
@@ -108,4 +110,41 @@ def test_no_package_takes_a_private_name_of_another():
             private = [p for p in parts[2:] if p.startswith("_")] + ([name] if name and name.startswith("_") else [])
             if private:
                 found.append(f"{path.relative_to(SRC)}: {module} {name or ''}")
+    assert not found, "\n".join(found)
+
+
+def _package_face(package: str) -> set[str]:
+    import importlib
+
+    return set(getattr(importlib.import_module(f"protab.{package}"), "__all__", ()))
+
+
+def _face_misses(path: Path) -> list[str]:
+    """Imports of ``path`` from another package that are not its face: a name taken from one of
+    its modules must be exported by the package's ``__init__`` (the same object), unless that
+    module is itself in the face (``protab.request.schema``, a namespace of types); a public
+    module taken whole (``from protab.serve import commands``) is its own face."""
+    import importlib
+
+    own = path.relative_to(SRC).parts[0] if len(path.relative_to(SRC).parts) > 1 else None
+    missed = []
+    for module, name in _imports(path):
+        parts = module.split(".")
+        if parts[0] != "protab" or len(parts) < 2 or parts[1] == own or not (SRC / parts[1]).is_dir():
+            continue
+        face = _package_face(parts[1])
+        if len(parts) == 2:  # from protab.X import name: a name of the face or a public module
+            ok = name is None or name in face or (SRC / parts[1] / f"{name}.py").exists() and name[0] != "_"
+        elif name is None or parts[2] in face:  # import protab.X.mod, or from a module of the face
+            ok = parts[2][0] != "_"
+        else:
+            package = importlib.import_module(f"protab.{parts[1]}")
+            ok = name in face and getattr(package, name) is getattr(importlib.import_module(module), name)
+        if not ok:
+            missed.append(f"{path.relative_to(SRC)}: {module} {name or ''}")
+    return missed
+
+
+def test_every_package_exports_what_other_packages_import_from_it():
+    found = [miss for path in sorted(SRC.rglob("*.py")) for miss in _face_misses(path)]
     assert not found, "\n".join(found)

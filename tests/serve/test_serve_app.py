@@ -518,7 +518,9 @@ def test_create_app_mounts_in_another_asgi_server(served, tmp_path):
             return await client.post("/v1/query", headers=h, json={"sql": "SELECT count(*) AS t FROM persons"})
 
     r = asyncio.run(ask())
-    app.state.engine.close()
+    with pytest.warns(DeprecationWarning, match="app.state.broker"):
+        assert app.state.engine is app.state.broker  # the old name, kept for one release
+    app.state.broker.close()
     assert r.status_code == 200
     assert r.json() == _sql(served, "SELECT count(*) AS t FROM persons").json()
 

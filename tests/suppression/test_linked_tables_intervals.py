@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab.suppression import audit
+from protab.suppression import audit_pattern
 from protab.suppression.linked import copies_by_records, linked_intervals
 
 LEVELS = Path(__file__).resolve().parents[1] / "data" / "gauss_rules" / "levels"
@@ -111,7 +111,7 @@ def test_per_table_intervals_are_the_audit_of_each_table_alone():
     j = pub.with_row_index("_c").join(two.select(*T2, "suppressed", "lo", "up"), on=T2)
     z = j["n"].to_numpy().astype(float)
     supp = (j["suppressed"] != "no").to_numpy()
-    ref = audit(X[:, j["_c"].to_numpy()], z, supp, primary=(z > 0) & (z < 3))
+    ref = audit_pattern(X[:, j["_c"].to_numpy()], z, supp, primary=(z > 0) & (z < 3))
     got = j.with_row_index("cell").join(ref.select(pl.col("cell").cast(pl.UInt32), "lo", "up"), on="cell",
                                         suffix="_alone")
     assert got.height == int(supp.sum()) > 0

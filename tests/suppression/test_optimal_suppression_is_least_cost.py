@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from protab.suppression import audit, gauss, optimal, protect_in_order
+from protab.suppression import audit_pattern, gauss, optimal, protect_in_order
 
 
 def _two_way(r: int, c: int) -> sparse.csc_array:
@@ -33,7 +33,7 @@ def _width(z: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 
 def _protects(X, z, supp, prim, L, U, R) -> bool:
-    frame = audit(X, z, supp, primary=prim, protection_lower=L, protection_upper=U, protection_range=R)
+    frame = audit_pattern(X, z, supp, primary=prim, protection_lower=L, protection_upper=U, protection_range=R)
     frame = frame.filter(frame["primary"])
     return bool(frame["protected"].all()) and bool(((frame["up"] - frame["lo"]) >= frame["required_range"] - 1e-9).all())
 

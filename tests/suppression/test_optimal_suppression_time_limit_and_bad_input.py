@@ -13,7 +13,7 @@ from scipy import sparse
 
 import protab as pt
 from protab.errors import ConvergenceWarning, InputError, SpecError
-from protab.suppression import audit, optimal
+from protab.suppression import audit_pattern, optimal
 
 
 def _three_way() -> tuple[sparse.csc_array, np.ndarray]:
@@ -33,7 +33,7 @@ def test_a_time_limit_returns_a_protecting_pattern_with_its_gap():
     assert not res.optimal
     assert 0.0 <= res.bound <= res.cost and 0.0 <= res.gap <= 1.0
     assert res.gap == pytest.approx((res.cost - res.bound) / res.cost)
-    frame = audit(X, z, res.suppressed, primary=prim, protection_range=2.0)
+    frame = audit_pattern(X, z, res.suppressed, primary=prim, protection_range=2.0)
     assert frame.filter(frame["primary"])["protected"].all()
     full = optimal(X, z, prim, cost=np.ones(X.shape[1]), protection_range=2.0)
     assert full.optimal and full.cost <= res.cost and res.bound <= full.cost + 1e-9

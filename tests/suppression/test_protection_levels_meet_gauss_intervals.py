@@ -18,7 +18,7 @@ import protab as pt
 from protab.magnitude import SensitivityRules
 from protab.suppression import (
     ProtectionLevels,
-    audit,
+    audit_pattern,
     candidates_default,
     candidates_num,
     intervals,
@@ -166,7 +166,7 @@ def test_protect_in_order_gives_gauss_suppression_pattern_and_intervals(case, va
         lo, up = intervals(X, z, supp)
         np.testing.assert_allclose(lo[has], ref[c_lo].to_numpy()[has], atol=1e-6)
         np.testing.assert_allclose(up[has], ref[c_up].to_numpy()[has], atol=1e-6)
-    assert audit(X, z, got, primary=primary, **req)["protected"].all()
+    assert audit_pattern(X, z, got, primary=primary, **req)["protected"].all()
 
 
 def test_session_interval_protection_in_order_reproduces_vignette_table_10():
@@ -283,7 +283,7 @@ def test_protect_in_order_is_the_greedy_in_order_and_meets_levels(r, c, seed):
         assert ((up - lo)[primary] < R[primary] - 1e-7).any(), "refused though suppressing all would do"
         return
     assert (got >= start).all()
-    assert audit(X, z, got, primary=primary, protection_range=R)["protected"].all()
+    assert audit_pattern(X, z, got, primary=primary, protection_range=R)["protected"].all()
     walk = _linear_walk(X, z, start, primary, [int(k) for k in order], R)
     final = pt.suppression.gauss(X, z, walk, candidates=order, singleton_method="none")
     np.testing.assert_array_equal(got, final)

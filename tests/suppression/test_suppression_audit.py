@@ -1,4 +1,4 @@
-"""Audit of cell suppression (protab.suppression.audit): attacker intervals by LP.
+"""Audit of cell suppression (protab.suppression.audit_pattern): attacker intervals by LP.
 
 (a) small tables checked by hand, (b) GaussSuppression's interval columns (tests/data/gauss_rules,
 lpSolve runs; see its README), (c) random tables: the true value lies in every interval, and an
@@ -20,7 +20,7 @@ from scipy.optimize import linprog
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.suppression.intervals import audit, intervals, p_percent_protection, protect
+from protab.suppression.intervals import audit_pattern, intervals, p_percent_protection, protect
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gauss_rules"
 CASES = {c["id"]: c for c in json.loads((DATA / "cases.json").read_text())["cases"]}
@@ -59,24 +59,24 @@ def test_two_by_two_by_hand():
 
 
 def test_two_by_two_audit_requirements():
-    res = audit(X22, Z22, [0, 1, 2, 3], primary=[0], protection_lower=3, protection_upper=2)
+    res = audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], protection_lower=3, protection_upper=2)
     assert res["cell"].to_list() == [0, 1, 2, 3]
     assert res["primary"].to_list() == [True, False, False, False]
     assert res["protected"].to_list() == [True, True, True, True]  # 0 ≤ 5 − 3, 7 ≥ 5 + 2
     assert not res["exact"].any()
-    res = audit(X22, Z22, [0, 1, 2, 3], primary=[0], protection_lower=3, protection_upper=2.5)
+    res = audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], protection_lower=3, protection_upper=2.5)
     assert res["protected"].to_list() == [False, True, True, True]  # 7 < 7.5
     # the lower requirement is capped at what y ≥ 0 allows: 5 − 10 < 0 = lo is still met
-    res = audit(X22, Z22, [0, 1, 2, 3], primary=[0], protection_lower=10, protection_upper=1)
+    res = audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], protection_lower=10, protection_upper=1)
     assert res["protected"][0]
-    res = audit(X22, Z22, [0, 1, 2, 3], primary=[0], protection_range=8)
+    res = audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], protection_range=8)
     assert not res["protected"][0]  # width 7
 
 
 def test_single_suppression_is_exact():
     lo, up = intervals(X22, Z22, [0])
     assert lo[0] == up[0] == pytest.approx(5.0)
-    res = audit(X22, Z22, [0, 1])  # a row pair: both derivable from their columns
+    res = audit_pattern(X22, Z22, [0, 1])  # a row pair: both derivable from their columns
     assert res["exact"].all() and not res["protected"].any()
 
 
@@ -117,7 +117,7 @@ def test_unbounded_and_zero_cells():
 def test_protect_two_by_two():
     supp = protect(X22, Z22, [0], [0], protection_lower=2, protection_upper=2)
     assert supp[0] and supp.sum() >= 4
-    res = audit(X22, Z22, supp, primary=[0], protection_lower=2, protection_upper=2)
+    res = audit_pattern(X22, Z22, supp, primary=[0], protection_lower=2, protection_upper=2)
     assert res["protected"].all()
     # a requirement beyond what any suppression gives (a11 ≤ 7 with y ≥ 0 … the cell is capped
     # at its bounds, so ask for a range wider than the cell's attainable one with upper bounds)
@@ -143,13 +143,13 @@ def test_errors():
     with pytest.raises(InputError, match="lower > upper"):
         intervals(X22, Z22, [0], lower=5, upper=1)
     with pytest.raises(InputError, match="not suppressed"):
-        audit(X22, Z22, [0, 1, 2, 3], primary=[5])
+        audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[5])
     with pytest.raises(SpecError, match="x1"):
-        audit(X22, Z22, [0, 1, 2, 3], p_percent=10)
+        audit_pattern(X22, Z22, [0, 1, 2, 3], p_percent=10)
     with pytest.raises(SpecError, match="not both"):
-        audit(X22, Z22, [0, 1, 2, 3], p_percent=10, x1=Z22, x2=Z22, protection_upper=1)
+        audit_pattern(X22, Z22, [0, 1, 2, 3], p_percent=10, x1=Z22, x2=Z22, protection_upper=1)
     with pytest.raises(InputError, match="NaN"):
-        audit(X22, Z22, [0, 1, 2, 3], primary=[0], protection_upper=np.full(9, np.nan))
+        audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], protection_upper=np.full(9, np.nan))
     with pytest.raises(InputError, match="matrix"):
         intervals([[1, 0]], [1, 0], [0])
 
@@ -210,23 +210,23 @@ def test_gauss_intervals_range_before_and_after():
         np.testing.assert_allclose(lo[cell][has], j[c_lo].to_numpy()[has], atol=1e-6)
         np.testing.assert_allclose(up[cell][has], j[c_up].to_numpy()[has], atol=1e-6)
     # the range requirement: GaussSuppression suppressed more because of the 4 narrow primaries
-    before = audit(X, z, first, primary=primary, protection_range=rlim)
+    before = audit_pattern(X, z, first, primary=primary, protection_range=rlim)
     narrow = before.filter(~pl.col("protected"))["cell"].to_numpy()
     expect = j.filter(pl.col("primary") & (pl.col("up_1") - pl.col("lo_1") < pl.col("rlim_value")))
     assert sorted(narrow.tolist()) == sorted(expect["cell"].to_list()) and narrow.size == 4
-    after = audit(X, z, final, primary=primary, protection_range=rlim)
+    after = audit_pattern(X, z, final, primary=primary, protection_range=rlim)
     assert after["protected"].all()
     # protect() from the first pattern ends protected, here with GaussSuppression's one extra cell
     mine = protect(X, z, first, primary, protection_range=rlim)
     assert (mine >= first).all()
     np.testing.assert_array_equal(np.flatnonzero(mine & ~first), np.flatnonzero(final & ~first))
-    assert audit(X, z, mine, primary=primary, protection_range=rlim)["protected"].all()
+    assert audit_pattern(X, z, mine, primary=primary, protection_range=rlim)["protected"].all()
 
 
 def test_gauss_compute_intervals_hierarchical():
     X, z, j, cell, mask = _matched("computeintervals_vignette_dom_hier",
                                    {"sector4": ["sector2", "sector4"], "geo": ["eu", "geo"]})
-    res = audit(X, z, mask("suppressed"), primary=mask("primary"))
+    res = audit_pattern(X, z, mask("suppressed"), primary=mask("primary"))
     got = pl.DataFrame({"cell": cell}).join(res, on="cell", how="left")
     has = j["lo"].is_not_null().to_numpy()
     assert has.sum() == 11 and got["primary"].to_numpy()[has].all()
@@ -250,10 +250,10 @@ def test_audit_with_p_percent():
     # a11 = 5 with contributions 4, 1: PL = 0.5·4 − (5 − 4 − 1) = 2 → needs [3, 7] ⊂ [0, 7]
     x1 = np.r_[4.0, np.zeros(8)]
     x2 = np.r_[1.0, np.zeros(8)]
-    res = audit(X22, Z22, [0, 1, 2, 3], primary=[0], p_percent=50, x1=x1, x2=x2)
+    res = audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], p_percent=50, x1=x1, x2=x2)
     assert res["required_upper"][0] == res["required_lower"][0] == pytest.approx(2.0)
     assert res["protected"].all()
-    res = audit(X22, Z22, [0, 1, 2, 3], primary=[0], p_percent=80, x1=x1, x2=x2)  # PL 3.2 → 8.2 > 7
+    res = audit_pattern(X22, Z22, [0, 1, 2, 3], primary=[0], p_percent=80, x1=x1, x2=x2)  # PL 3.2 → 8.2 > 7
     assert not res["protected"][0]
 
 
@@ -330,5 +330,12 @@ def test_protect_random_tables(t, seed, share):
     req = share * z
     supp = protect(sparse.csc_array(X), z, primary, primary, protection_lower=req, protection_upper=req)
     assert (supp >= primary).all()
-    res = audit(sparse.csc_array(X), z, supp, primary=primary, protection_lower=req, protection_upper=req)
+    res = audit_pattern(sparse.csc_array(X), z, supp, primary=primary, protection_lower=req, protection_upper=req)
     assert res.filter(pl.col("primary"))["protected"].all()
+
+
+def test_the_old_name_audit_warns_naming_audit_pattern_and_is_it():
+    import protab.suppression as sup
+
+    with pytest.warns(DeprecationWarning, match="protab.suppression.audit_pattern"):
+        assert sup.audit is sup.audit_pattern

@@ -97,3 +97,19 @@ def test_run_matrix_equals_the_session_matrix_for_trees(session, persons, h_muni
         X2 = run.matrix()
         assert set(run.pair_coef.tolist()) == {1}
     assert (X != X2).nnz == 0
+
+
+def test_the_frame_function_and_the_session_method_are_one_idea_with_the_same_keywords(session):
+    """pt.model_matrix(frame) is Session.model_matrix of that frame as a table, nested=True and
+    extend0="all" included (municipalities nest in counties: 6 × 2 inner cells, not 6 × 3 × 2)."""
+    rng = np.random.default_rng(5)
+    muni = rng.integers(0, 6, 200)
+    records = pl.DataFrame({"muni": [f"m{m}" for m in muni], "county": [f"c{m // 2}" for m in muni],
+                            "sex": rng.choice(["f", "m"], 200)}).with_columns(n=pl.lit(1))
+    session.register("records", records)
+    spec = pt.TableSpec({"muni": None, "county": None, "sex": None}, formula="muni*sex + county*sex")
+    for kw in ({"nested": True, "extend0": "all"}, {"extend0": False}):
+        X, inner, published = pt.model_matrix(records, spec, **kw)
+        Xs, inner_s, published_s = session.model_matrix("records", spec, **kw)
+        assert (X != Xs).nnz == 0 and inner.equals(inner_s) and published.equals(published_s)
+    assert pt.model_matrix(records, spec, nested=True)[0].shape[0] < pt.model_matrix(records, spec)[0].shape[0]

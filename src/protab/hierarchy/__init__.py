@@ -34,5 +34,6 @@ over codes.
 
 from protab.hierarchy._input import DEFAULT_ROOT
 from protab.hierarchy.hierarchy_class import Hierarchy
+from protab.hierarchy.level_columns import from_level_columns
 
-__all__ = ["DEFAULT_ROOT", "Hierarchy"]
+__all__ = ["DEFAULT_ROOT", "Hierarchy", "from_level_columns"]

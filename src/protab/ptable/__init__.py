@@ -12,15 +12,26 @@ Two dialects are read and written: the Destatis / R ptable / tau-ARGUS table
 ``key(n)`` with ``imax`` and ``period`` (docs/methods.md §3).
 
 Magnitude p-tables (R ptable ``create_num_ptable``, fractional noise, types all/even/odd/
-small_cells) are :class:`MagnitudePTable` (``NumericPTable`` is the same class under R ptable's
-name, kept for code written before the rename).
+small_cells) are :class:`MagnitudePTable` (``NumericPTable``, R ptable's name for the same
+class, is a deprecated alias for one release: it warns and gives :class:`MagnitudePTable`).
 
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """
 
+import warnings
+from typing import Any
+
 from protab.ptable.count_ptable import Interval, PTable
-from protab.ptable.magnitude_ptable import MagnitudePTable
+from protab.ptable.keyspace import noise_at
+from protab.ptable.magnitude_ptable import TYPES, MagnitudePTable
 
-NumericPTable = MagnitudePTable  # R ptable's name (create_num_ptable); the same class
+__all__ = ["TYPES", "Interval", "MagnitudePTable", "PTable", "noise_at"]
 
-__all__ = ["Interval", "MagnitudePTable", "NumericPTable", "PTable"]
+
+def __getattr__(name: str) -> Any:
+    """``NumericPTable``: R ptable's name (create_num_ptable) of :class:`MagnitudePTable`, deprecated."""
+    if name == "NumericPTable":
+        warnings.warn("protab.ptable.NumericPTable is deprecated; use protab.ptable.MagnitudePTable",
+                      DeprecationWarning, stacklevel=2)
+        return MagnitudePTable
+    raise AttributeError(f"module 'protab.ptable' has no attribute {name!r}")

@@ -2,7 +2,10 @@
 the roll-up, the perturbation as a p-table join, and the pairs that are the model matrix."""
 
 from protab.rollup.cells import output_names, published_filter, value_columns
+from protab.rollup.partials import Partials, check_measures, partial_aggregates
 from protab.rollup.perturb import keyspace_arrow
+from protab.rollup.relations import drop_kept
 from protab.rollup.table_run import TableRun
 
 __all__ = ["TableRun", "keyspace_arrow", "output_names", "published_filter", "value_columns"]
+__all__ += ["Partials", "check_measures", "drop_kept", "partial_aggregates"]  # used by protab.session

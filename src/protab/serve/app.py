@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import State
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -538,6 +540,15 @@ def _routes(service: _Service) -> list[Any]:
     ]
 
 
+class _AppState(State):
+    """``app.state``; ``engine``, the broker's name before the class Engine became Broker, warns."""
+
+    def __getattr__(self, key: Any) -> Any:
+        if key == "engine":
+            warnings.warn("app.state.engine is deprecated; use app.state.broker", DeprecationWarning, stacklevel=2)
+        return super().__getattr__("broker" if key == "engine" else key)
+
+
 def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any], *,
                database: str | None = None, body_timeout: float = BODY_SECONDS) -> Starlette:
     """The service as an ASGI app. ``config``: a serve.toml path, its content as a mapping, or a
@@ -545,7 +556,7 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
     ``body_timeout``: seconds a client has to send a request's body (``--body-timeout``). Opens
     the microdata read-only and checks every dataset now, so that a bad config fails here, with
     a :class:`~protab.errors.ProtabError` naming its key. ``app.state.broker`` is the
-    :class:`~protab.serve.broker.Broker` (also ``app.state.engine``, its name before)."""
+    :class:`~protab.serve.broker.Broker` (``app.state.engine``, its name before, is deprecated)."""
     cfg = config if isinstance(config, ServeConfig) else load_config(config, database=database)
     tokens = TokenStore(cfg)
     audit = AuditLog(cfg.audit_log)
@@ -582,8 +593,8 @@ def create_app(config: ServeConfig | str | os.PathLike[str] | Mapping[str, Any],
 
     routes = _routes(service)
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: service.http_error})
+    app.state = _AppState()
     app.state.broker = broker
-    app.state.engine = broker  # its name in docs/serve.md before the class Engine became Broker
     app.state.config = cfg
     app.state.jobs, app.state.saved, app.state.groups = jobs, saved, groups
     return app

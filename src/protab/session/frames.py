@@ -23,14 +23,17 @@ def model_matrix(
     spec: TableSpec,
     *,
     freq: str | None = None,
-    extend0: bool = True,
+    extend0: bool | str = True,
     structural_zeros: pl.DataFrame | None = None,
+    nested: bool = False,
 ) -> tuple[sparse.csc_matrix, pl.DataFrame, pl.DataFrame]:
     """The dummy matrix X (inner × published, z = Xᵀy) of a table of inner cells.
 
-    ``inner`` is a frame with the dimension columns and a frequency column (``freq``, or the
-    spec's ``freq``, or ``n``). Runs the same SQL roll-up as :meth:`Session.model_matrix` in
-    an in-memory database; see there for what is returned.
+    One idea under one name: this is :meth:`Session.model_matrix` for a frame instead of a
+    table of the session's database, with the same keywords (``extend0``, ``structural_zeros``,
+    ``nested``) and the same ``(X, inner, published)``; see there. ``inner`` is a frame with the
+    dimension columns and a frequency column (``freq``, or the spec's ``freq``, or ``n``); the
+    same SQL roll-up runs in an in-memory database.
 
     The in-memory database is private to protab and reused by every call of the process
     (one call at a time: calls from several threads wait for each other), with the frame
@@ -51,7 +54,7 @@ def model_matrix(
         s = _FRAMES.session()
         s.engine.register("inner", data)
         try:
-            return s.model_matrix("inner", spec, extend0=extend0, structural_zeros=structural_zeros)
+            return s.model_matrix("inner", spec, extend0=extend0, structural_zeros=structural_zeros, nested=nested)
         finally:
             s.engine.unregister("inner")
             s.forget_hierarchies(_FRAMES.max_hierarchies)

@@ -1,6 +1,6 @@
 """The Session's cell suppression: primary cells from rules, secondary ones by Gaussian
 elimination (:func:`protab.suppression.gauss`, after SSB's GaussSuppression), the attacker's
-intervals (:func:`protab.suppression.audit`), linked tables as one."""
+intervals (:func:`protab.suppression.audit_pattern`), linked tables as one."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ class Suppression:
         """Attacker intervals of the suppressed cells (and, with ``protect``, more suppressions
         until every primary cell meets its requirement): (suppressed, [lo, up, protected]).
         ``facts``: the rules' columns of a magnitude table (top lists, smallest values)."""
-        from protab.suppression import audit, protect_in_order
+        from protab.suppression import audit_pattern, protect_in_order
         from protab.suppression import protect as add_suppressions
 
         value_col = spec.sums[0] if spec.sums else "n"
@@ -237,7 +237,7 @@ class Suppression:
             suppressed = protect_in_order(X, z, suppressed, primary, candidates=order, never=never, **req)
         elif protect:
             suppressed = add_suppressions(X, z, suppressed, primary, **req)
-        frame = audit(X, z, suppressed, primary=primary, **req)
+        frame = audit_pattern(X, z, suppressed, primary=primary, **req)
         cells = frame["cell"].to_numpy()
         lo = np.full(published.height, np.nan)
         up = np.full(published.height, np.nan)

@@ -40,7 +40,7 @@ def protect_in_order(X: Any, z: Any, suppressed: Any, primary: Any, *, candidate
 
     ``candidates``: published-cell indices, most desirable to publish first (the order of
     :func:`protab.suppression.gauss`; cells missing from it follow in index order); ``never``:
-    cells that stay published. The requirements are those of :func:`protab.suppression.audit`.
+    cells that stay published. The requirements are those of :func:`protab.suppression.audit_pattern`.
     Raises InputError when some primary cell misses its levels even with every other cell
     (except ``never``) suppressed: no pattern can meet them.
     """

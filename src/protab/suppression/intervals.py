@@ -68,7 +68,7 @@ from protab.suppression._attacker_system import _EXACT_TOL, _linprog, _System
 from protab.suppression._audit_inputs import _as_csc, _bounds, _cells, _finite, _vector
 from protab.suppression._protection import _Req, _requirements, _status, _targets, p_percent_protection
 
-__all__ = ["audit", "intervals", "p_percent_protection", "protect"]
+__all__ = ["audit_pattern", "intervals", "p_percent_protection", "protect"]
 
 
 def _prepare(X: Any, z: Any, suppressed: Any, lower: Any, upper: Any) -> tuple[sparse.csc_array, np.ndarray,
@@ -113,7 +113,7 @@ def intervals(X: Any, z: ArrayLike, suppressed: Any, *, lower: Any = 0.0,
     return low, high
 
 
-def audit(X: Any, z: ArrayLike, suppressed: Any, *, primary: Any = None, protection_lower: Any = None,
+def audit_pattern(X: Any, z: ArrayLike, suppressed: Any, *, primary: Any = None, protection_lower: Any = None,
           protection_upper: Any = None, protection_range: Any = None, p_percent: float | None = None,
           x1: Any = None, x2: Any = None, lower: Any = 0.0, upper: Any = None) -> pl.DataFrame:
     """Audit a suppression pattern: one row per suppressed cell.
@@ -180,7 +180,7 @@ def protect(X: Any, z: ArrayLike, suppressed: Any, primary: Any, *, protection_l
     cell value as in tau-ARGUS, plus one so that zero cells are not free). The result is
     protected but not minimal.
 
-    The arguments are those of :func:`audit`; primary cells not yet suppressed are suppressed
+    The arguments are those of :func:`audit_pattern`; primary cells not yet suppressed are suppressed
     first. Raises InputError when a requirement cannot be met even with everything suppressed.
     """
     A, zz, supp, lo, up = _prepare(X, z, suppressed, lower, upper)

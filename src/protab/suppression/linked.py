@@ -234,8 +234,8 @@ def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any],
     table from its own equations (its cells over its own inner cells), as the attacker of one
     table; ``"super-consistent"``: the joint system, the tables side by side with the copies of
     every common cell known to be equal (``INTERVAL_SYSTEMS`` names which). The requirements
-    are those of :func:`protab.suppression.audit` (one value per column of X, or scalars)."""
-    from protab.suppression.intervals import audit
+    are those of :func:`protab.suppression.audit_pattern` (one value per column of X, or scalars)."""
+    from protab.suppression.intervals import audit_pattern
 
     if mode not in ("local", "consistent", "super-consistent"):
         raise SpecError(f"linked intervals: mode must be local, consistent or super-consistent, not {mode!r}")
@@ -256,7 +256,7 @@ def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any],
         Xbd, orig, tab, D = block_diagonal(blocks)
         Xs = sparse.csc_matrix(sparse.hstack([Xbd, D], format="csc"))
         pad = np.zeros(D.shape[1])
-        frame = audit(Xs, np.concatenate([zz[orig], pad]), np.concatenate([supp[tab, orig], pad.astype(bool)]),
+        frame = audit_pattern(Xs, np.concatenate([zz[orig], pad]), np.concatenate([supp[tab, orig], pad.astype(bool)]),
                       primary=np.concatenate([prim[orig], pad.astype(bool)]),
                       **_pick(requirements, n, orig, D.shape[1]))
         c = frame["cell"].to_numpy()
@@ -264,7 +264,7 @@ def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any],
         lo[t, o], up[t, o], ok[t, o] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
         return lo, up, ok
     for t, (cols, Xt, _st, _rows) in enumerate(blocks):
-        frame = audit(Xt, zz[cols], supp[t, cols], primary=prim[cols], **_pick(requirements, n, cols, 0))
+        frame = audit_pattern(Xt, zz[cols], supp[t, cols], primary=prim[cols], **_pick(requirements, n, cols, 0))
         c = cols[frame["cell"].to_numpy()]
         lo[t, c], up[t, c], ok[t, c] = frame["lo"].to_numpy(), frame["up"].to_numpy(), frame["protected"].to_numpy()
     return lo, up, ok

@@ -6,7 +6,7 @@ Model
 -----
 One binary x_c per published cell (1 = suppressed): minimise Σ cost_c·x_c with x = 1 at the
 primary (and forced) cells, x = 0 at the ``never`` cells, such that for every primary cell p
-the attacker's interval [lo_p, up_p] (:func:`protab.suppression.audit`: min and max of x_pᵀy
+the attacker's interval [lo_p, up_p] (:func:`protab.suppression.audit_pattern`: min and max of x_pᵀy
 over the inner values y within the bounds that reproduce every published cell) reaches
 z_p − L_p and z_p + U_p and has width at least R_p. A primary cell is never left exactly
 disclosed: its width must be at least max(R_p, 1 % of |z_p|, 10⁻⁶·max|z|), the default step of
@@ -81,7 +81,7 @@ def optimal(X: Any, z: Any, primary: Any, *, cost: Any, forced: Any = None, neve
     (module docstring).
 
     ``X``, ``z``, the requirements and ``lower``/``upper`` are those of
-    :func:`protab.suppression.audit`; ``primary``: mask or indices of the cells to protect;
+    :func:`protab.suppression.audit_pattern`; ``primary``: mask or indices of the cells to protect;
     ``cost``: one number of 0 or more per published cell (e.g. |z|, the frequencies, or ones for
     the number of cells); ``forced``: cells suppressed whatever they cost (not protected);
     ``never``: cells that stay published; ``time_limit``: seconds (None: until proven);
