@@ -13,7 +13,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from protab._version import __version__ as __version__
 
 #: the one list of protab's public names: name -> the module it comes from; a subpackage named
 #: for itself (``"audit": "protab.audit"``) is the module. ``__all__`` and the lazy loader below

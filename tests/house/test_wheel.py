@@ -56,7 +56,7 @@ def test_unpacked_wheel_runs_the_demo_from_another_folder(wheel, tmp_path):
 
 
 def test_the_wheel_its_metadata_and_the_command_line_give_one_version(wheel, tmp_path):
-    """The version lives in protab/__init__.py alone: the wheel's metadata, ``pt.__version__``
+    """The version lives in protab/_version.py alone: the wheel's metadata, ``pt.__version__``
     and ``protab --version`` agree, and the wheel carries the LICENSE that pyproject names."""
     import protab as pt
 

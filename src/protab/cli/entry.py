@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from protab import __version__
+from protab._version import __version__
 from protab.cli import (
     audit_command,
     database_tables,
