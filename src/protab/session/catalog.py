@@ -16,23 +16,16 @@ from protab._io import protected_form
 from protab.errors import InputError, show_values
 from protab.rollup.relations import drop_kept
 from protab.session.arguments import as_paths, file_kind, missing_columns
+from protab.session.state import SessionState
 from protab.sqltools import code_sql, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
 
-    from protab.engines import Engine
 
 
-class Catalog:
+class Catalog(SessionState):
     """Registration and look-ups (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    database: str
-    _read_paths: list[str]
-    _keys: dict[str, tuple[str, int]]
-    _hierarchies: dict[Any, tuple[str, str]]
-    _key_sum_columns: dict[str, dict[str, str]]
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:

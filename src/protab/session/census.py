@@ -10,20 +10,17 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from protab.errors import InputError, show_values
+from protab.session.state import SessionState
 from protab.sqltools import code_sql, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
     from protab.hierarchy import Hierarchy
     from protab.ptable import PTable
     from protab.swapping import SwapSpec
 
 
-class Census:
+class Census(SessionState):
     """Hierarchies from data, swapping, the installed p-table (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    _keys: dict[str, tuple[str, int]]
 
     def hierarchy_from_columns(self, table: str, columns: Sequence[str], *, root: str = "Total") -> "Hierarchy":
         """A hierarchy from nested columns of the data, coarsest first.

@@ -14,6 +14,7 @@ import polars as pl
 
 from protab._frames import as_polars, require_columns
 from protab.errors import SpecError, show_values
+from protab.session.state import SessionState
 from protab.session.suppress_disclosure import (
     Disclosure,
     check_disclosure,
@@ -27,15 +28,12 @@ from protab.session.suppress_optimal import check_method
 from protab.table import TableSpec, union_spec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
     from protab.magnitude import SensitivityRules
     from protab.suppression import ProtectionLevels
 
 
-class Suppression:
+class Suppression(SessionState):
     """Cell suppression (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
 
     def suppress(
         self,

@@ -16,24 +16,16 @@ from protab._frames import as_polars, require_columns
 from protab.errors import InputError, SpecError
 from protab.rollup import TableRun
 from protab.session.arguments import INTEGER, NUMERIC, check_threshold, missing_columns
+from protab.session.state import SessionState
 from protab.table import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
     from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
-    from protab.rollup.partials import Partials
 
 
-class Tables:
+class Tables(SessionState):
     """Table requests (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    max_cells: int | None
-    _key_sum_sources: dict[str, str]
-    _key_sum_partials: dict[str, Partials]
-    _hierarchies: dict[Any, tuple[str, str]]
-    KEY_SUM_RECORDS: str
 
     def _run(
         self,
