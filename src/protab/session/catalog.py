@@ -30,7 +30,7 @@ class Catalog(SessionState):
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The underlying DuckDB connection (for SQL of your own); a Spark session has none."""
-        con = getattr(self.engine, "con", None)
+        con: duckdb.DuckDBPyConnection | None = getattr(self.engine, "con", None)
         if con is None:
             raise InputError(f"this Session runs on {self.engine.name}: it has no DuckDB connection; "
                              "use Session.sql for queries of your own")

@@ -113,7 +113,11 @@ class Census(SessionState):
                 f"install_ptable: modulus must be a whole number (2^bits, or 10^d for decimal keys), "
                 f"not {type(modulus).__name__}"
             )
-        m = self.record_key(table)[1] if table is not None else int(modulus)  # type: ignore[arg-type]
+        if table is not None:
+            m = self.record_key(table)[1]
+        else:
+            assert modulus is not None  # checked above: one of them is given
+            m = int(modulus)
         if m < 2:
             raise InputError("install_ptable: the key modulus must be at least 2")
         self.engine.install_ptable(ptable, m)

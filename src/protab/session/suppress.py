@@ -102,7 +102,7 @@ class Suppression(SessionState):
         or linked tables."""
         args["min_frequency"] = rule_min_frequency(args)
         if isinstance(spec, (list, tuple)):
-            return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
+            return self._suppress_linked(table, spec, linked, args)
         if linked != "global":
             raise SpecError("suppress: linked= is for a list of TableSpecs (linked tables)")
         _check_extend0(spec, args["protect_zeros"], args["extend0"])
@@ -140,7 +140,8 @@ class Suppression(SessionState):
                         False, args["protection_range"])
         _check_levels(combined, args["rules"], args["levels"])
         _check_extend0(combined, args["protect_zeros"], args["extend0"])
-        return self._suppress_one(table, combined, **args, linked=(specs, linked))  # type: ignore[return-value]
+        frames: list[pl.DataFrame] = self._suppress_one(table, combined, **args, linked=(specs, linked))
+        return frames
 
     def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
@@ -191,8 +192,8 @@ class Suppression(SessionState):
         values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
         hide = pl.Series(suppressed)
         return published.with_columns(
-            [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in published.columns]
-            + [pl.Series("suppressed", label)] + audit_cols
+            [*(pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in published.columns),
+             pl.Series("suppressed", label), *audit_cols]
         )
 
     def _suppression_inputs(
@@ -336,8 +337,8 @@ def _linked_frames(spec: TableSpec, linked: Any, X: Any, inner: pl.DataFrame, pu
         hide = pl.Series(supp[t])
         label = np.where(primary, "primary", np.where(supp[t], "secondary", "no"))
         frame = cells.with_columns(
-            [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in cells.columns]
-            + [pl.Series("suppressed", label)] + audit_cols[t])
+            [*(pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in cells.columns),
+             pl.Series("suppressed", label), *audit_cols[t]])
         out.append(cells_of(frame, spec, s).drop("_cell"))
     return out
 
@@ -364,7 +365,7 @@ def _audit_requirements(spec: TableSpec, rules: Any, facts: pl.DataFrame | None,
     from protab.suppression import p_percent_protection, rule_levels
 
     value_col = spec.sums[0] if spec.sums else "n"
-    lower = 0.0
+    lower: float | None = 0.0
     if facts is not None:
         low = facts[f"{value_col}_min"].min()
         if low is not None and low < 0:  # type: ignore[operator]
@@ -413,8 +414,8 @@ def _primary_cells(
 
     n = published["n"].to_numpy()
     if facts is not None:
-        primary = facts.select(pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]))
-        primary = primary.to_series().fill_null(False).to_numpy()
+        sensitive = facts.select(pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]))
+        primary = sensitive.to_series().fill_null(False).to_numpy()
         value = published[spec.sums[0]].fill_null(0).to_numpy()
         return primary, candidates_num(X, value, freq=n), inner["n"].to_numpy() == 1, "numttHTT"
     primary = (n > 0) & (n < int(min_frequency))

@@ -156,7 +156,7 @@ class Tables(SessionState):
         with self.engine.errors(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
             with self._parquet_sink(run, path, target):
                 frame = run.published()
-        return frame if path is None else os.fspath(path)
+        return _frame_or_path(frame, path)
 
     def sensitivity(
         self, table: str, spec: TableSpec, rules: "SensitivityRules", *, diagnostics: bool = False
@@ -221,6 +221,7 @@ class Tables(SessionState):
         with self.engine.errors(table), self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
             inner = run.inner_frame()
             published = run.published()
+            assert published is not None  # a run without a sink returns its cells
             X = run.matrix()  # coefficients of non-tree hierarchies (−1, 2 …) included
         if nested:
             from protab.session.nested_dims import without_impossible
@@ -279,7 +280,7 @@ class Tables(SessionState):
         ) as run:
             with self._parquet_sink(run, path, target):
                 frame = run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
-        return frame if path is None else os.fspath(path)
+        return _frame_or_path(frame, path)
 
     def perturb_inner(
         self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False,
@@ -309,7 +310,7 @@ class Tables(SessionState):
         with self.engine.errors(table), self._run(table, spec, keys=True) as run:
             with self._parquet_sink(run, path, target):
                 frame = run.perturb_inner(ptable, original=original)
-        return frame if path is None else os.fspath(path)
+        return _frame_or_path(frame, path)
 
 
 def _magnitude_top_k(spec: TableSpec, ptable: Any, magnitude: Any, rules: Any) -> int | None:
@@ -335,3 +336,11 @@ def _magnitude_top_k(spec: TableSpec, ptable: Any, magnitude: Any, rules: Any) -
     if not spec.sums:
         return None
     return max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)
+
+
+def _frame_or_path(frame: pl.DataFrame | None, path: str | os.PathLike[str] | None) -> pl.DataFrame | str:
+    """The published cells, or the path they were written to (the run then returned no frame)."""
+    if path is not None:
+        return os.fspath(path)
+    assert frame is not None  # a run without a sink returns its cells
+    return frame
