@@ -68,6 +68,7 @@ test: $(VENV)/.dev java chromium node pgclients
 
 lint: $(VENV)/.dev
 	$(BIN)/python -m ruff check src tests benchmarks examples
+	$(BIN)/python -m mypy
 
 clean:
 	rm -rf $(VENV) protab.duckdb protab_output
