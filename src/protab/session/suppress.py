@@ -94,8 +94,7 @@ class Suppression(SessionState):
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
                     extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
                     k_disclosure=k_disclosure, previous=previous, method=method, time_limit=time_limit)
-        out: pl.DataFrame = self._suppress_checked(table, spec, linked, args)
-        return out
+        return self._suppress_checked(table, spec, linked, args)  # type: ignore[no-any-return]  # linked: a list
 
     def _suppress_checked(self, table: str, spec: Any, linked: str, args: dict[str, Any]) -> Any:
         """:meth:`suppress` after its arguments are gathered in ``args``: checked, then one table
