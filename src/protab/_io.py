@@ -230,7 +230,7 @@ def real_path(path: str | os.PathLike[str]) -> str:
 def output_name(path: object, what: str = "output file") -> str:
     """``path`` as a string (a str or os.PathLike of str), or an InputError."""
     try:
-        raw = os.fspath(path)  # type: ignore[arg-type]
+        raw = os.fspath(path)  # type: ignore[call-overload]
     except TypeError:
         raw = None
     if not isinstance(raw, str):

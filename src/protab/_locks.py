@@ -73,7 +73,7 @@ def _held() -> dict[str, list[int]]:
     """This thread's locks: lock file -> [file descriptor, depth]."""
     if not hasattr(_LOCAL, "held"):
         _LOCAL.held = {}
-    return _LOCAL.held  # type: ignore[no-any-return]
+    return _LOCAL.held
 
 
 @contextmanager

@@ -30,7 +30,7 @@ def code_sql(column: str, dtype: str) -> str:
 def sql_text(name: str = "protab.sql") -> str:
     """The text of a file of protab's ``sql/`` folder (inside the wheel, or the source tree)."""
     try:
-        res = resources.files("protab").joinpath("sql", name)
+        res = resources.files("protab").joinpath("sql").joinpath(name)
         if res.is_file():
             return res.read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover

@@ -26,7 +26,7 @@ def macro_path() -> Path:
     from importlib import resources
 
     try:
-        res = resources.files("protab").joinpath("sql", "protab.sql")
+        res = resources.files("protab").joinpath("sql").joinpath("protab.sql")
         if res.is_file():
             return Path(str(res))
     except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover

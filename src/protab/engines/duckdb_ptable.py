@@ -168,7 +168,7 @@ def upgrade_installed(con: "duckdb.DuckDBPyConnection") -> bool:
         "SELECT protab_i AS i, protab_v AS v, TRY_CAST(protab_klo AS BIGINT) AS lb_n, "
         "TRY_CAST(protab_khi + 1 AS BIGINT) AS ub_n FROM protab_ptable"
     ).to_arrow_table())
-    if frame.null_count().sum_horizontal().item():
+    if frame.null_count().sum_horizontal().item():  # type: ignore[union-attr]  # a table: a DataFrame
         return False
     try:
         ptable = PTable(frame, den=modulus, period=period)

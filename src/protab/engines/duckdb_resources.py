@@ -30,7 +30,7 @@ def check_threads(threads: object) -> int | None:
         return None
     if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
         raise InputError(f"Session: threads must be a whole number of 1 or more, not {threads!r}")
-    if threads > 16 * (os.cpu_count() or 1):
+    if threads > 16 * (os.cpu_count() or 1):  # type: ignore[operator]  # numbers.Integral: no typed comparison
         raise InputError(
             f"Session: threads={threads} is far more than this machine's {os.cpu_count()} cores "
             f"(at most {16 * (os.cpu_count() or 1)})"

@@ -35,6 +35,7 @@ def spark_tree(sql: str) -> tuple[Any, int]:
         last = pos + 1
     tree = sqlglot.parse_one("".join(parts) + sql[last:], read=_duckdb_as_written())
     count = len(marks)
+    node: exp.Expression  # each loop below visits nodes of one kind
     for node in list(tree.find_all(exp.Placeholder)):
         node.replace(exp.Placeholder(this=f"p{int(str(node.this)) - 1}"))
     for cte in tree.find_all(exp.CTE):

@@ -254,7 +254,7 @@ def _measures(n: np.ndarray, published: np.ndarray, valid: np.ndarray, src: np.n
             "coarse_squares": g.height,
             "coarse_abs_change": int(d.sum()),
             "coarse_rel_change": float(d.sum() / before) if before else 0.0,
-            "coarse_max_abs_change": int(d.max()),  # type: ignore[arg-type]
+            "coarse_max_abs_change": int(d.max()),
             "coarse_share_changed": float((d > 0).mean()),
         })
     return m

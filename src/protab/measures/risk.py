@@ -136,7 +136,7 @@ def _weights(weights: Sequence[float]) -> tuple[float, float, float]:
     w = tuple(float(x) for x in weights)
     if len(w) != 3 or any(x < 0 for x in w) or abs(sum(w) - 1.0) > 1e-9:
         raise InputError("entropy risk weights must be three numbers ≥ 0 that sum to 1")
-    return w  # type: ignore[return-value]
+    return w
 
 
 def _size_term(N: float) -> float:

@@ -79,7 +79,8 @@ def _refuse_numeric(df: pl.DataFrame, name: str) -> None:
     """PTableError pointing to MagnitudePTable when a count p-table file is a magnitude one:
     fractional j or v, or a type other than "all" (even, odd, small_cells)."""
     def values(c: str) -> pl.Series:
-        return df[c].cast(pl.String).str.strip_chars()
+        out: pl.Series = df[c].cast(pl.String).str.strip_chars()
+        return out
 
     frac = any(
         bool(np.any(a != np.round(a)))

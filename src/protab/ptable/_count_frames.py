@@ -52,7 +52,8 @@ def frame_rows(frame: Any, *, den: int | None, digits: int | None) -> tuple[pl.D
 def _noise(df: pl.DataFrame, i: np.ndarray) -> np.ndarray:
     """The noise v: column v (checked against j = i + v when j is given too), else j − i."""
     if "v" not in df.columns:
-        return _int_array(df, "j") - i
+        out: np.ndarray = _int_array(df, "j") - i
+        return out
     v = _int_array(df, "v")
     if "j" in df.columns:
         j = _int_array(df, "j")

@@ -102,5 +102,5 @@ def render(tables: Sequence[tuple[pl.DataFrame, int, str]], format: str) -> str:
         raise PTableError(_UNKNOWN.format(format))
     lines = [header]
     for frame, den, type in tables:
-        lines += [line(*e, den, type) for e in entries(frame)]
+        lines += [line(i, j, v, lo, up, den, type) for i, j, v, lo, up in entries(frame)]
     return "\n".join(lines) + "\n"

@@ -192,7 +192,8 @@ def _phase_one(A: np.ndarray, b: np.ndarray, G: sp.csr_matrix, h: np.ndarray) ->
     )
     if lp.status != 0 or lp.x[-1] < -1e-12:
         return None
-    return lp.x
+    out: np.ndarray | None = lp.x
+    return out
 
 
 def _interior_point(row: _Row, x: np.ndarray, dense: bool) -> tuple[np.ndarray, bool]:

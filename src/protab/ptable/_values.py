@@ -74,7 +74,8 @@ def _int_array(frame: pl.DataFrame, col: str, i_col: str = "i") -> np.ndarray:
             "every row needs an integer value"
         )
     if s.dtype.is_integer():
-        return s.cast(pl.Int64).to_numpy()
+        ints: np.ndarray = s.cast(pl.Int64).to_numpy()
+        return ints
     if s.dtype == pl.Boolean or not (s.dtype.is_float() or s.dtype == pl.String):
         raise PTableError(f"p-table column '{col}' must hold integers, not {s.dtype}")
     if s.dtype == pl.String:
@@ -97,7 +98,8 @@ def _int_array(frame: pl.DataFrame, col: str, i_col: str = "i") -> np.ndarray:
             f"p-table column '{col}' must hold integers; NaN or non-integer values in "
             f"{int(bad.sum())} rows ({what})"
         )
-    return a.astype(np.int64)
+    out: np.ndarray = a.astype(np.int64)
+    return out
 
 
 def _float_column(
@@ -117,7 +119,8 @@ def _float_column(
             f"p-table column '{col}' has missing, NaN or non-numeric values {where(bad)}; "
             "fill them in"
         )
-    return a
+    out: np.ndarray = a
+    return out
 
 
 def _float_array(frame: pl.DataFrame, col: str, ivals: np.ndarray) -> np.ndarray:

@@ -71,7 +71,8 @@ def noise_at(
     row and key) for rows ``r`` (0..nrow-1) and cell keys ``k`` in [0, M): the entry of row r
     with the largest klo <= k. Shared by PTable.lookup and MagnitudePTable.lookup."""
     if nrow * M < 2**62:  # one sorted int64 key (row, klo): one searchsorted
-        return rv[np.searchsorted(ri * M + rk, r * M + k, side="right") - 1]
+        out: np.ndarray = rv[np.searchsorted(ri * M + rk, r * M + k, side="right") - 1]
+        return out
     out = np.empty(r.shape, dtype=rv.dtype)  # keys too wide for one int64: row by row
     for rr in np.unique(r):
         sel = r == rr

@@ -356,12 +356,12 @@ class MagnitudePTable(_EntryTable):
 
 def _maxent_entries(
     D: int, V: float, step: int, classes: list[int], monos: list[Any], optims: list[Any]
-) -> tuple[tuple[np.ndarray, ...], dict[float, bool]]:
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], dict[float, bool]]:
     """The entries (i, j, v, lb_n, ub_n over 10**8) of a maximum-entropy magnitude table, row 0
     (j = v = 0) first, and per class whether its variance reached V: each class i solved over
     j = seq(max(i − D, 0), i + D, by = 1/step) as R ptable ``create_num_ptable`` (4 decimals)."""
     scale = 10**_R_DIGITS
-    parts = {"i": [np.zeros(1)], "j": [np.zeros(1)], "v": [np.zeros(1)]}
+    parts: dict[str, list[np.ndarray]] = {"i": [np.zeros(1)], "j": [np.zeros(1)], "v": [np.zeros(1)]}
     lbs, ubs = [np.zeros(1, dtype=np.int64)], [np.full(1, scale, dtype=np.int64)]
     reached: dict[float, bool] = {}
     unsolved = 0
@@ -394,5 +394,6 @@ def _maxent_entries(
             "(a different variance is usually enough) or set mono=False or optim for those "
             "classes"
         )
-    entries = (*(np.concatenate(parts[k]) for k in ("i", "j", "v")), np.concatenate(lbs), np.concatenate(ubs))
+    ei, ej, ev = (np.concatenate(parts[k]) for k in ("i", "j", "v"))
+    entries = (ei, ej, ev, np.concatenate(lbs), np.concatenate(ubs))
     return entries, reached

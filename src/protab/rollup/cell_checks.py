@@ -13,10 +13,11 @@ import numpy as np
 import polars as pl
 
 from protab.errors import InputError, NoRecordsError, SpecError, show_values
+from protab.rollup.state import RunState
 from protab.sqltools import FLOAT_TYPES, quote_ident
 
 
-class Checks:
+class Checks(RunState):
     """Part of :class:`TableRun`: refuse, with a clear error, what the tables cannot hold."""
 
     #: Weights and sums are summed exactly as DECIMAL(38, 8) (|x| < 1e30); a column is
@@ -46,7 +47,7 @@ class Checks:
         whether the margin code occurs; then the checks of the values, returned as a row. Codes
         of flat dimensions stay in the database: an identifier column has millions."""
         spec = self.spec
-        items, params = ["count(*)"], []
+        items, params = ["count(*)"], list[Any]()
         for k, d in enumerate(spec.dimensions):
             items += [
                 f"count(DISTINCT _d{k})" if d.hierarchy is None else "NULL",

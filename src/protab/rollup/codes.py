@@ -12,6 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from protab.rollup.cells import temp_name
+from protab.rollup.state import RunState
 
 #: a code's number for ordering codes (numbers by value, then text): only codes written as a
 #: plain decimal number count as numbers, so that every engine orders alike (DuckDB also reads
@@ -20,7 +21,7 @@ NUMERIC_CODE = ("CASE WHEN regexp_matches(trim(ancestor), '^[+-]?([0-9]+[.]?[0-9
                 "THEN TRY_CAST(ancestor AS DOUBLE) END")
 
 
-class Codes:
+class Codes(RunState):
     """Part of :class:`TableRun`: the ``codes`` and ``bridge`` tables of its dimensions
     (``self.codes``, ``self.bridges``) and the inner cells with integer codes (:attr:`ids`)."""
 
@@ -64,7 +65,8 @@ class Codes:
         which the session keeps, read once and kept beside it (``forget_hierarchies`` drops both)."""
         kept = codes in {v[0] for key, v in self.cache.items() if not isinstance(key, tuple)}
         if kept and ("frame", codes) in self.cache:
-            return self.cache[("frame", codes)][0]
+            found: pl.DataFrame = self.cache[("frame", codes)][0]
+            return found
         frame = self.arrow(f"SELECT code, level FROM {codes} ORDER BY ord")
         if kept:
             self.cache[("frame", codes)] = (frame,)
@@ -120,7 +122,7 @@ class Codes:
         the coefficient column, which the bridge keeps; ``parents``: a relation (code, parent)
         of a tree, whose parents the codes table then holds as code numbers (``parent``)."""
         raw = self._create("braw", relation, params)
-        names = []
+        names: list[str] = []
         numbered = (f"SELECT CAST(row_number() OVER (ORDER BY level, {NUMERIC_CODE} "
                     f"NULLS LAST, ancestor) AS INTEGER) AS ord, ancestor AS code, level "
                     f"FROM (SELECT DISTINCT ancestor, level FROM {raw})")

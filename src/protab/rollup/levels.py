@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from protab.rollup.cells import published_filter, value_kind, zero_sql
+from protab.rollup.state import RunState
 
 
-class Levels:
+class Levels(RunState):
     """Part of :class:`TableRun`: the roll-up as common table expressions, and the published
     cells (:attr:`cells`) it gives."""
 

@@ -12,13 +12,14 @@ from protab.errors import InputError, SpecError
 from protab.rollup.cells import rounded, top_list
 from protab.rollup.magnitude_ckm import ckm_ctes, ckm_parameters
 from protab.rollup.magnitude_rules import diagnostics_sql, rules_sql
+from protab.rollup.state import RunState
 from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.magnitude import MagnitudeCKM, SensitivityRules
 
 
-class MagnitudeCells:
+class MagnitudeCells(RunState):
     """Part of :class:`TableRun`: rules and the magnitude perturbation as CTEs over cells."""
 
     def _perturb_magnitudes(
@@ -147,7 +148,9 @@ class MagnitudeCells:
         base = self._create("scells", f"{ctes}SELECT * FROM {cells}", params)
         cols, _, _ = self._decode()
         cols += self._value_selects(self.values)
-        return self._perturb_magnitudes(base, cols, None, rules, original=False, diagnostics=diagnostics)
+        facts = self._perturb_magnitudes(base, cols, None, rules, original=False, diagnostics=diagnostics)
+        assert facts is not None  # only a run with a sink (none here) writes its cells out instead
+        return facts
 
     def _holdings(self, *, weights: str | None) -> str:
         """Per published cell the contributions of holdings (docs/methods.md §6.2): each

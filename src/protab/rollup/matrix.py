@@ -9,9 +9,10 @@ import numpy as np
 
 from protab.errors import SpecError, show_values
 from protab.rollup.cells import published_filter
+from protab.rollup.state import RunState
 
 
-class Matrix:
+class Matrix(RunState):
     """Part of :class:`TableRun`: the model matrix of inner × published cells."""
 
     def pairs(self, *, coefficients: bool = False) -> tuple[np.ndarray, np.ndarray, int, int]:

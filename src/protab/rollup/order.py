@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from protab.rollup.cells import output_names, top_list, value_kind
+from protab.rollup.state import RunState
 
 
-class Order:
+class Order(RunState):
     """Part of :class:`TableRun`: decoding, ordering and the published and inner tables."""
 
     def _decode(self) -> tuple[list[str], str, str]:
@@ -39,7 +42,7 @@ class Order:
         del frame  # the caller holds no other reference: the chunks go now
         span = math.prod(sizes)
         if span <= 8 * max(rest.height, 1 << 20):
-            slots = np.full(span, -1, dtype=np.int32 if rest.height < 2**31 else np.int64)
+            slots: npt.NDArray[np.signedinteger[Any]] = np.full(span, -1, dtype=np.int32 if rest.height < 2**31 else np.int64)
             slots[number] = np.arange(rest.height, dtype=slots.dtype)
             ordered = np.flatnonzero(slots >= 0)
             order = slots[ordered]
@@ -50,7 +53,8 @@ class Order:
         del number
         out = rest[order]
         del rest, order
-        dims, levels = [], []
+        dims: list[pl.Series] = []
+        levels: list[pl.Series] = []
         if span < 2**31:  # 32-bit division is about twice as fast (0.7 s → 0.24 s at 10^7 cells)
             ordered = ordered.astype(np.int32)
         for k in reversed(range(self.nd)):

@@ -11,6 +11,7 @@ import polars as pl
 import pyarrow as pa
 
 from protab.rollup.cells import output_names
+from protab.rollup.state import RunState
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.magnitude import MagnitudeCKM, SensitivityRules
@@ -27,7 +28,7 @@ def keyspace_arrow(ks: pl.DataFrame) -> pa.Table:
     return _keyspace_int64(ks).to_arrow()
 
 
-class Perturb:
+class Perturb(RunState):
     """Part of :class:`TableRun`: the cell key method for counts (published cells, or inner
     cells with margins as sums); magnitudes go on in :class:`MagnitudeCells`."""
 

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from protab.rollup.cells import output_names, temp_name
+from protab.rollup.state import RunState
 from protab.sqltools import quote_ident
 
 
@@ -23,7 +24,7 @@ def drop_kept(eng: Any, cache: dict[Any, tuple[Any, ...]]) -> None:
     cache.clear()
 
 
-class Relations:
+class Relations(RunState):
     """Part of :class:`TableRun`: its temporary tables and views (``_temps``, ``_views``) on
     its engine ``eng``, each dropped by :meth:`close`."""
 

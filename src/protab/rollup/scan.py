@@ -13,10 +13,11 @@ import pyarrow as pa
 from protab.errors import InputError
 from protab.rollup.cells import temp_name, wide_key, zero_sql
 from protab.rollup.partials import contribution, merged_magnitudes, merged_values
+from protab.rollup.state import RunState
 from protab.sqltools import FLOAT_TYPES, code_sql, quote_ident
 
 
-class Scan:
+class Scan(RunState):
     """Part of :class:`TableRun`: the scan to inner cells (``self.inner``) from the table or
     its where-filtered view (``self.source``); the checks of :class:`Checks` read them."""
 
@@ -109,7 +110,7 @@ class Scan:
         ]
         checks: list[str] = []
         if self.partials is not None:  # a key-sum table: its parts of the sums, merged
-            more, checks = merged_values(self.partials, tuple(spec.sums), quote_ident(spec.freq))
+            more, checks = merged_values(self.partials, tuple(spec.sums), quote_ident(str(spec.freq)))
             aggs += more
         for internal, col, _ in self._value_sources() if self.partials is None else ():
             q = quote_ident(col)
@@ -171,7 +172,7 @@ class Scan:
         keeps only its smallest value as the list of smallest values: its k largest |x| are
         its k largest values, and every use of that list reads its first element or its
         negative values — half the top-k work of the scan."""
-        spec, aggs, params, checks = self.spec, [], [], []
+        spec, aggs, params, checks = self.spec, list[str](), list[Any](), list[str]()
         w = f"CAST({quote_ident(spec.weight)} AS DOUBLE)" if spec.weight is not None else "1.0"
         nonneg: set[int] = set()
         if spec.weight is None and spec.sums:
@@ -197,8 +198,8 @@ class Scan:
                 aggs += [f"max({{'a': abs({x}), 'w': {w}, 'x': {x}}}, {n}) FILTER (WHERE {present}) AS _t{k}",
                          f"max({x}) AS _mx{k}", f"min({x}) AS _mn{k}"]
             else:
-                low = f"min({x}) FILTER (WHERE {present})"
-                smallest = (f"CASE WHEN {low} IS NULL THEN NULL ELSE [{low}] END" if k in nonneg
+                least = f"min({x}) FILTER (WHERE {present})"
+                smallest = (f"CASE WHEN {least} IS NULL THEN NULL ELSE [{least}] END" if k in nonneg
                             else f"min({x}, {n}) FILTER (WHERE {present})")
                 aggs += [f"max({x}, {n}) FILTER (WHERE {present}) AS _tp{k}", f"{smallest} AS _tn{k}"]
             if self.key is not None:
@@ -235,7 +236,9 @@ class Scan:
         listed = {k: temp_name("leaves") for k, d in enumerate(self.spec.dimensions)
                   if self.extend0 == "all" and d.hierarchy is not None}
         for k, reg in listed.items():
-            self.eng.register(reg, pa.table({"_d": pa.array(self.spec.dimensions[k].hierarchy.leaves, pa.string())}))
+            h = self.spec.dimensions[k].hierarchy
+            assert h is not None  # listed: the dimensions with a hierarchy
+            self.eng.register(reg, pa.table({"_d": pa.array(h.leaves, pa.string())}))
         try:
             return self._extend0_cells(listed)
         finally:

@@ -28,7 +28,7 @@ Identifiers are internal (``_d0``, ``_o0``, …) or quoted; every value is a bou
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
@@ -45,6 +45,7 @@ from protab.rollup.partials import Partials
 from protab.rollup.perturb import Perturb
 from protab.rollup.relations import Relations
 from protab.rollup.scan import Scan
+from protab.rollup.state import RunCache
 from protab.sqltools import quote_ident
 from protab.table import TableSpec
 
@@ -70,7 +71,7 @@ class TableRun(Relations, Scan, Checks, Codes, Levels, Order, Perturb, Magnitude
         key: tuple[str, int] | None = None,
         extend0: bool | str = False,
         structural: pl.DataFrame | None = None,
-        cache: dict[Any, tuple[str, str]] | None = None,
+        cache: RunCache | None = None,
         types: dict[str, str] | None = None,
         max_cells: int | None = None,
         rollup: bool = True,

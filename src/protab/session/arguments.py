@@ -77,31 +77,32 @@ def check_threshold(table: str, threshold: object) -> int | None:
             f"cell_key (table {table!r}): threshold must be a number (counts below it are "
             f"published as null) or None, not {threshold!r} ({type(threshold).__name__})"
         )
+    t: Any = threshold  # numbers.Real: typeshed gives it no comparison with int
     try:
-        finite = math.isfinite(threshold)
+        finite = math.isfinite(t)
     except OverflowError:  # an integer beyond any float: no count reaches it
-        finite = threshold > 0
+        finite = t > 0
         if finite:
             return 2**62
-    if not finite or threshold < 0:
+    if not finite or t < 0:
         raise InputError(
             f"cell_key (table {table!r}): threshold must be a finite number of 0 or more, not "
             f"{threshold!r}"
         )
-    return min(int(math.ceil(threshold)), 2**62)  # no count reaches 2^62: the same rule
+    return min(int(math.ceil(t)), 2**62)  # no count reaches 2^62: the same rule
 
 
 def check_max_cells(value: object) -> int | None:
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not (
-        math.isfinite(value) and value >= 1
-    ):
+    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    n: Any = value  # numbers.Real: typeshed gives it no comparison with int
+    if not real or not (math.isfinite(n) and n >= 1):
         raise InputError(
             f"Session: max_cells must be a number of cells (1 or more) or None for no limit, "
             f"not {value!r}"
         )
-    return int(value)
+    return int(n)
 
 
 def check_bits(bits: int) -> int:

@@ -16,28 +16,21 @@ from protab._io import protected_form
 from protab.errors import InputError, show_values
 from protab.rollup.relations import drop_kept
 from protab.session.arguments import as_paths, file_kind, missing_columns
+from protab.session.state import SessionState
 from protab.sqltools import code_sql, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
 
-    from protab.engines import Engine
 
 
-class Catalog:
+class Catalog(SessionState):
     """Registration and look-ups (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    database: str
-    _read_paths: list[str]
-    _keys: dict[str, tuple[str, int]]
-    _hierarchies: dict[Any, tuple[str, str]]
-    _key_sum_columns: dict[str, dict[str, str]]
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The underlying DuckDB connection (for SQL of your own); a Spark session has none."""
-        con = getattr(self.engine, "con", None)
+        con: duckdb.DuckDBPyConnection | None = getattr(self.engine, "con", None)
         if con is None:
             raise InputError(f"this Session runs on {self.engine.name}: it has no DuckDB connection; "
                              "use Session.sql for queries of your own")

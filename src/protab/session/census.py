@@ -10,20 +10,17 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from protab.errors import InputError, show_values
+from protab.session.state import SessionState
 from protab.sqltools import code_sql, quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
     from protab.hierarchy import Hierarchy
     from protab.ptable import PTable
     from protab.swapping import SwapSpec
 
 
-class Census:
+class Census(SessionState):
     """Hierarchies from data, swapping, the installed p-table (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    _keys: dict[str, tuple[str, int]]
 
     def hierarchy_from_columns(self, table: str, columns: Sequence[str], *, root: str = "Total") -> "Hierarchy":
         """A hierarchy from nested columns of the data, coarsest first.
@@ -116,7 +113,11 @@ class Census:
                 f"install_ptable: modulus must be a whole number (2^bits, or 10^d for decimal keys), "
                 f"not {type(modulus).__name__}"
             )
-        m = self.record_key(table)[1] if table is not None else int(modulus)  # type: ignore[arg-type]
+        if table is not None:
+            m = self.record_key(table)[1]
+        else:
+            assert modulus is not None  # checked above: one of them is given
+            m = int(modulus)
         if m < 2:
             raise InputError("install_ptable: the key modulus must be at least 2")
         self.engine.install_ptable(ptable, m)

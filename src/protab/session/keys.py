@@ -5,25 +5,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protab.errors import InputError, SpecError, show_values
 from protab.rollup.partials import Partials, check_measures, partial_aggregates
 from protab.session.arguments import INTEGER, NUMERIC, check_bits, check_seed
+from protab.session.state import SessionState
 from protab.sqltools import FLOAT_TYPES, quote_ident
 
-if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
 
-
-class Keys:
+class Keys(SessionState):
     """Record keys and key sums (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    _keys: dict[str, tuple[str, int]]
-    _key_sum_sources: dict[str, str]
-    _key_sum_partials: dict[str, Partials]
-    _key_sum_columns: dict[str, dict[str, str]]
 
     def _forget(self, name: str) -> None:
         """Forget what the session knew of table ``name`` (its record keys, its key sums): it

@@ -14,6 +14,7 @@ import polars as pl
 
 from protab._frames import as_polars, require_columns
 from protab.errors import SpecError, show_values
+from protab.session.state import SessionState
 from protab.session.suppress_disclosure import (
     Disclosure,
     check_disclosure,
@@ -27,15 +28,12 @@ from protab.session.suppress_optimal import check_method
 from protab.table import TableSpec, union_spec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
     from protab.magnitude import SensitivityRules
     from protab.suppression import ProtectionLevels
 
 
-class Suppression:
+class Suppression(SessionState):
     """Cell suppression (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
 
     def suppress(
         self,
@@ -96,14 +94,14 @@ class Suppression:
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
                     extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
                     k_disclosure=k_disclosure, previous=previous, method=method, time_limit=time_limit)
-        return self._suppress_checked(table, spec, linked, args)
+        return self._suppress_checked(table, spec, linked, args)  # type: ignore[no-any-return]  # linked: a list
 
     def _suppress_checked(self, table: str, spec: Any, linked: str, args: dict[str, Any]) -> Any:
         """:meth:`suppress` after its arguments are gathered in ``args``: checked, then one table
         or linked tables."""
         args["min_frequency"] = rule_min_frequency(args)
         if isinstance(spec, (list, tuple)):
-            return self._suppress_linked(table, spec, linked, args)  # type: ignore[return-value]
+            return self._suppress_linked(table, spec, linked, args)
         if linked != "global":
             raise SpecError("suppress: linked= is for a list of TableSpecs (linked tables)")
         _check_extend0(spec, args["protect_zeros"], args["extend0"])
@@ -141,7 +139,8 @@ class Suppression:
                         False, args["protection_range"])
         _check_levels(combined, args["rules"], args["levels"])
         _check_extend0(combined, args["protect_zeros"], args["extend0"])
-        return self._suppress_one(table, combined, **args, linked=(specs, linked))  # type: ignore[return-value]
+        frames: list[pl.DataFrame] = self._suppress_one(table, combined, **args, linked=(specs, linked))
+        return frames
 
     def _suppress_one(self, table: str, spec: TableSpec, *, rules: Any, min_frequency: int | None,
                       protect_zeros: bool, forced: Any, never: Any, singleton_method: str | None, cost: Any,
@@ -192,8 +191,8 @@ class Suppression:
         values = ["n"] + (["w"] if spec.weight else []) + list(spec.sums)
         hide = pl.Series(suppressed)
         return published.with_columns(
-            [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in published.columns]
-            + [pl.Series("suppressed", label)] + audit_cols
+            [*(pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in published.columns),
+             pl.Series("suppressed", label), *audit_cols]
         )
 
     def _suppression_inputs(
@@ -337,8 +336,8 @@ def _linked_frames(spec: TableSpec, linked: Any, X: Any, inner: pl.DataFrame, pu
         hide = pl.Series(supp[t])
         label = np.where(primary, "primary", np.where(supp[t], "secondary", "no"))
         frame = cells.with_columns(
-            [pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in cells.columns]
-            + [pl.Series("suppressed", label)] + audit_cols[t])
+            [*(pl.when(hide).then(None).otherwise(pl.col(c)).alias(c) for c in values if c in cells.columns),
+             pl.Series("suppressed", label), *audit_cols[t]])
         out.append(cells_of(frame, spec, s).drop("_cell"))
     return out
 
@@ -365,7 +364,7 @@ def _audit_requirements(spec: TableSpec, rules: Any, facts: pl.DataFrame | None,
     from protab.suppression import p_percent_protection, rule_levels
 
     value_col = spec.sums[0] if spec.sums else "n"
-    lower = 0.0
+    lower: float | None = 0.0
     if facts is not None:
         low = facts[f"{value_col}_min"].min()
         if low is not None and low < 0:  # type: ignore[operator]
@@ -414,8 +413,8 @@ def _primary_cells(
 
     n = published["n"].to_numpy()
     if facts is not None:
-        primary = facts.select(pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]))
-        primary = primary.to_series().fill_null(False).to_numpy()
+        sensitive = facts.select(pl.any_horizontal([pl.col(f"{v}_sensitive") for v in spec.sums]))
+        primary = sensitive.to_series().fill_null(False).to_numpy()
         value = published[spec.sums[0]].fill_null(0).to_numpy()
         return primary, candidates_num(X, value, freq=n), inner["n"].to_numpy() == 1, "numttHTT"
     primary = (n > 0) & (n < int(min_frequency))

@@ -49,7 +49,8 @@ def cell_costs(cost: Any, spec: Any, published: pl.DataFrame) -> np.ndarray:
     if cost is None or isinstance(cost, str):
         name = "value" if cost is None else cost
         if name == "value":
-            return np.abs(published[value_col].fill_null(0).to_numpy().astype(float))
+            out: np.ndarray = np.abs(published[value_col].fill_null(0).to_numpy().astype(float))
+            return out
         if name == "frequency":
             return published["n"].fill_null(0).to_numpy().astype(float)
         if name == "cells":

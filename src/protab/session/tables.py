@@ -17,24 +17,16 @@ from protab._frames import as_polars, require_columns
 from protab.errors import InputError, SpecError
 from protab.rollup import TableRun
 from protab.session.arguments import INTEGER, NUMERIC, check_threshold, missing_columns
+from protab.session.state import SessionState
 from protab.table import TableSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from protab.engines import Engine
     from protab.magnitude import MagnitudeCKM, SensitivityRules
     from protab.ptable import PTable
-    from protab.rollup.partials import Partials
 
 
-class Tables:
+class Tables(SessionState):
     """Table requests (a mixin of :class:`protab.Session`)."""
-
-    engine: Engine
-    max_cells: int | None
-    _key_sum_sources: dict[str, str]
-    _key_sum_partials: dict[str, Partials]
-    _hierarchies: dict[Any, tuple[str, str]]
-    KEY_SUM_RECORDS: str
 
     def _run(
         self,
@@ -165,7 +157,7 @@ class Tables:
         with self.engine.errors(table), self._run(table, spec, keys=cell_keys, top_k=top_k) as run:
             with self._parquet_sink(run, path, target):
                 frame = run.published()
-        return frame if path is None else os.fspath(path)
+        return _frame_or_path(frame, path)
 
     def sensitivity(
         self, table: str, spec: TableSpec, rules: "SensitivityRules", *, diagnostics: bool = False
@@ -230,6 +222,7 @@ class Tables:
         with self.engine.errors(table), self._run(table, spec, extend0=extend0, structural=structural_zeros) as run:
             inner = run.inner_frame()
             published = run.published()
+            assert published is not None  # a run without a sink returns its cells
             X = run.matrix()  # coefficients of non-tree hierarchies (−1, 2 …) included
         if nested:
             from protab.session.nested_dims import without_impossible
@@ -288,7 +281,7 @@ class Tables:
         ) as run:
             with self._parquet_sink(run, path, target):
                 frame = run.perturb(ptable, original=original, threshold=below, magnitude=magnitude, rules=rules)
-        return frame if path is None else os.fspath(path)
+        return _frame_or_path(frame, path)
 
     def cell_key_groups(
         self, table: str, spec: TableSpec, dim: str, groups: Mapping[str, Sequence[str]], ptable: "PTable", *,
@@ -335,7 +328,7 @@ class Tables:
         with self.engine.errors(table), self._run(table, spec, keys=True) as run:
             with self._parquet_sink(run, path, target):
                 frame = run.perturb_inner(ptable, original=original)
-        return frame if path is None else os.fspath(path)
+        return _frame_or_path(frame, path)
 
 
 def _magnitude_top_k(spec: TableSpec, ptable: Any, magnitude: Any, rules: Any) -> int | None:
@@ -361,3 +354,11 @@ def _magnitude_top_k(spec: TableSpec, ptable: Any, magnitude: Any, rules: Any) -
     if not spec.sums:
         return None
     return max(magnitude.top_k if magnitude else 1, rules.top_k if rules else 1)
+
+
+def _frame_or_path(frame: pl.DataFrame | None, path: str | os.PathLike[str] | None) -> pl.DataFrame | str:
+    """The published cells, or the path they were written to (the run then returned no frame)."""
+    if path is not None:
+        return os.fspath(path)
+    assert frame is not None  # a run without a sink returns its cells
+    return frame
