@@ -85,7 +85,7 @@ def _check_keys(sub: Mapping[str, Any], path: Path, front: str) -> None:
         owner = front_of(key, exclude=front)
         if owner is not None:
             hint = f"; {key!r} is a key of {FRONT_NAMES[owner]}, not of {FRONT_NAMES[front]}"
-            if {key, owner} == {"classifications", "programme"} or key == "hierarchies":
+            if key in NAMED_SECTIONS:
                 hint += " (a programme declares [classifications.…], protect and report [hierarchies.…])"
         else:
             hint = ""
