@@ -25,7 +25,9 @@ there is to read.
   (``TOKEN=ptk_...``) is left out: the value is the one the document made before.
 - toml: written to the file its first line names (``# serve.toml``), else ``request.toml`` for
   a request (``[[tables]]``: run by ``protab protect`` and ``protab publish``, every table's
-  files written) or ``serve.toml`` for a service configuration (``[datasets.…]``: loaded).
+  files written) or ``serve.toml`` for a service configuration (``[datasets.…]``: loaded); any
+  other block that names its file is written there for later blocks (an included file, a
+  programme, a report request).
 - sql: the duckdb CLI on ``protab.duckdb`` (an error fails). json: parsed.
 """
 
@@ -313,9 +315,12 @@ class DocRun:
             path = self.folder / (name or "serve.toml")
             path.write_text(block.text, encoding="utf-8")
             load_config(path)
+        elif name is not None:  # a file a later block reads (an included file, a programme, a report request)
+            (self.folder / name).write_text(block.text, encoding="utf-8")
         else:
             raise AssertionError(f"{block.id}: a TOML block that is neither a protect request ([[tables]]) nor a "
-                                 "service configuration ([datasets.…]): mark it <!-- not run: why -->")
+                                 "service configuration ([datasets.…]) nor a named file (# NAME.toml): mark it "
+                                 "<!-- not run: why -->")
 
     def request(self, block: Block, name: str, cfg: dict[str, Any]) -> None:
         """``protab protect`` and ``protab publish`` of a request; every table's files written."""

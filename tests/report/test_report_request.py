@@ -212,7 +212,7 @@ def test_database_mistakes(demo, tmp_path):
     base = base.replace('"protab_output/', f'"{folder}/protab_output/')
     # a request elsewhere: the default database beside it does not exist
     req = _write(tmp_path, re.sub(r"\ndatabase = .*\n", "\n", base))
-    with pytest.raises(InputError, match=r"original\.database = 'protab.duckdb': no such file"):
+    with pytest.raises(InputError, match=r": database = 'protab.duckdb': no such file"):
         report.run_request(req)
     # --db overrides the request's database (a path as given)
     res = report.run_request(req, tmp_path / "out", database=folder / "protab.duckdb")

@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from protab._io import read_toml
 from protab.cli.options import DEFAULT_DATABASE, require_database
 from protab.errors import InputError, SpecError
 from protab.request import schema
 from protab.request.loaders import check_decimals, load_magnitude, load_ptable, load_rules
+from protab.vocabulary.include import read_with_includes
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
@@ -40,7 +40,7 @@ def read_request(path: Path) -> dict[str, Any]:
     """A protect request file, read and checked against its schema."""
     if path.is_dir():
         raise SpecError(f"the request {str(path)!r} is a folder, not a TOML file")
-    cfg = read_toml(path, SpecError)
+    cfg = read_with_includes(path, "protect")
     schema.check(cfg, schema.PROTECT)
     return cfg
 

@@ -31,7 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
 PROTECT_FORMAT = """\
-request file (TOML; paths in it are relative to the file):
+request file (TOML; paths in it are relative to the file; the keys every front shares and
+include = ["shared.toml"] of shared sections: docs/vocabulary.md):
+
+  include = ["office.toml"]           # optional: files of shared sections (docs/vocabulary.md)
 
   database = "protab.duckdb"          # optional (--db overrides)
   output = "protab_output"            # optional (--out overrides)

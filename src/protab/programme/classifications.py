@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from protab.errors import ProtabError, SpecError, show_values
-from protab.programme.definition import code_texts
 from protab.request.loaders import hierarchy
+from protab.vocabulary.sections import code_texts
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy

@@ -10,10 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protab._io import read_toml
 from protab.errors import SpecError
 from protab.request import schema
-from protab.request.schema import Bool, Dict, Int, List, Num, Str, Table
+from protab.request.schema import Dict, Int, List, Str, Table
+from protab.vocabulary.include import read_with_includes
+from protab.vocabulary.sections import (
+    CLASSIFICATION,
+    DATABASE,
+    FORMATS,
+    OUTPUT,
+    SOURCE,
+    THRESHOLD,
+)
 
 #: an SDMX identifier (IDType): hypercube and table names, which also name the output files
 SDMX_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -21,42 +29,6 @@ SDMX_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 DEFAULT_MAX_CELLS = 10_000_000
 
 _NAMES = List(Str(), unique=True)
-
-
-class Codes(schema.Type):
-    """``codes = [...]`` of a classification: codes as strings or whole numbers, a whole number
-    meaning its text (``[1, 2]`` is ``["1", "2"]``), as a dimension's inline list in serve.toml
-    (docs/serve.md); floats and booleans are refused, with the service's wording, since ``1.0``
-    or ``true`` has no one text that the records would hold."""
-
-    name = "a list of codes (strings or whole numbers)"
-
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, list) or not value or not all(_is_code(x) for x in value):
-            raise schema.fail(path, self.name, value)
-        for k, x in enumerate(value):
-            if isinstance(x, str):
-                Str().check(x, f"{path}[{k}]")
-        texts = code_texts(value)
-        twice = next((c for k, c in enumerate(texts) if c in texts[:k]), None)
-        if twice is not None:
-            raise SpecError(f"request: {path} names {twice!r} more than once (a whole number is its text)")
-
-
-def _is_code(x: Any) -> bool:
-    return isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))
-
-
-def code_texts(codes: list[Any]) -> list[str]:
-    """The codes of a checked ``codes`` list as text: a whole number is its decimal text."""
-    return [str(c) for c in codes]
-
-
-CLASSIFICATION = Table(
-    {**schema.HIERARCHY.keys, "flat": Bool(), "codes": Codes(), "levels": _NAMES},
-    one_of=(*schema.HIERARCHY.one_of, "flat", "codes"),
-    doc="columns, code_lengths, hrc, parent_child, ssb_frame, grid, codes or flat = true; levels names them",
-)
 
 HYPERCUBE_TABLE = Table(
     {k: schema.PROTECT_TABLE.keys[k] for k in ("name", "dims", "formula", "weight", "drop_empty", "null_code")},
@@ -70,11 +42,11 @@ HYPERCUBE = Table(
 
 PROGRAMME = Table(
     {
-        "database": Str(),
-        "output": Str(),
-        "formats": List(Str(choices=("csv", "parquet", "sdmx-csv", "json-stat")), unique=True),
-        "source": Str(),
-        "threshold": Num(0),
+        "database": DATABASE,
+        "output": OUTPUT,
+        "formats": FORMATS,
+        "source": SOURCE,
+        "threshold": THRESHOLD,
         "max_cells": Int(1),
         "ptable": schema.PTABLE,
         "swap": schema.SWAP,
@@ -119,7 +91,7 @@ def read_programme(path: Path) -> dict[str, Any]:
     """A programme file, read and checked against :data:`PROGRAMME`."""
     if path.is_dir():
         raise SpecError(f"the programme {str(path)!r} is a folder, not a TOML file")
-    cfg = read_toml(path, SpecError)
+    cfg = read_with_includes(path, "programme")
     try:
         schema.check(cfg, PROGRAMME)
     except SpecError as exc:

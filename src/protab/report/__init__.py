@@ -32,13 +32,16 @@ UTF-8 text an error naming the file and its key. Paths are relative to the reque
 Top-level keys:
 
 - ``dims`` (required): the dimension columns, a list of strings;
+- ``include``, ``database``, ``output`` and ``[hierarchies.<dim>]``: the keys every front shares
+  (docs/vocabulary.md); ``database`` is read only when ``[original]`` names a ``table``
+  (``original.database``, its old place, is still read);
 - ``title``: the report's title; ``output``: the report folder (default ``report``; ``--out``
   overrides it); ``total``: the code of a flat dimension's margin (default ``Total``);
 - ``[original]`` (required): the original counts, either tabulated from the microdata or
   read from a file, exactly one of
 
-  - ``table``: the microdata table in the DuckDB ``database`` (default ``protab.duckdb``
-    beside the request; ``run_request(…, database=…)`` overrides it), tabulated as ``protab protect`` tabulates a request table, with
+  - ``table``: the microdata table in the DuckDB ``database`` (the top-level key, default
+    ``protab.duckdb`` beside the request; ``run_request(…, database=…)`` overrides it), tabulated as ``protab protect`` tabulates a request table, with
     the same optional keys ``formula``, ``weight``, ``drop_empty``, ``null_code`` and the
     same ``[hierarchies.<dim>]`` sections (``columns``, ``code_lengths``, ``hrc``,
     ``parent_child`` or ``ssb_frame``, and ``root``). The database is opened read-only;
@@ -83,9 +86,9 @@ then ``protab report report.toml`` with this ``report.toml`` writes the folder `
     title = "Municipality by age group + municipality by sex"
     output = "report"
     dims = ["municipality", "agegroup", "sex"]
+    database = "protab.duckdb"        # the default; relative to this file
 
     [original]                        # tabulated from the microdata (trusted use)
-    database = "protab.duckdb"        # the default; relative to this file
     table = "persons"
     formula = "municipality*agegroup + municipality*sex"
 

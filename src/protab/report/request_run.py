@@ -17,12 +17,14 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from protab._io import check_output_folder, database_files, protected_form, read_toml, refuse_replacing
+from protab._io import check_output_folder, database_files, protected_form, refuse_replacing
 from protab.errors import InputError, ProtabError, SpecError, show_values
 from protab.ptable import PTable
 from protab.report._columns import MEASURES
 from protab.report.comparison import compare
 from protab.request.schema import HIERARCHY, PROTECT_TABLE, PTABLE, Bool, Dict, Int, List, Num, Str, Table, Type, check
+from protab.vocabulary.include import read_with_includes
+from protab.vocabulary.sections import DATABASE, DEFAULT_DATABASE, OUTPUT
 
 __all__ = ["REQUEST", "run_request"]
 
@@ -54,8 +56,9 @@ ORIGINAL = Table(
     {
         # the original counts from a file …
         "file": Str(),
-        # … or tabulated from the microdata (trusted use), as protab protect describes a table
-        "database": Str(),
+        # … or tabulated from the microdata (trusted use), as protab protect describes a table;
+        # its database: the top-level key database (original.database: its old place, still read)
+        "database": DATABASE,
         "table": Str(),
         **{k: PROTECT_TABLE.keys[k] for k in ("formula", "weight", "drop_empty", "null_code")},
         # either way
@@ -97,7 +100,8 @@ MEASURE_OPTIONS = Table(
 REQUEST = Table(
     {
         "title": Str(),
-        "output": Str(),
+        "database": DATABASE,
+        "output": OUTPUT,
         "dims": _NAMES,
         "total": Str(),
         "original": ORIGINAL,
@@ -196,7 +200,7 @@ def _read_request(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise SpecError(f"cannot read the request file {str(path)!r}: it is a folder; name a TOML file")
     try:
-        return read_toml(path, SpecError)
+        return read_with_includes(path, "report")
     except UnicodeDecodeError:
         raise SpecError(f"cannot read the request file {str(path)!r}: it is not UTF-8 text") from None
 
@@ -277,7 +281,7 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
     """The original table (and its inner cells if ``need_inner``), tabulated from the
     microdata as ``protab protect`` describes a table (protab.request.loaders)."""
     from protab.request.loaders import hierarchy  # the hierarchies of a protect request
-    from protab.session import DEFAULT_DATABASE, Session
+    from protab.session import Session
     from protab.table import TableSpec
 
     oc = cfg["original"]
@@ -287,8 +291,8 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
         if not db.is_file():
             raise InputError(f"--db {db_name!r}: " + ("no such file" if not db.exists() else "a folder, not a DuckDB file"))
     else:
-        db_name = oc.get("database", DEFAULT_DATABASE)
-        db = req.file("original.database", db_name)
+        key, db_name = _database(req, cfg)
+        db = req.file(key, db_name)
     source = oc["table"]
     try:
         with Session(db, read_only=True, progress=False) as s:
@@ -320,6 +324,20 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
     return original, inner
 
 
+def _database(req: _Request, cfg: Mapping[str, Any]) -> tuple[str, str]:
+    """(the key, the database file) of a request tabulating from the microdata: the top-level
+    ``database`` as on every front, or ``original.database`` (its old place); both: the same."""
+    top, old = cfg.get("database"), cfg["original"].get("database")
+    if top is not None and old is not None and top != old:
+        raise SpecError(f"{req.name}: database = {top!r} and original.database = {old!r} differ; give the database "
+                        "once, as the top-level key database (original.database is its old place)")
+    if top is not None:
+        return "database", top
+    if old is not None:
+        return "original.database", old
+    return "database", DEFAULT_DATABASE
+
+
 # --------------------------------------------------------------------------------------------
 # run_request
 
@@ -327,7 +345,7 @@ def _tabulate(req: _Request, cfg: Mapping[str, Any], need_inner: bool,
 def _inputs(req: _Request, cfg: Mapping[str, Any], database: str | os.PathLike[str] | None) -> list[tuple[str, str]]:
     """What the report folder may not replace: the request, the database and every file named."""
     oc = cfg["original"]
-    db = os.fspath(database) if database is not None else str(req.base / oc.get("database", "protab.duckdb"))
+    db = os.fspath(database) if database is not None else str(req.base / _database(req, cfg)[1])
     found = [(p, f"the database {db!r}") for p in database_files(db)] if "table" in oc else []
     named = [(f"original.{k}", oc[k]) for k in ("file", "inner") if isinstance(oc.get(k), str)]
     for k, e in enumerate(cfg["protected"]):

@@ -25,6 +25,7 @@ import polars as pl
 
 from protab.errors import ProtabError, SpecError, show_values
 from protab.request import schema
+from protab.vocabulary.sections import is_code as _is_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.hierarchy import Hierarchy
@@ -47,10 +48,6 @@ class _Codes(schema.Type):
             _is_code(x) or (isinstance(x, list) and x and all(_is_code(y) for y in x)) for x in value
         ):
             raise schema.fail(path, self.name, value)
-
-
-def _is_code(x: Any) -> bool:
-    return isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))
 
 
 CODES = schema.Dict(_Codes())

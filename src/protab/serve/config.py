@@ -20,9 +20,12 @@ from typing import Any
 
 from protab.errors import SpecError
 from protab.request import schema
-from protab.request.loaders import check_decimals, read_toml
+from protab.request.loaders import check_decimals
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
 from protab.serve.rules import RULES, attach
+from protab.vocabulary.include import expand, read_with_includes
+from protab.vocabulary.sections import DATABASE, MAGNITUDE, NULL_CODE, NULL_SUMS, PTABLE, THRESHOLD
+from protab.vocabulary.sections import RULES as SENSITIVITY_RULES
 
 FORMAT = """\
 serve.toml (paths relative to the file):
@@ -142,10 +145,10 @@ DATASET = schema.Table(
         "hierarchies": schema.Dict(_NAMES),
         "codes": CODES,
         "codes_file": CODES_FILE,
-        "null_code": schema.Str(),
-        "null_sums": schema.Str(choices=("error", "zero", "omit")),
-        "magnitude": schema.MAGNITUDE,
-        "sensitivity": schema.RULES,
+        "null_code": NULL_CODE,
+        "null_sums": NULL_SUMS,
+        "magnitude": MAGNITUDE,
+        "sensitivity": SENSITIVITY_RULES,
         "rules": RULES,
         "description": schema.Str(nonempty=False),
     },
@@ -154,11 +157,11 @@ DATASET = schema.Table(
 
 SERVE = schema.Table(
     {
-        "database": schema.Str(),
+        "database": DATABASE,
         "audit_log": schema.Str(),
         "tokens_file": schema.Str(),
-        "ptable": schema.PTABLE,
-        "threshold": schema.Num(0),
+        "ptable": PTABLE,
+        "threshold": THRESHOLD,
         "min_population": schema.Int(1),
         "max_cells": schema.Int(1, 100_000_000),
         "max_sql_length": schema.Int(100, 1_000_000),
@@ -307,12 +310,13 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
     file's ``database`` (the ``--db`` option). Secrets are checked for shape only here; the
     p-table and the datasets are built against the database by the broker at start-up."""
     if isinstance(source, Mapping):
-        path, base, cfg = None, Path.cwd(), dict(source)
+        path, base = None, Path.cwd()
+        cfg = expand(source, base / "serve.toml", "serve") if "include" in source else dict(source)
     else:
         path = Path(source)
         if path.is_dir():
             raise SpecError(f"the serve config {str(path)!r} is a folder, not a TOML file")
-        cfg = read_toml(path, SpecError)
+        cfg = read_with_includes(path, "serve")
         base = path.parent
     where = _where(path)
     _check_schema(cfg, where)
