@@ -189,7 +189,7 @@ class _Run:
         B = _local_matrix(self.codes, cells, roles)
         real = self.prim[cells]
         protect = forced & ~self.never[cells]
-        labels = None if self.labels is None else [self.labels[c] for c in cells.tolist()]
+        labels = None if self.labels is None else _SubLabels(self.labels, cells)
         kw = dict(cost=self.cost[cells], forced=forced, never=self.never[cells] & ~forced,
                   protection_lower=np.where(real, req.L[cells], 0.0),
                   protection_upper=np.where(real, req.U[cells], 0.0),
@@ -220,6 +220,16 @@ class _Run:
                                             kw["protection_range"], None, None, None, lo, up), z)
         scale = max(1.0, float(np.abs(z).max(initial=0.0)))
         return _unprotected(A, z, ~kw["never"], lo, up, req, scale)
+
+
+class _SubLabels:
+    """The names of a subtable's cells, looked up only for the cells an error names."""
+
+    def __init__(self, labels: Any, cells: np.ndarray) -> None:
+        self.labels, self.cells = labels, cells
+
+    def __getitem__(self, i: int) -> Any:
+        return self.labels[int(self.cells[i])]
 
 
 def _complete(A: sparse.csc_array, z: np.ndarray, lo: np.ndarray, up: np.ndarray, req: Any, cost: np.ndarray,
