@@ -88,8 +88,7 @@ class Suppression:
         empty cells are structural zeros (frequency tables, without ``protect_zeros``).
         ``direct_disclosure``/``coalition``, ``k_disclosure``, ``previous``: attribute disclosure and
         an earlier release's pattern (methods §6.4; :mod:`protab.session.suppress_disclosure`).
-        ``method="optimal"``: least cost; ``"modular"``: optimal subtables along the hierarchies
-        made consistent (methods §6.4).
+        ``method="optimal"``: least cost; ``"modular"``: optimal subtables made consistent (§6.4).
         """
         check_method(method, time_limit, linked, interval_protection)
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
