@@ -2,6 +2,8 @@
 
     python benchmarks/suppression_scale.py                 # about 1e4 and 1e5 published cells
     python benchmarks/suppression_scale.py --large         # adds about 6.5e5 published cells
+    python benchmarks/suppression_scale.py --register      # business register, ~9e4 cells: modular vs Gauss
+    python benchmarks/suppression_scale.py --huge          # business register, ~2.4e6 cells: Gauss + audit
 
 Synthetic microdata (generated in SQL): municipality (R regions → M municipalities, skewed
 sizes), 18 age groups under 3 broad groups, and sex; about 5 records per inner cell, so that
@@ -14,7 +16,11 @@ about 350 s and 10.6 GiB (more than the 8 GiB target), so it runs there only wit
 "peak GiB" is the process's peak resident memory after the suppression, before the LU. The
 check: no primary cell is derivable from the published cells (an exact rank test, on the two
 smaller sizes).
+
+``--register`` / ``--huge``: a generated, pre-aggregated business register (benchmarks/
+suppression_register.py): a NACE-like 3-level activity × a 2-level region × size class.
 """
+
 
 from __future__ import annotations
 
@@ -84,7 +90,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--large", action="store_true", help="also about 6.5e5 published cells")
     ap.add_argument("--lu-large", action="store_true", help="run the LU baseline at 6.5e5 cells too (~10 GiB)")
+    ap.add_argument("--register", action="store_true", help="only the business register: modular vs Gauss, ~9e4 cells")
+    ap.add_argument("--huge", action="store_true", help="only the business register of ~2.4e6 cells: Gauss + audit")
+    ap.add_argument("--time-limit", type=float, default=900.0, help="seconds for the modular mode (--register)")
     args = ap.parse_args()
+    if args.register or args.huge:
+        from suppression_register import main_register
+
+        main_register(args.huge, args.time_limit)
+        return
     sizes = [(110, 10, True, True), (1450, 40, True, True)] + ([(9800, 40, False, args.lu_large)] if args.large else [])
     print(f"{'published':>10}{'inner':>9}{'primary':>9}{'secondary':>10}{'X s':>8}{'suppress s':>11}"
           f"{'LU s':>8}{'ratio':>8}{'protected':>10}{'peak GiB':>9}")

@@ -44,6 +44,20 @@ def test_a_request_suppresses_the_optimal_pattern(tmp_path, capsys):
     assert (ref["suppressed"] != "no").sum() <= (gauss["suppressed"] != "no").sum()
 
 
+def test_a_request_suppresses_the_modular_pattern(tmp_path, capsys):
+    rc, err = _request(tmp_path, TABLE + 'suppression_method = "modular"\nsuppression_cost = "cells"\n', capsys)
+    assert rc == 0, err
+    out = pl.read_csv(tmp_path / "protab_output" / "acc.csv", schema_overrides={"mun": pl.String, "inj": pl.String})
+    with pt.Session(":memory:") as s:
+        s.register("acc", pl.read_csv(DATA / "inputs" / "mun_accidents.csv"))
+        ref = s.suppress("acc", pt.TableSpec(["mun", "inj"], freq="freq"), min_frequency=4, method="modular",
+                         cost="cells")
+    assert ref["protected"].all()
+    j = ref.join(out, on=["mun", "inj"], suffix="_out")
+    assert j.height == ref.height
+    assert ((j["suppressed"] != "no") == j["n_out"].is_null()).all()
+
+
 @pytest.mark.parametrize("body, message", [
     (TABLE + 'suppression_method = "best"\n', "suppression_method"),
     (TABLE.replace('method = "suppression"\n', "").replace("min_frequency = 4\n", "").replace('freq = "freq"\n', "")

@@ -83,8 +83,8 @@ def test_session_refuses_bad_method_cost_and_cells_without_partner():
         spec = pt.TableSpec(["a", "b"])
         with pytest.raises(SpecError, match="method must be"):
             s.suppress("p", spec, min_frequency=5, method="best")
-        with pytest.raises(NotImplementedError, match="modular mode"):
-            s.suppress("p", spec, min_frequency=5, method="modular")
+        with pytest.raises(NotImplementedError, match="linked='global'"):
+            s.suppress("p", [spec], min_frequency=5, method="modular", linked="local")
         with pytest.raises(SpecError, match="cost must be"):
             s.suppress("p", spec, min_frequency=5, method="optimal", cost="price")
         with pytest.raises(SpecError, match="time_limit is for"):

@@ -53,7 +53,7 @@ PROTECT_TABLE = Table(
         "direct_disclosure": AnyOf([Bool(), _NAMES]),
         "coalition": Int(0),
         "k_disclosure": Int(1),
-        "suppression_method": Str(choices=("gauss", "optimal")),
+        "suppression_method": Str(choices=("gauss", "optimal", "modular")),
         "suppression_cost": Str(choices=("value", "frequency", "cells")),
         "time_limit": Num(0),
     },

@@ -86,7 +86,7 @@ class Suppression(SessionState):
         empty cells are structural zeros (frequency tables, without ``protect_zeros``).
         ``direct_disclosure``/``coalition``, ``k_disclosure``, ``previous``: attribute disclosure and
         an earlier release's pattern (methods §6.4; :mod:`protab.session.suppress_disclosure`).
-        ``method="optimal"``: least cost (methods §6.4).
+        ``method="optimal"``: least cost; ``"modular"``: optimal subtables made consistent (§6.4).
         """
         check_method(method, time_limit, linked, interval_protection)
         args = dict(rules=rules, min_frequency=min_frequency, protect_zeros=protect_zeros, forced=forced,
@@ -157,10 +157,10 @@ class Suppression(SessionState):
                                                            published, facts)
         rule = Disclosure(direct_disclosure, coalition, k_disclosure, previous)
         primary, order, sing_method, extra = disclosure_cells(spec, rule, X, published, primary, order, sing_method)
-        if method == "optimal" and extra is not None and extra.shape[1]:
-            raise NotImplementedError("suppress: k_disclosure in the optimal mode is not implemented; "
+        if method != "gauss" and extra is not None and extra.shape[1]:
+            raise NotImplementedError(f"suppress: k_disclosure in the {method} mode is not implemented; "
                                       "use method='gauss'")
-        order = order if method == "optimal" else _candidate_order(cost, spec, X, published, order)
+        order = order if method != "gauss" else _candidate_order(cost, spec, X, published, order)
         dims = list(spec.columns)
         forced_mask = self._cell_mask(published, dims, forced, "forced")
         never_mask = self._cell_mask(published, dims, never, "never")
@@ -172,17 +172,19 @@ class Suppression(SessionState):
                 req = _audit_requirements(spec, rules, facts, z, primary | forced_mask, protection_range, levels)
             return _linked_frames(spec, linked, X, inner, published, primary | forced_mask, order, forced_mask,
                                   never_mask, singleton, singleton_method or sing_method, req)
-        if method == "optimal":
+        if method != "gauss":
+            from protab.session.suppress_modular import modular_pattern
             from protab.session.suppress_optimal import optimal_pattern
 
-            suppressed = optimal_pattern(spec, rules, X, published, facts, primary, forced_mask, never_mask, cost,
-                                         protection_range, levels, time_limit, _audit_requirements)
+            solve = optimal_pattern if method == "optimal" else modular_pattern
+            suppressed = solve(spec, rules, X, published, facts, primary, forced_mask, never_mask, cost,
+                               protection_range, levels, time_limit, _audit_requirements)
         else:
             suppressed = gauss_extra(X, published["n"].to_numpy().astype(float), primary, extra,
                                      inner["n"].to_numpy(), candidates=order, forced=forced_mask, never=never_mask,
                                      singleton=singleton, singleton_method=singleton_method or sing_method)
         audit_cols: list[pl.Series] = []
-        if audit or interval_protection or levels is not None or method == "optimal":
+        if audit or interval_protection or levels is not None or method != "gauss":
             suppressed, audit_cols = self._audit_suppression(
                 spec, rules, X, published, facts, suppressed, primary | forced_mask, protection_range,
                 interval_protection, levels=levels, order=order, never=never_mask,

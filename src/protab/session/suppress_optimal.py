@@ -17,18 +17,14 @@ METHODS = ("gauss", "optimal", "modular")
 def check_method(method: Any, time_limit: Any, linked: str, interval_protection: Any) -> None:
     """SpecError / NotImplementedError for a ``method`` (and ``time_limit``) of Session.suppress."""
     if method not in METHODS:
-        raise SpecError(f"suppress: method must be 'gauss' or 'optimal', not {method!r}")
-    if method == "modular":
-        raise NotImplementedError("suppress: the modular mode (subtables along the hierarchies) is not "
-                                  "implemented; use method='optimal' (the whole table at once, with "
-                                  "time_limit=) or method='gauss'")
-    if time_limit is not None and method != "optimal":
-        raise SpecError("suppress: time_limit is for method='optimal'")
-    if method == "optimal" and linked != "global":
-        raise NotImplementedError(f"suppress: method='optimal' with linked={linked!r} is not implemented; "
+        raise SpecError(f"suppress: method must be 'gauss', 'optimal' or 'modular', not {method!r}")
+    if time_limit is not None and method == "gauss":
+        raise SpecError("suppress: time_limit is for method='optimal' or 'modular'")
+    if method != "gauss" and linked != "global":
+        raise NotImplementedError(f"suppress: method={method!r} with linked={linked!r} is not implemented; "
                                   "use linked='global' (the linked tables as one)")
-    if method == "optimal" and interval_protection:
-        raise SpecError("suppress: method='optimal' meets the protection levels itself; drop interval_protection")
+    if method != "gauss" and interval_protection:
+        raise SpecError(f"suppress: method={method!r} meets the protection levels itself; drop interval_protection")
 
 
 class _Labels:
