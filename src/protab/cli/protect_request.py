@@ -81,9 +81,10 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
   coalition = 1                       #   of their row along these dimensions (or true: all) are
   k_disclosure = 1                    #   primary; differences of k or less are protected
                                       #   (methods §6.4; min_frequency is then optional)
-  suppression_method = "optimal"      #   optional: "gauss" (default, Gaussian elimination) or the
-  suppression_cost = "cells"          #   least-cost pattern ("value" default, "frequency", "cells");
-  time_limit = 600                    #   seconds for "optimal" (then the best protecting pattern)
+  suppression_method = "optimal"      #   optional: "gauss" (default, Gaussian elimination), the
+  suppression_cost = "cells"          #   least-cost pattern "optimal" or "modular" (per subtable)
+  time_limit = 600                    #   ("value" default, "frequency", "cells"); seconds for
+                                      #   "optimal"/"modular" (then the best protecting pattern)
   sums = ["income"]                   # optional magnitudes: <sum>_pert, <sum>_mean_pert (needs
   null_sums = "zero"                  #   [magnitude]); NULL values: "error" (default), "zero", "omit"
 
