@@ -14,7 +14,7 @@ import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from protab.errors import SpecError
 
@@ -86,6 +86,7 @@ class Num(Type):
     def check(self, value: Any, path: str) -> None:
         if isinstance(value, bool) or not isinstance(value, self.kinds):
             raise fail(path, self.name, value)
+        value = cast(float, value)  # an int or a float (isinstance of self.kinds narrows to object)
         try:
             finite = math.isfinite(value)
         except OverflowError:  # an integer beyond any float
