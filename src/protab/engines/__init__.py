@@ -3,7 +3,7 @@ registered by name with its options (:mod:`protab.engines.registry`). Importing 
 module registers it; the two below are imported here, so they are always registered."""
 
 from protab.engines.base import SQL_PIECES, Engine, Refused
-from protab.engines.duckdb_engine import DuckDBEngine
+from protab.engines.duckdb_engine import DEFAULT_DATABASE, DuckDBEngine
 from protab.engines.registry import (
     check_options,
     engine_class,
@@ -24,6 +24,6 @@ from protab.engines.spark_support import (
     spark_sql_text,
 )
 
-__all__ = ["SPARK_SQL", "SQL_PIECES", "DuckDBEngine", "Engine", "Refused", "SparkEngine", "check_options", "duckdb_type",
+__all__ = ["DEFAULT_DATABASE", "SPARK_SQL", "SQL_PIECES", "DuckDBEngine", "Engine", "Refused", "SparkEngine", "check_options", "duckdb_type",
            "engine_class", "engines", "local_defaults", "open_engine", "register_engine", "require_java", "require_spark",
            "spark_arrow", "spark_sql_text", "spark_tree", "to_spark", "unregister_engine"]

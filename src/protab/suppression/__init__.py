@@ -20,12 +20,14 @@ from protab.suppression.linked import (
     gauss_linked,
     linked_intervals,
 )
+from protab.suppression.modular import ModularSuppression, modular, subtables
 from protab.suppression.optimal import OptimalSuppression, optimal
 
 __all__ = ["candidates_default", "candidates_num", "derivable", "gauss"]
 __all__ += ["audit_pattern", "intervals", "p_percent_protection", "protect"]  # the audit of a pattern (intervals.py)
 __all__ += ["ProtectionLevels", "protect_in_order", "rule_levels"]  # protection levels (levels.py, _interval_order.py)
 __all__ += ["OptimalSuppression", "optimal"]  # the optimal mode (optimal.py)
+__all__ += ["ModularSuppression", "modular", "subtables"]  # the modular mode (modular.py)
 __all__ += ["direct_disclosure", "disclosure_candidates", "k_disclosure_columns", "previous_masks"]  # disclosure.py
 __all__ += ["INTERVAL_SYSTEMS", "LINKED_MODES", "check_shared_cells", "copies_by_records", "gauss_linked",
             "linked_intervals"]  # linked tables (linked.py)
