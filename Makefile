@@ -69,6 +69,7 @@ test: $(VENV)/.dev java chromium node pgclients
 lint: $(VENV)/.dev
 	$(BIN)/python -m ruff check src tests benchmarks examples
 	$(BIN)/python -m mypy
+	$(BIN)/lint-imports
 
 # The contributors' inner loop: lint (tests/house runs the lint gate) and the suite without the
 # Spark matrix and the browser (markers set in tests/conftest.py); `make test` runs everything
