@@ -16,7 +16,7 @@ from scipy import sparse
 import protab as pt
 from protab.errors import ConvergenceWarning, InputError
 from protab.session.suppress_modular import table_structure
-from protab.suppression import audit
+from protab.suppression import audit_pattern
 from protab.suppression.modular import _local_matrix, modular, subtables
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sdctable_vignette.csv"
@@ -83,11 +83,11 @@ def test_a_time_limit_returns_an_audited_pattern_flagged_incomplete():
     prim[0] = True  # (p1, x) = 2
     res = modular(X, z, prim, codes=codes, parent=parent, cost=np.ones(z.size), time_limit=1e-9)
     assert res.timed_out and not res.complete and res.fallback > 0
-    frame = audit(X, z, res.suppressed, primary=prim)
+    frame = audit_pattern(X, z, res.suppressed, primary=prim)
     assert frame.filter(frame["primary"])["protected"].all()
     full = modular(X, z, prim, codes=codes, parent=parent, cost=np.ones(z.size))
     assert full.complete and not full.timed_out and full.fallback == 0 and full.subtables == 3  # T, P, Q
-    frame = audit(X, z, full.suppressed, primary=prim)
+    frame = audit_pattern(X, z, full.suppressed, primary=prim)
     assert frame.filter(frame["primary"])["protected"].all()
 
 
