@@ -18,9 +18,8 @@ class, is a deprecated alias for one release: it warns and gives :class:`Magnitu
 p-table parameters (D, V, js, pstay) are secrets: no repr, error or warning shows them.
 """
 
-import warnings
-from typing import Any
 
+from protab._deprecated import renamed
 from protab.ptable.count_ptable import Interval, PTable
 from protab.ptable.keyspace import noise_at
 from protab.ptable.magnitude_ptable import TYPES, MagnitudePTable
@@ -28,10 +27,5 @@ from protab.ptable.magnitude_ptable import TYPES, MagnitudePTable
 __all__ = ["TYPES", "Interval", "MagnitudePTable", "PTable", "noise_at"]
 
 
-def __getattr__(name: str) -> Any:
-    """``NumericPTable``: R ptable's name (create_num_ptable) of :class:`MagnitudePTable`, deprecated."""
-    if name == "NumericPTable":
-        warnings.warn("protab.ptable.NumericPTable is deprecated; use protab.ptable.MagnitudePTable",
-                      DeprecationWarning, stacklevel=2)
-        return MagnitudePTable
-    raise AttributeError(f"module 'protab.ptable' has no attribute {name!r}")
+#: ``NumericPTable``: R ptable's name (create_num_ptable) of :class:`MagnitudePTable`, deprecated.
+__getattr__ = renamed("protab.ptable", {"NumericPTable": ("MagnitudePTable", MagnitudePTable)})

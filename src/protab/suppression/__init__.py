@@ -4,9 +4,8 @@ of a pattern by the attacker's intervals (:func:`audit_pattern`, :func:`protect`
 ``audit``, the name of :func:`audit_pattern` before (it read as the feasibility audit of
 :mod:`protab.audit`), is a deprecated alias for one release."""
 
-import warnings
-from typing import Any
 
+from protab._deprecated import renamed
 from protab.suppression._interval_order import protect_in_order
 from protab.suppression.disclosure import direct_disclosure, disclosure_candidates, k_disclosure_columns, previous_masks
 from protab.suppression.gauss import candidates_default, candidates_num, derivable, gauss
@@ -33,10 +32,5 @@ __all__ += ["INTERVAL_SYSTEMS", "LINKED_MODES", "check_shared_cells", "copies_by
             "linked_intervals"]  # linked tables (linked.py)
 
 
-def __getattr__(name: str) -> Any:
-    """``audit``: the old name of :func:`audit_pattern`, deprecated."""
-    if name == "audit":
-        warnings.warn("protab.suppression.audit is deprecated; use protab.suppression.audit_pattern",
-                      DeprecationWarning, stacklevel=2)
-        return audit_pattern
-    raise AttributeError(f"module 'protab.suppression' has no attribute {name!r}")
+#: ``audit``: the old name of :func:`audit_pattern`, deprecated.
+__getattr__ = renamed("protab.suppression", {"audit": ("audit_pattern", audit_pattern)})
