@@ -6,12 +6,12 @@ subtable cannot protect is a clear error."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 from scipy import sparse
+from sdctable_vignette import vignette_inputs
 
 import protab as pt
 from protab.errors import ConvergenceWarning, InputError
@@ -19,20 +19,12 @@ from protab.session.suppress_modular import table_structure
 from protab.suppression import audit_pattern
 from protab.suppression.modular import _local_matrix, modular, subtables
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "sdctable_vignette.csv"
-LEAVES = ["A", "Ba", "Bb", "Bc", "C", "D"]
-
 
 @pytest.fixture(scope="module")
 def vignette():
-    table = pl.read_csv(DATA, comment_prefix="#")
-    inner = table.filter(pl.col("V1").is_in(LEAVES) & pl.col("V2").is_in(["m", "w"])
-                         & pl.col("V3").is_in(list("abcdef")))
-    v1 = pt.Hierarchy.from_parent_child([("Tot", "A"), ("Tot", "B"), ("B", "Ba"), ("B", "Bb"), ("B", "Bc"),
-                                         ("Tot", "C"), ("Tot", "D")])
-    spec = pt.TableSpec({"V1": v1, "V2": None, "V3": None}, freq="Freq")
+    _, inner, spec = vignette_inputs()
     with pt.Session(":memory:") as s:
-        s.register("t", inner.select("V1", "V2", "V3", "Freq"))
+        s.register("t", inner)
         X, _, published, _ = s._suppression_inputs("t", spec, None, False)
         levels = pt.ProtectionLevels(range_min=1)
         out = {m: s.suppress("t", spec, min_frequency=11, method=m, cost="cells", levels=levels)

@@ -5,28 +5,20 @@ peers' counts are copied in tests/data/sdctable_vignette.csv."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
+from sdctable_vignette import vignette_inputs
 
 import protab as pt
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "sdctable_vignette.csv"
 SDCTABLE = {"OPT": 22, "GAUSS": 23, "HITAS": 13}  # secondary suppressions in the vignette
-LEAVES = ["A", "Ba", "Bb", "Bc", "C", "D"]
 
 
 @pytest.fixture(scope="module")
 def vignette():
-    table = pl.read_csv(DATA, comment_prefix="#")
-    inner = table.filter(pl.col("V1").is_in(LEAVES) & pl.col("V2").is_in(["m", "w"])
-                         & pl.col("V3").is_in(list("abcdef")))
-    v1 = pt.Hierarchy.from_parent_child([("Tot", "A"), ("Tot", "B"), ("B", "Ba"), ("B", "Bb"), ("B", "Bc"),
-                                         ("Tot", "C"), ("Tot", "D")])
-    spec = pt.TableSpec({"V1": v1, "V2": None, "V3": None}, freq="Freq")
+    table, inner, spec = vignette_inputs()
     with pt.Session(":memory:") as s:
-        s.register("t", inner.select("V1", "V2", "V3", "Freq"))
+        s.register("t", inner)
         levels = pt.ProtectionLevels(range_min=1)
         out = {cost: s.suppress("t", spec, min_frequency=11, method="optimal", cost=cost, levels=levels)
                for cost in ("cells", "frequency")}
