@@ -2,6 +2,7 @@
 #   make demo   - installs protab (core) and runs the demo on its embedded default database
 #   make test   - installs protab with the dev extra (and a Java runtime for the Spark tests
 #                 where missing and possible) and runs the test suite
+#   make docs   - builds the documentation site into site/ (open site/index.html)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ DEMO_ARGS ?=
 # test processes (pytest-xdist; each Spark test module's process runs one JVM of ~1.5 GB)
 TEST_WORKERS ?= 2
 
-.PHONY: demo test check lint java chromium node pgclients clean
+.PHONY: demo test check lint docs java chromium node pgclients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,5 +77,10 @@ lint: $(VENV)/.dev
 check: $(VENV)/.dev node pgclients
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark and not browser"
 
+# The documentation site (mkdocs.yml): docs/, the README and the API reference from the docstrings,
+# built offline into site/ (git-ignored); --strict fails on a broken link or a missing reference
+docs: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) protab.duckdb protab_output
+	rm -rf $(VENV) protab.duckdb protab_output site

@@ -50,6 +50,7 @@ class Catalog(SessionState):
         return self.engine.tables()
 
     def exists(self, name: str) -> bool:
+        """Whether ``name`` is a table or view of the engine."""
         return isinstance(name, str) and bool(name) and self.engine.kind(name) is not None
 
     def columns(self, table: str) -> dict[str, str]:

@@ -39,34 +39,30 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
 
     Resources:
 
-    ``max_cells``
-        Refuse a table request estimated to publish more cells than this (default
-        :data:`DEFAULT_MAX_CELLS`, 10^8; ``None``: no limit). The estimate is made after the
-        scan of the microdata, before the roll-up, from the number of codes of each
-        dimension: the sum over the published crossings of the product of their dimensions'
-        code counts (margins included); with ``drop_empty`` at most the number of inner
-        cells times the number of level combinations. A crossing of identifiers (person ×
-        household × age) is refused at once instead of exhausting memory and disk.
-    ``memory_limit``
-        DuckDB's memory limit: a size such as ``"4GB"`` or ``"50%"``, or a number of bytes.
-        Default: half of the machine's memory (or of the container's limit), so that DuckDB
-        spills to disk before the system runs out of memory.
-    ``temp_directory``
-        Where DuckDB spills: protab makes a private folder
-        ``protab-<user>/s-<pid>-<random>`` under this folder (default: the system's
-        temporary folder, ``TMPDIR``) and removes it when the session closes — not a
-        ``.tmp`` folder next to the database. Folders that a killed process left behind are
-        removed by the next Session (on POSIX systems, where each live session holds a lock
-        on its folder). Sessions of one process on the same database file share one folder
-        (DuckDB opens the file once, with one configuration), removed with the last of them.
-    ``progress``
-        Progress bars. protab's own (tqdm, via ``protab._progress``) on long steps — checking
-        ids and adding record keys, copying files or frames into the database — fed by
-        DuckDB's progress of the running query; DuckDB's bar on other long queries.
-        ``None`` (default): both shown when stderr is a terminal or ``PROTAB_PROGRESS=1``,
-        neither with ``PROTAB_PROGRESS=0``; ``False``: none; ``True``: DuckDB's bar always,
-        protab's as for ``None``. Bars show a step name and a percentage, never a seed,
-        key or value.
+    - ``max_cells``: Refuse a table request estimated to publish more cells than this (default
+      :data:`DEFAULT_MAX_CELLS`, 10^8; ``None``: no limit). The estimate is made after the
+      scan of the microdata, before the roll-up, from the number of codes of each
+      dimension: the sum over the published crossings of the product of their dimensions'
+      code counts (margins included); with ``drop_empty`` at most the number of inner
+      cells times the number of level combinations. A crossing of identifiers (person ×
+      household × age) is refused at once instead of exhausting memory and disk.
+    - ``memory_limit``: DuckDB's memory limit: a size such as ``"4GB"`` or ``"50%"``, or a number of bytes.
+      Default: half of the machine's memory (or of the container's limit), so that DuckDB
+      spills to disk before the system runs out of memory.
+    - ``temp_directory``: Where DuckDB spills: protab makes a private folder
+      ``protab-<user>/s-<pid>-<random>`` under this folder (default: the system's
+      temporary folder, ``TMPDIR``) and removes it when the session closes — not a
+      ``.tmp`` folder next to the database. Folders that a killed process left behind are
+      removed by the next Session (on POSIX systems, where each live session holds a lock
+      on its folder). Sessions of one process on the same database file share one folder
+      (DuckDB opens the file once, with one configuration), removed with the last of them.
+    - ``progress``: Progress bars. protab's own (tqdm, via ``protab._progress``) on long steps — checking
+      ids and adding record keys, copying files or frames into the database — fed by
+      DuckDB's progress of the running query; DuckDB's bar on other long queries.
+      ``None`` (default): both shown when stderr is a terminal or ``PROTAB_PROGRESS=1``,
+      neither with ``PROTAB_PROGRESS=0``; ``False``: none; ``True``: DuckDB's bar always,
+      protab's as for ``None``. Bars show a step name and a percentage, never a seed,
+      key or value.
     """
 
     #: Columns of a key-sum table (see :meth:`key_sums`)
