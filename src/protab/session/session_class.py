@@ -117,6 +117,14 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         return cls.from_engine("spark", spark_session=spark_session, max_cells=max_cells, **options)
 
     @classmethod
+    def postgres(cls, dsn: str, *, max_cells: int | float | None = DEFAULT_MAX_CELLS, **options: Any) -> Session:
+        """A Session whose tables live in a PostgreSQL database (``dsn``: a libpq connection
+        string or a ``postgresql://`` URI; docs/postgres.md): count tables are the same frames as
+        DuckDB's, cell for cell; what the engine does not support yet is refused. Any other
+        option is an InputError naming it."""
+        return cls.from_engine("postgres", dsn=dsn, max_cells=max_cells, **options)
+
+    @classmethod
     def from_engine(cls, engine: str | type[Engine] | Engine | Any, *,
                     max_cells: int | float | None = DEFAULT_MAX_CELLS, **options: Any) -> Session:
         """A Session on ``engine``: the name of a registered engine (``protab.engines.engines()``),
