@@ -39,20 +39,19 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Column types whose values PostgreSQL and DuckDB write as the same text (codes, ids)
 _SAME_TEXT = {"VARCHAR", "SMALLINT", "INTEGER", "BIGINT", "BOOLEAN", "DATE"}
 
-#: A double as the whole number of 10^-8 it rounds to, half away from zero in binary (as
-#: DuckDB's cast), NULL for NaN, ±inf and |x| ≥ 1e30 (NaN is above every number in PostgreSQL)
-_UNITS = "CASE WHEN abs({expr}) < 1e30 THEN round(CAST({expr} AS DOUBLE) * 100000000.0) END"
-#: the whole number of 10^-8 (a double) as that DECIMAL(38, 8), exactly: through its shortest
-#: text (PostgreSQL's cast of a double to NUMERIC keeps 15 digits only)
-_UNITS_AS_DECIMAL8 = "CAST(CAST(CAST({units} AS VARCHAR) AS DECIMAL(38, 0)) * 0.00000001 AS DECIMAL(38, 8))"
+#: A double as the whole number of 10^-8 DuckDB's cast gives (a NUMERIC: pg_temp.protab_units)
+_UNITS = "protab_units(CAST({expr} AS DOUBLE))"
+#: a whole number of 10^-8 as that DECIMAL(38, 8), exactly
+_UNITS_AS_DECIMAL8 = "CAST({units} * 0.00000001 AS DECIMAL(38, 8))"
 
 #: PostgreSQL's SQL pieces (:data:`protab.engines.base.SQL_PIECES`), in protab's dialect that
 #: :func:`to_postgres` renders (``round`` becomes pg_temp.protab_round: half away from zero):
 #:
 #: - ``decimal8``: a cast to NUMERIC(38, 8) (rounded half away from zero, as DuckDB), NULL
 #:   from 1e30 on (PostgreSQL would raise);
-#: - ``decimal8_float``: as Spark's, the double rounded as x·10^8 in binary and the whole
-#:   number written back exactly; the sum of those whole numbers is made a decimal per group;
+#: - ``decimal8_float``: the double rounded as x·10^8 in binary and that whole number written
+#:   exactly as a NUMERIC (pg_temp.protab_units); the sum of those whole numbers is made a
+#:   decimal once per group;
 #: - ``decimal8_sum_finish``: PostgreSQL's sum of NUMERIC(38, 8) is an unbounded NUMERIC: cast
 #:   back to DECIMAL(38, 8), which overflows where DuckDB's sum does (past 38 digits);
 #: - ``hex_integer``: the digits as a bit string, read as a BIGINT (15 digits fit);

@@ -15,7 +15,7 @@ from protab.errors import SpecError
 _MARK = "__protab_param_{}__"
 _MARKS = re.compile(r"__protab_param_(\d+)__")
 #: protab's SQL functions, installed per connection as pg_temp functions (postgres_support.PG_FUNCTIONS)
-_OWN_FUNCTIONS = ("protab_record_key", "protab_row_class", "protab_round")
+_OWN_FUNCTIONS = ("protab_record_key", "protab_row_class", "protab_round", "protab_units")
 
 
 @functools.lru_cache(maxsize=4096)

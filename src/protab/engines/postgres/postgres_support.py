@@ -18,7 +18,11 @@ from protab.errors import InputError
 #: - ``protab_record_key``: the first 32 bits of SHA-256(seed || U+001F || id) modulo 2^bits;
 #: - ``protab_row_class``: the row of a count in a p-table with rows imin..imax and a period;
 #: - ``protab_round``: DuckDB's ``round`` of a double (half away from zero, exactly: PostgreSQL's
-#:   rounds half to even) and of a numeric (PostgreSQL's own, half away from zero).
+#:   rounds half to even) and of a numeric (PostgreSQL's own, half away from zero);
+#: - ``protab_units``: a double as the whole number of 10^-8 DuckDB's cast to DECIMAL(38, 8) gives
+#:   (x·10^8 rounded half away from zero in binary, that double's exact value), NULL for NaN,
+#:   ±inf and |x| ≥ 1e30; ``protab_exact`` writes an integral double exactly as a NUMERIC in
+#:   three limbs (2^64, 2^32, 1), each an exact operation (PostgreSQL's own cast keeps 15 digits).
 PG_FUNCTIONS = (
     """CREATE OR REPLACE FUNCTION pg_temp.protab_record_key(seed text, id text, bits integer) RETURNS bigint
        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -33,6 +37,18 @@ PG_FUNCTIONS = (
        SELECT trunc(x) + CASE WHEN abs(x - trunc(x)) >= 0.5 THEN sign(x) ELSE 0 END $$""",
     """CREATE OR REPLACE FUNCTION pg_temp.protab_round(x numeric) RETURNS numeric
        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT round(x) $$""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_low(r double precision) RETURNS numeric
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+       SELECT CAST(floor(r / 4294967296.0::float8) AS bigint)::numeric * 4294967296
+              + CAST(r - floor(r / 4294967296.0::float8) * 4294967296.0::float8 AS bigint) $$""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_exact(u double precision) RETURNS numeric
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+       SELECT sign(u)::numeric * (CAST(floor(abs(u) / 18446744073709551616.0::float8) AS bigint)::numeric
+              * 18446744073709551616 + pg_temp.protab_low(abs(u) - floor(abs(u) / 18446744073709551616.0::float8)
+              * 18446744073709551616.0::float8)) $$""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_units(x double precision) RETURNS numeric
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+       SELECT CASE WHEN abs(x) < 1e30 THEN pg_temp.protab_exact(pg_temp.protab_round(x * 100000000.0::float8)) END $$""",
 )
 
 
