@@ -119,3 +119,21 @@ def test_a_sum_past_38_digits_fails_alike(engines):
             s.cell_key("th", pt.TableSpec({"sex": None}, weight="huge"), P)
         messages.append(type(info.value).__name__)
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_count_suppression_is_duckdbs(engines, linked):
+    """Primary cells by a minimum frequency, secondary ones by elimination (in Python) on the
+    cells the engine counted; linked tables too."""
+    specs = [SPECS["code-length hierarchy"], pt.TableSpec({"muni": MUNI, "geo": None})] if linked else \
+        SPECS["three hierarchies"]
+    duck, pg = engines
+    got, expected = pg.suppress("t", specs, min_frequency=8), duck.suppress("t", specs, min_frequency=8)
+    for a, b in zip(got, expected) if linked else [(got, expected)]:
+        assert_frame_equal(a, b, check_exact=True)
+
+
+def test_sums_through_a_non_tree_without_top_k_are_duckdbs(engines):
+    """Magnitude sums (no top-k lists) through the coefficients of a non-tree hierarchy."""
+    _same(engines, lambda s: s.tabulate("t", pt.TableSpec({"geo": geo_hierarchy(), "sex": None},
+                                                          sums=["w_big", "w_dec"], weight="w_int")))
