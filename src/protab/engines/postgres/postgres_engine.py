@@ -19,8 +19,10 @@ from protab.engines.base import Engine, Refuse, Refused, _plain
 from protab.engines.postgres.postgres_sql import to_postgres
 from protab.engines.postgres.postgres_support import (
     PG_FUNCTIONS,
+    arrow_from_csv,
     arrow_result,
     csv_batches,
+    csv_readable,
     duckdb_type,
     pg_column_type,
     plain_arrow,
@@ -121,24 +123,27 @@ class PostgresEngine(Engine):
         return None
 
     # -- statements ---------------------------------------------------------------------------
-    def _run(self, sql: str, params: Sequence[Any] | None = None, *, render: bool = True) -> Any:
-        """A cursor that ran ``sql`` (protab's dialect, rendered; PostgreSQL's own with ``render``
-        false) with ``params``; PostgreSQL's refusals as protab errors (overflows as they are)."""
+    def _bind(self, sql: str, params: Sequence[Any] | None, render: bool) -> tuple[str, Any]:
+        """``sql`` (protab's dialect, rendered; PostgreSQL's own with ``render`` false) and its
+        parameters as psycopg takes them."""
+        args = [_plain(v) for v in (params or [])]
+        if not render:
+            return sql, (args or None)
+        text, order = to_postgres(sql)
+        if len(set(order)) != len(args) or (order and max(order) >= len(args)):
+            raise ValueError(f"statement has {len(set(order))} parameters, {len(args)} given")
+        for k, v in enumerate(args):  # a float is a double (a bare literal would be NUMERIC)
+            if isinstance(v, float):
+                text = text.replace(f"%(p{k})s", f"CAST(%(p{k})s AS DOUBLE PRECISION)")
+        return text, {f"p{k}": v for k, v in enumerate(args)}
+
+    @contextmanager
+    def _refusals(self) -> Iterator[None]:
+        """PostgreSQL's refusals as protab errors (overflows as they are: the caller's to name)."""
         import psycopg
 
-        args = [_plain(v) for v in (params or [])]
-        if render:
-            text, order = to_postgres(sql)
-            if len(set(order)) != len(args) or (order and max(order) >= len(args)):
-                raise ValueError(f"statement has {len(set(order))} parameters, {len(args)} given")
-            for k, v in enumerate(args):  # a float is a double (a bare literal would be NUMERIC)
-                if isinstance(v, float):
-                    text = text.replace(f"%(p{k})s", f"CAST(%(p{k})s AS DOUBLE PRECISION)")
-            bound: Any = {f"p{k}": v for k, v in enumerate(args)}
-        else:
-            text, bound = sql, (args or None)
         try:
-            return self.con.execute(text, bound)
+            yield
         except self.overflow_errors():
             raise
         except psycopg.OperationalError as exc:
@@ -147,6 +152,12 @@ class PostgresEngine(Engine):
             raise SpecError(f"PostgreSQL refused a statement of this request ({_first(exc)}); the PostgreSQL "
                             "engine may not support it yet") from None
 
+    def _run(self, sql: str, params: Sequence[Any] | None = None, *, render: bool = True) -> Any:
+        """A cursor that ran ``sql`` with ``params`` (:meth:`_bind`, :meth:`_refusals`)."""
+        text, bound = self._bind(sql, params, render)
+        with self._refusals():
+            return self.con.execute(text, bound)
+
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         self._run(sql, params)
 
@@ -154,8 +165,20 @@ class PostgresEngine(Engine):
         return list(self._run(sql, params).fetchall())
 
     def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
-        cur = self._run(sql, params)
-        return arrow_result(cur.description, cur.fetchall())
+        """The result's columns and types first (the query under LIMIT 0: planned, not run),
+        then its rows as CSV from ``COPY (query) TO STDOUT``, parsed by Arrow; a result with a
+        column Arrow cannot read from text (times, NUMERIC without a scale) is fetched as rows."""
+        text, bound = self._bind(sql, params, True)
+        with self._refusals():
+            desc = self.con.execute(f"SELECT * FROM ({text}) _protab_d LIMIT 0", bound).description
+            if not csv_readable(desc):
+                cur = self.con.execute(text, bound)
+                return arrow_result(cur.description, cur.fetchall())
+            buf = bytearray()
+            with self.con.cursor().copy(f"COPY ({text}) TO STDOUT (FORMAT csv)", bound) as copy:
+                for chunk in copy:
+                    buf += chunk
+        return arrow_from_csv(desc, bytes(buf))
 
     def user_query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """A query of the user's own, in PostgreSQL's SQL with psycopg's ``%s`` parameters."""

@@ -145,6 +145,36 @@ def arrow_result(description: Sequence[Any], rows: list[tuple[Any, ...]]) -> pa.
     return pa.Table.from_arrays(arrays, names=names)
 
 
+#: result OIDs whose CSV text (COPY ... TO STDOUT) Arrow's CSV reader parses as the type itself
+_CSV_SAFE = {16, 20, 21, 23, 25, 1043, 1042, 705, 700, 701, 1082}
+
+
+def csv_readable(description: Sequence[Any]) -> bool:
+    """Whether every result column can be read from COPY's CSV text by Arrow (numbers, text,
+    booleans, dates; NUMERIC with a precision and scale)."""
+    return all(c.type_code in _CSV_SAFE or (c.type_code == 1700 and c.precision is not None and c.scale is not None)
+               for c in description)
+
+
+def arrow_from_csv(description: Sequence[Any], data: bytes) -> pa.Table:
+    """The CSV text of ``COPY (query) TO STDOUT (FORMAT csv)`` as an Arrow table of the result's
+    declared types, parsed by Arrow's CSV reader (vectorised): NULL is an unquoted empty field,
+    an empty string a quoted one; booleans t/f; doubles in their shortest exact text."""
+    import pyarrow.csv as pacsv
+
+    names = [f"c{i}" for i in range(len(description))]
+    types = {n: (pa.decimal128(c.precision, c.scale) if c.type_code == 1700 else _ARROW_OF_OID[c.type_code])
+             for n, c in zip(names, description)}
+    if not data:
+        return pa.Table.from_arrays([pa.array([], types[n]) for n in names], names=[c.name for c in description])
+    table = pacsv.read_csv(
+        io.BytesIO(data), read_options=pacsv.ReadOptions(column_names=names),
+        parse_options=pacsv.ParseOptions(newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True, quoted_strings_can_be_null=False,
+                                             null_values=[""], true_values=["t"], false_values=["f"]))
+    return table.rename_columns([c.name for c in description])
+
+
 def csv_batches(data: pa.Table) -> Any:
     """The rows of ``data`` as CSV (no header; NULL unquoted empty, text quoted), one chunk of
     bytes per record batch, for ``COPY ... FROM STDIN (FORMAT csv)``: written by Arrow's CSV
