@@ -137,3 +137,12 @@ def test_sums_through_a_non_tree_without_top_k_are_duckdbs(engines):
     """Magnitude sums (no top-k lists) through the coefficients of a non-tree hierarchy."""
     _same(engines, lambda s: s.tabulate("t", pt.TableSpec({"geo": geo_hierarchy(), "sex": None},
                                                           sums=["w_big", "w_dec"], weight="w_int")))
+
+
+def test_a_parquet_file_is_copied_in_with_duckdbs_types(engines, tmp_path):
+    path = tmp_path / "persons.parquet"
+    RECORDS.write_parquet(path)
+    for s in engines:
+        s.register("tp", str(path), replace=True)
+        s.add_record_keys("tp", id_column="pid", seed=SEED, replace=True)
+    _same(engines, lambda s: s.cell_key("tp", SPECS["decimal weight"], P, original=True))
