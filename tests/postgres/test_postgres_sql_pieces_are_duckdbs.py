@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import protab as pt
 
@@ -70,3 +72,17 @@ def test_hex_integer_is_duckdbs(engines):
     duck, pg = (e.rows(f"SELECT {e.hex_integer(repr('7fffffffffffffe'))}, {e.hex_integer(repr('00a'))}")
                 for e in engines)
     assert pg == duck
+
+
+@settings(max_examples=300)
+@given(st.floats(allow_nan=True, allow_infinity=True) | st.floats(-1e-6, 1e-6) | st.floats(-1e12, 1e12))
+def test_every_double_is_duckdbs_decimal8(engines, x):
+    duck, pg = (e.rows(f"SELECT {e.decimal8('CAST(? AS DOUBLE)', True)}", [x]) for e in engines)
+    assert pg == duck
+
+
+@settings(max_examples=300)
+@given(st.floats(min_value=5e-324, allow_infinity=False))
+def test_every_positive_double_has_duckdbs_ln(engines, x):
+    duck, pg = (e.rows(f"SELECT {e.ln('CAST(? AS DOUBLE)')}", [x]) for e in engines)
+    assert np.float64(pg[0][0]).tobytes() == np.float64(duck[0][0]).tobytes()

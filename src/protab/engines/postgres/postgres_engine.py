@@ -106,12 +106,16 @@ class PostgresEngine(Engine):
         try:
             con = psycopg.connect(dsn, autocommit=True, cursor_factory=psycopg.ClientCursor)
         except psycopg.Error as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise InputError(
-                f"cannot connect to PostgreSQL at {where}: {_hide(reason, dsn)}; check that the server runs and "
-                "listens there, that the database exists, and the user name and password (or pg_hba.conf)"
+                f"cannot connect to PostgreSQL at {where}: {_hide(_first(exc), dsn)}; check that the server runs "
+                "and listens there, that the database exists, and the user name and password (or pg_hba.conf)"
             ) from None
-        return cls(con, where)
+        try:
+            return cls(con, where)
+        except psycopg.Error as exc:
+            con.close()
+            raise InputError(f"PostgreSQL at {where}: cannot make protab's functions in the session's temporary "
+                             f"schema ({_first(exc)}); the user needs the TEMPORARY privilege on the database") from None
 
     @classmethod
     def missing_runtime(cls) -> str | None:
