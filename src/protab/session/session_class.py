@@ -23,7 +23,8 @@ from protab.session.tables import Tables
 
 
 class Session(Catalog, Keys, Tables, Suppression, Census):
-    """Microdata in an engine — a DuckDB database (default) or a Spark session — and the
+    """Microdata in an engine — a DuckDB database (default), a Spark session or a PostgreSQL
+    database (:meth:`postgres`, count tables; docs/postgres.md) — and the
     protab operations on them. Every statement runs through the session's :attr:`engine`
     (:mod:`protab.engines`); the methods are the same on both engines, and so are the results.
 
