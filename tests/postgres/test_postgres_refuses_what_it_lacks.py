@@ -89,3 +89,13 @@ def test_a_float_dimension_is_refused(pg):
 def test_the_ckm_macro_is_refused(pg):
     with pytest.raises(SpecError, match="ckm\\(\\) SQL function is a DuckDB macro"):
         pg.install_ptable(P, table="t")
+
+
+def test_a_server_limit_is_an_input_error_that_says_what_to_raise(pg):
+    pg.engine.con.execute("SET statement_timeout = '50ms'")
+    try:
+        with pytest.raises(InputError, match="could not finish this request .*statement_timeout"):
+            pg.engine.rows("SELECT pg_sleep(2)")
+    finally:
+        pg.engine.con.execute("RESET statement_timeout")
+    assert pg.engine.rows("SELECT 1") == [(1,)]

@@ -145,11 +145,16 @@ class PostgresEngine(Engine):
     def _refusals(self) -> Iterator[None]:
         """PostgreSQL's refusals as protab errors (overflows as they are: the caller's to name)."""
         import psycopg
+        from psycopg import errors
 
         try:
             yield
         except self.overflow_errors():
             raise
+        except (errors.OutOfMemory, errors.DiskFull, errors.QueryCanceled, errors.ConfigurationLimitExceeded) as exc:
+            raise InputError(f"PostgreSQL at {self._where} could not finish this request ({_first(exc)}): raise the "
+                             "server's limits (work_mem, temp_file_limit, statement_timeout, disk space) or publish "
+                             "fewer cells") from None
         except psycopg.OperationalError as exc:
             raise InputError(f"the connection to PostgreSQL at {self._where} failed: {_first(exc)}") from None
         except psycopg.Error as exc:
