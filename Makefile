@@ -10,7 +10,7 @@ DEMO_ARGS ?=
 # test processes (pytest-xdist; each Spark test module's process runs one JVM of ~1.5 GB)
 TEST_WORKERS ?= 2
 
-.PHONY: demo test check lint docs java chromium node pgclients clean
+.PHONY: demo test check lint docs java chromium node pgclients postgres clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,9 +62,19 @@ pgclients:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client libpostgresql-jdbc-java >/dev/null; \
 	  else echo "note: no psql/JDBC driver; those PostgreSQL-front tests will be skipped (install postgresql-client libpostgresql-jdbc-java)"; fi; }
 
+# The PostgreSQL engine's tests (tests/postgres) start a server of their own with initdb and pg_ctl:
+# Debian's postgresql package (the server, and the 'postgres' user it runs as under root), installed
+# when initdb is missing and we are root
+postgres:
+	@{ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing postgresql (initdb, pg_ctl) for the PostgreSQL engine's tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	  else echo "note: no PostgreSQL server; the PostgreSQL engine's tests will be skipped (install postgresql)"; fi; }
+
 # As root (CI) the tools above are installed, so a test skipped for want of one fails the run
 # (PROTAB_REQUIRE_TOOLS, tests/conftest.py); skip reasons are printed either way (-rs)
-test: $(VENV)/.dev java chromium node pgclients
+test: $(VENV)/.dev java chromium node pgclients postgres
 	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(VENV)/.dev

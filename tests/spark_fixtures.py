@@ -17,6 +17,10 @@ from protab.engines import engines
 
 #: the engine the others are compared with
 REFERENCE = "duckdb"
+#: registered engines that answer only part of the matrix yet, and where their own comparison
+#: with DuckDB lives (left out of engines_under_test with that reason)
+PARTIAL = {"postgres": "answers count tables only so far (no top-k lists, no swap): tests/postgres compares "
+                       "them with DuckDB on a server of its own"}
 
 
 def require_spark() -> None:
@@ -96,7 +100,7 @@ def engines_under_test() -> list:
     each skipped (with the reason) where its runtime is missing."""
     params = []
     for name, cls in engines().items():
-        if name == REFERENCE:
+        if name == REFERENCE or name in PARTIAL:
             continue
         missing = cls.missing_runtime()
         skip = pytest.mark.skipif(missing is not None, reason=f"engine {name!r} is not installed here: {missing}")

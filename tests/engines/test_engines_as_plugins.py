@@ -101,7 +101,7 @@ def test_an_open_engine_takes_no_options():
 
 
 def test_an_unknown_engine_names_the_registered_ones():
-    with pytest.raises(InputError, match="no engine named 'flink'.*'duckdb', 'spark'"):
+    with pytest.raises(InputError, match="no engine named 'flink'.*'duckdb', 'postgres', 'spark'"):
         pt.Session(engine="flink")
     with pytest.raises(InputError, match="registered engine"):
         pt.Session.from_engine(3.5)

@@ -1,9 +1,11 @@
-"""Where protab's SQL runs: one abstract :class:`Engine`, a DuckDB and a Spark implementation, each
-registered by name with its options (:mod:`protab.engines.registry`). Importing an engine's
-module registers it; the two below are imported here, so they are always registered."""
+"""Where protab's SQL runs: one abstract :class:`Engine`, a DuckDB, a Spark and a PostgreSQL
+implementation, each registered by name with its options (:mod:`protab.engines.registry`).
+Importing an engine's module registers it; the ones below are imported here, so they are
+always registered."""
 
 from protab.engines.base import SQL_PIECES, Engine, Refused
 from protab.engines.duckdb_engine import DEFAULT_DATABASE, DuckDBEngine
+from protab.engines.postgres import PostgresEngine
 from protab.engines.registry import (
     check_options,
     engine_class,
@@ -24,6 +26,6 @@ from protab.engines.spark_support import (
     spark_sql_text,
 )
 
-__all__ = ["DEFAULT_DATABASE", "SPARK_SQL", "SQL_PIECES", "DuckDBEngine", "Engine", "Refused", "SparkEngine", "check_options", "duckdb_type",
+__all__ = ["DEFAULT_DATABASE", "SPARK_SQL", "SQL_PIECES", "DuckDBEngine", "Engine", "PostgresEngine", "Refused", "SparkEngine", "check_options", "duckdb_type",
            "engine_class", "engines", "local_defaults", "open_engine", "register_engine", "require_java", "require_spark",
            "spark_arrow", "spark_sql_text", "spark_tree", "to_spark", "unregister_engine"]

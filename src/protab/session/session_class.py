@@ -23,7 +23,8 @@ from protab.session.tables import Tables
 
 
 class Session(Catalog, Keys, Tables, Suppression, Census):
-    """Microdata in an engine — a DuckDB database (default) or a Spark session — and the
+    """Microdata in an engine — a DuckDB database (default), a Spark session or a PostgreSQL
+    database (:meth:`postgres`, count tables; docs/postgres.md) — and the
     protab operations on them. Every statement runs through the session's :attr:`engine`
     (:mod:`protab.engines`); the methods are the same on both engines, and so are the results.
 
@@ -111,6 +112,14 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
         caller's: closing the Session drops protab's views, not Spark. A DuckDB option (or any
         other) is an InputError naming it."""
         return cls.from_engine("spark", spark_session=spark_session, max_cells=max_cells, **options)
+
+    @classmethod
+    def postgres(cls, dsn: str, *, max_cells: int | float | None = DEFAULT_MAX_CELLS, **options: Any) -> Session:
+        """A Session whose tables live in a PostgreSQL database (``dsn``: a libpq connection
+        string or a ``postgresql://`` URI; docs/postgres.md): count tables are the same frames as
+        DuckDB's, cell for cell; what the engine does not support yet is refused. Any other
+        option is an InputError naming it."""
+        return cls.from_engine("postgres", dsn=dsn, max_cells=max_cells, **options)
 
     @classmethod
     def from_engine(cls, engine: str | type[Engine] | Engine | Any, *,

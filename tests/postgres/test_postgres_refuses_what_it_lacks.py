@@ -1,0 +1,101 @@
+"""The PostgreSQL engine's own behaviour: a DSN that does not connect, a table without record
+keys, options of other engines, and what it does not support yet — each one protab error
+that says what to do, before any work (never a psycopg traceback, never another table)."""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+import pytest
+
+import protab as pt
+from protab.errors import InputError, SpecError
+from protab.magnitude import MagnitudeCKM, SensitivityRules
+from protab.ptable.magnitude_ptable import MagnitudePTable
+
+RECORDS = pl.DataFrame({"pid": [1, 2, 3, 4, 5, 6], "sex": ["f", "m", "f", "m", "f", "f"],
+                        "hh": [1, 1, 2, 2, 3, 3], "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                        "x": [0.5, 1.5, 0.5, 1.5, 0.5, 0.5]})
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    P = pt.PTable.maximum_entropy(D=2, V=1.0)
+
+
+@pytest.fixture(scope="module")
+def pg(pg_dsn):
+    with pt.Session.postgres(pg_dsn) as s:
+        s.register("t", RECORDS)
+        s.add_record_keys("t", id_column="pid", seed="refusals")
+        yield s
+
+
+def test_a_dsn_that_fails_names_host_and_port_not_the_password(pg_server):
+    from postgres_fixtures import _free_port
+
+    port = _free_port()  # nothing listens there
+    with pytest.raises(InputError) as info:
+        pt.Session.postgres(f"host=127.0.0.1 port={port} user=protab password=s3cret-pw dbname=x")
+    message = str(info.value)
+    assert f"host 127.0.0.1, port {port}" in message and "check that the server runs" in message
+    assert "s3cret-pw" not in message and info.value.__cause__ is None
+
+
+def test_a_database_that_does_not_exist_is_named(pg_server):
+    with pytest.raises(InputError, match="database nowhere_db.*database exists"):
+        pt.Session.postgres(pg_server.dsn("nowhere_db"))
+
+
+def test_an_option_of_another_engine_is_refused_by_name(pg_dsn):
+    with pytest.raises(InputError, match="takes no option 'memory_limit'.*options accepted by the postgres engine: 'dsn'"):
+        pt.Session.postgres(pg_dsn, memory_limit="1GB")
+
+
+def test_a_table_without_record_keys_is_refused(pg):
+    pg.register("nokeys", RECORDS, replace=True)
+    with pytest.raises(InputError, match="nokeys"):
+        pg.cell_key("nokeys", pt.TableSpec({"sex": None}), P)
+
+
+def test_record_keys_are_remembered_by_the_engine(pg):
+    assert pg.engine.key_tag("t") == ("rkey", 2**32)
+    assert "t" in pg.tables() and pg.columns("t")["rkey"] == "BIGINT"
+
+
+def test_top_k_lists_are_refused_up_front(pg):
+    ckm = MagnitudeCKM(MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]), fp=100)
+    spec = pt.TableSpec({"sex": None}, sums=["v"])
+    with pytest.raises(SpecError, match="top-k lists .* not supported on the PostgreSQL engine yet"):
+        pg.cell_key("t", spec, P, magnitude=ckm)
+    with pytest.raises(SpecError, match="not supported on the PostgreSQL engine yet"):
+        pg.sensitivity("t", spec, SensitivityRules(dominance=[(1, 60)]))
+    with pytest.raises(SpecError, match="not supported on the PostgreSQL engine yet"):
+        pg.tabulate("t", spec, top_k=2)
+
+
+def test_the_swap_is_refused_up_front(pg):
+    before = pg.tables()
+    with pytest.raises(SpecError, match="record swapping is not supported on the PostgreSQL engine yet"):
+        pg.swap("t", pt.SwapSpec(household="hh", geography=["sex"], risk_variables=["pid"], similar=[[]],
+                                 swap_rate=0.5), seed="s", out="swapped")
+    assert pg.tables() == before
+
+
+def test_a_float_dimension_is_refused(pg):
+    with pytest.raises(SpecError, match="'x' of type DOUBLE is not supported on the PostgreSQL engine yet"):
+        pg.tabulate("t", pt.TableSpec({"x": None}))
+
+
+def test_the_ckm_macro_is_refused(pg):
+    with pytest.raises(SpecError, match="ckm\\(\\) SQL function is a DuckDB macro"):
+        pg.install_ptable(P, table="t")
+
+
+def test_a_server_limit_is_an_input_error_that_says_what_to_raise(pg):
+    pg.engine.con.execute("SET statement_timeout = '50ms'")
+    try:
+        with pytest.raises(InputError, match="could not finish this request .*statement_timeout"):
+            pg.engine.rows("SELECT pg_sleep(2)")
+    finally:
+        pg.engine.con.execute("RESET statement_timeout")
+    assert pg.engine.rows("SELECT 1") == [(1,)]
