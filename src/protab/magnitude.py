@@ -393,8 +393,8 @@ class MagnitudeCKM:
         depth = 0  # the most entry bounds strictly inside one bucket
         for seg in segments:
             for klo, _ in seg[4:]:
-                inside = np.searchsorted(klo, starts + width, "left") - np.searchsorted(klo, starts, "right")
-                depth = max(depth, int(inside.max()))
+                n_inside = np.searchsorted(klo, starts + width, "left") - np.searchsorted(klo, starts, "right")
+                depth = max(depth, int(n_inside.max()))
         cols: dict[str, list[Any]] = {c: [] for c in ("tab", "lo", "hi", "hx", "b")}
         for side in ("lo", "hi"):
             cols[f"{side}_v0"] = []

@@ -53,9 +53,11 @@ __all__ = ["intervals"]
 
 _TOL = 1e-7
 _ROUNDS = 50  # at most this many spreading LPs per block
-_HOW = {"ipm": (("solver", "ipm"), ("run_crossover", "on")),
-        "primal": (("solver", "simplex"), ("simplex_strategy", 4)),
-        "dual": (("solver", "simplex"), ("simplex_strategy", 1))}
+_HOW: dict[str, tuple[tuple[str, str | int], ...]] = {
+    "ipm": (("solver", "ipm"), ("run_crossover", "on")),
+    "primal": (("solver", "simplex"), ("simplex_strategy", 4)),
+    "dual": (("solver", "simplex"), ("simplex_strategy", 1)),
+}
 _FEW = 20  # spreading LPs pushing at most this many ends start from the last basis (primal simplex)
 
 

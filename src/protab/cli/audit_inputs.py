@@ -111,7 +111,9 @@ def read_published(database: Path, names: dict[str, list[str]], rerun: str) -> d
 def same_run(runs: dict[str, str], where: str, rerun: str) -> None:
     """Refuse tables of different runs (their run ids in the manifest differ)."""
     first = next(iter(runs), None)
-    other = next((n for n in runs if runs[n] != runs[first]), None) if first is not None else None
+    if first is None:
+        return
+    other = next((n for n in runs if runs[n] != runs[first]), None)
     if other is not None:
         raise InputError(f"audit: tables {first!r} (run {runs[first][:8]}) and {other!r} (run {runs[other][:8]}) of "
                          f"{where!r} come from different runs; the audit takes the tables of one run: {rerun}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from protab.cli.words import say
 from protab.request.loaders import hierarchy
@@ -52,16 +52,14 @@ def suppress_all(
     for src in dict.fromkeys(t["source"] for t in tables):
         group = [(t, spec) for t, spec in zip(tables, specs) if t["source"] == src]
         t0, spec0 = group[0]
-        frames = s.suppress(src, [spec for _, spec in group] if len(group) > 1 else spec0,
-                            rules=rules if spec0.sums else None,
-                            min_frequency=None if spec0.sums else t0.get("min_frequency"),
-                            protect_zeros=t0.get("protect_zeros", False),
-                            direct_disclosure=t0.get("direct_disclosure") or None, coalition=t0.get("coalition", 1),
-                            k_disclosure=t0.get("k_disclosure"),
-                            method=t0.get("suppression_method", "gauss"), cost=t0.get("suppression_cost"),
-                            time_limit=t0.get("time_limit"))
-        if len(group) == 1:
-            frames = [frames]
+        options: dict[str, Any] = dict(
+            rules=rules if spec0.sums else None, min_frequency=None if spec0.sums else t0.get("min_frequency"),
+            protect_zeros=t0.get("protect_zeros", False), direct_disclosure=t0.get("direct_disclosure") or None,
+            coalition=t0.get("coalition", 1), k_disclosure=t0.get("k_disclosure"),
+            method=t0.get("suppression_method", "gauss"), cost=t0.get("suppression_cost"),
+            time_limit=t0.get("time_limit"))
+        frames = (s.suppress(src, [spec for _, spec in group], **options) if len(group) > 1
+                  else [s.suppress(src, spec0, **options)])
         for (t, spec), frame in zip(group, frames):
             out[t["name"]] = (frame.drop("suppressed"), _suppression_row(s, t, spec, frame))
     return out
@@ -78,8 +76,9 @@ def _suppression_row(s: Session, t: dict[str, Any], spec: TableSpec, frame: pl.D
     original = s.tabulate(t["source"], spec).select(*dims, pl.col(value).alias("_v"))
     v = frame.select(dims).join(original, on=dims, how="left", nulls_equal=True)["_v"].cast(pl.Float64).abs()
     total = float(v.sum())
+    # the mean of a boolean column: a float (polars types it as any value)
     return {"table": t["name"], "cells": frame.height, "method": "suppression",
-            "changed": float(mask.mean()) if frame.height else None, "value": value,
+            "changed": float(cast(float, mask.mean())) if frame.height else None, "value": value,
             "suppressed_value_share": float(v.filter(mask).sum()) / total if total > 0 else None,
             "hellinger_utility": None}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from typing import Any
+from typing import Any, Literal, get_args
 
 from protab._io import check_output_file
 from protab.cli.options import DB_HELP, DEFAULT_DATABASE, require_database
@@ -51,9 +51,11 @@ classes, including 1 and D), --step, --optim, --mono (true/false, one or one per
 `protab ptable show --reveal-parameters`).
 """
 
-#: the command line's p-table layouts, and the names MagnitudePTable gives them (no ons layout)
-_NUMERIC_LAYOUTS = {"auto": "auto", "ptable": "r", "tauargus": "argus"}
-_LAYOUTS = ["auto", "ptable", "tauargus", "ons"]
+#: the command line's p-table layouts (PTable.read's formats), and the names MagnitudePTable gives them
+#: (no ons layout)
+Layout = Literal["auto", "ptable", "tauargus", "ons"]
+_LAYOUTS = list(get_args(Layout))
+_NUMERIC_LAYOUTS: dict[str, Literal["auto", "r", "argus"]] = {"auto": "auto", "ptable": "r", "tauargus": "argus"}
 
 
 def add_parser(sub: Any) -> None:
@@ -277,7 +279,7 @@ def _write_magnitude(tables: dict[str, Any], target: str, layout: str, source: s
 
 
 # -- reading and showing p-table files ------------------------------------------------------
-def read_ptable(source: str, fmt: str = "auto", kind: str = "auto") -> tuple[str, Any]:
+def read_ptable(source: str, fmt: Layout = "auto", kind: str = "auto") -> tuple[str, Any]:
     """A p-table file as ``("count", PTable)`` or ``("numeric", {type: MagnitudePTable})``.
 
     ``kind`` "auto" tells them apart: a file :meth:`PTable.read` accepts (integer noise, a row
@@ -301,7 +303,7 @@ def read_ptable(source: str, fmt: str = "auto", kind: str = "auto") -> tuple[str
         if layout is None:
             raise count_error
         try:
-            tables = MagnitudePTable.read_set(source, format=layout)  # type: ignore[arg-type]
+            tables = MagnitudePTable.read_set(source, format=layout)
         except PTableError:
             if kind == "numeric" or "numeric (magnitude)" in str(count_error):
                 raise
@@ -319,7 +321,7 @@ def _refuse_kind(found: str, wanted: str, source: str) -> str:
                      "p-tables (numeric ones serve the [magnitude] section of `protab protect`)")
 
 
-def show_ptable(source: str, fmt: str = "auto", png: str | None = None, kind: str = "auto", *,
+def show_ptable(source: str, fmt: Layout = "auto", png: str | None = None, kind: str = "auto", *,
                 reveal: bool = False) -> str:
     """A p-table file checked: its kind, whether its noise is unbiased and keeps empty cells at 0.
     With ``reveal`` also its parameters and summary (count: D, V, rows, the summary per original

@@ -11,7 +11,7 @@ square has one code), and long-form coordinates must be multiples of the resolut
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -92,7 +92,7 @@ def as_code_series(codes: Any, column: str | None = None) -> pl.Series:
     elif isinstance(codes, (pa.Array, pa.ChunkedArray)):
         s = pl.Series(values=codes)
     elif type(codes).__module__.startswith("pandas"):
-        s = pl.from_pandas(codes)
+        s = cast(pl.Series, pl.from_pandas(codes))  # not a frame (those have columns: the first branch)
     elif isinstance(codes, (str, bytes)):
         raise InputError(f"grid codes: expected a column of codes, got the single string {codes!r}")
     else:

@@ -153,6 +153,7 @@ def _counts(values: pl.Series, name: str) -> np.ndarray:
     if values.null_count():
         raise InputError(f"redistribute: column {name!r} has {values.null_count()} null count(s); give a count "
                          f"(0 for an empty square) in every row")
+    v: np.ndarray
     if values.dtype.is_integer():
         v = values.cast(pl.Int64).to_numpy()
     elif values.dtype.is_float():

@@ -103,7 +103,8 @@ def make_invariant(matrix: Any, t: ArrayLike, *, tol: float = 1e-6) -> Any:
     less and stays invariant.
     """
     is_sparse = sp.issparse(matrix)
-    P = sp.csr_array(matrix, dtype=np.float64) if is_sparse else read_matrix(matrix)
+    # a scipy.sparse array (scipy has no type information: Any) or a NumPy array
+    P: Any = sp.csr_array(matrix, dtype=np.float64) if is_sparse else read_matrix(matrix)
     n = P.shape[0]
     if is_sparse:
         if P.shape[0] != P.shape[1] or n == 0:

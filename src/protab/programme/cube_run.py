@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
@@ -87,7 +87,7 @@ def plan_table(cube: Hypercube, t: CubeTable, depth: dict[str, int], hierarchies
     """Per dimension of table ``t``: (the column read, its classification, the level to cut the
     output at or None). A coarser level of a columns classification reads that level's column
     (not in a table with a formula, whose terms name the variables)."""
-    out = {}
+    out: dict[str, tuple[str, Hierarchy, int | None]] = {}
     for d in cube.dims:
         if d.variable not in t.dims:
             continue
@@ -132,11 +132,12 @@ def summary_row(name: str, tables: int, n: pl.Series, n_pert: pl.Series) -> dict
     tables together (Langsrud & Heldal 2018; ``protab.measures``)."""
     orig = n.cast(float).to_numpy()
     pert = n_pert.cast(float).fill_null(0).to_numpy()
+    # the mean of a boolean column: a float (polars types it as any value)
     return {
         "hypercube": name,
         "tables": tables,
         "cells": len(n),
-        "blanked": float(n_pert.is_null().mean()) if len(n) else None,
+        "blanked": float(cast(float, n_pert.is_null().mean())) if len(n) else None,
         "changed": share_changed(orig, pert) if len(n) else None,
         "hellinger_utility": hellinger_utility(orig, pert) if orig.sum() > 0 else None,
     }

@@ -38,7 +38,7 @@ _EXPECTED_NAMES = ("expected", "n_expected", "ipfit", "ipFit", "fit", "y_hat")
 # the measures of one aligned pair
 
 
-def _nan(x: float) -> float | None:
+def _nan(x: float | None) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
@@ -95,7 +95,7 @@ def _inner_measures(a: pl.DataFrame, o: Options, is_original: bool) -> dict[str,
     vb = m.variance_of_cell_averages(fi, grp)
     va = m.variance_of_cell_averages(gi, grp)
     row["var_cell_avg_change_pct"] = 100.0 * (va - vb) / vb if vb > 0 else float("nan")
-    if o.groups:
+    if grp is not None:
         row["anova_r2_before"] = m.anova_r2(fi, grp)
         row["anova_r2_after"] = m.anova_r2(gi, grp)
     if fi.sum() > 0 and (fi >= 0).all():

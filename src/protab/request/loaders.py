@@ -13,6 +13,8 @@ from protab._io import read_toml as read_toml  # a request file as a dict (serve
 from protab.errors import InputError, ProtabError, SpecError, show_values
 
 if TYPE_CHECKING:  # pragma: no cover
+    import os
+
     import polars as pl
 
     from protab.hierarchy import Hierarchy
@@ -22,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @contextmanager
-def reading(path: Path | str, what: str) -> Iterator[None]:
+def reading(path: str | os.PathLike[str], what: str) -> Iterator[None]:
     """Turn a file that cannot be read into a protab error naming the file and what it is."""
     p = Path(path)
     if p.is_dir():

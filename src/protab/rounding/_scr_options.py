@@ -90,7 +90,8 @@ def _steps(step: Any) -> tuple[tuple[int, int, int], tuple[int, int, int] | None
 
     def one(v: Any) -> tuple[int, int, int]:
         try:
-            vals = [int(v)] if np.isscalar(v) else [int(x) for x in v]
+            scalar = np.isscalar(v)  # not in the if: its TypeGuard narrows v to types int() may refuse (caught)
+            vals = [int(v)] if scalar else [int(x) for x in v]
         except (TypeError, ValueError) as exc:
             raise InputError(f"step: expected a number >= 0 or up to three of them, got {v!r}") from exc
         if not vals or len(vals) > 3 or any(x < 0 for x in vals):

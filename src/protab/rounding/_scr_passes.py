@@ -53,17 +53,18 @@ class _Passes:
 
     def run(self, max_iter: int, small_penalty: float, conflict_max: int | None, polish: int) -> int:
         """Round until no published cell is small (or ``max_iter`` passes); returns the passes."""
-        cur_step: Step | None = self.opts.steps_main
+        cur_step: Step = self.opts.steps_main
         rerun = self.opts.steps_rerun is not None
         it = 0
         with bar("small count rounding", unit="pass") as pbar:
             while True:
                 small, cand = self._candidates()
                 if not cand.any():
-                    cur_step = self._restart(small, rerun and it > 1)
+                    next_step = self._restart(small, rerun and it > 1)
                     rerun = False
-                    if cur_step is None:
+                    if next_step is None:
                         break
+                    cur_step = next_step
                     continue
                 it += 1
                 pbar.update(1)

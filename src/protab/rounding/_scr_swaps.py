@@ -401,7 +401,8 @@ class _SwapSweeps:
         on = (D.data != 0) & self.conflict[D.col]
         items = np.concatenate([D.row[on], np.arange(P), np.arange(P)])
         keys = np.concatenate([D.col[on], m + pi[sel], m + pj[sel]])
-        levels = self._known  # set for g by _improving_pairs
+        levels = self._known
+        assert levels is not None  # set for g by _improving_pairs
         # first every best pair at once (no two share a candidate), kept while the combined
         # change of each swap is negative; only if that batch fails, the independent set
         win, done = _combined(XR, g, self.b, D, pi[sel], pj[sel], rank, self.measures, totals, levels)

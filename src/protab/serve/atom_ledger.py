@@ -113,6 +113,7 @@ class Ledger:
 
     def _save(self) -> None:
         writes = self._writes() + 1
+        assert self._fd is not None, "only under the lock"
         os.pwrite(self._fd, f"{writes:<20d}\n".encode("ascii"), 0)
         text = json.dumps(self._data, ensure_ascii=True, separators=(",", ":"))
         write_atomic(self.path, lambda fh: fh.write(text), "w")

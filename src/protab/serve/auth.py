@@ -276,7 +276,9 @@ class TokenStore:
         return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def _load(self, stamp: tuple[int, ...] | None) -> None:
-        self._file = [e for e in read_tokens(self.path) if e.user in self.users] if stamp else []
+        # a stamp only for a file (self._stat)
+        self._file = ([e for e in read_tokens(self.path) if e.user in self.users]
+                      if stamp and self.path is not None else [])
         self._stamp = stamp
         self._racy = stamp is not None and time.time_ns() - stamp[3] < RACY_SECONDS * 1e9
 

@@ -386,6 +386,7 @@ class Broker:
             raise QueryRefused(f"{SET_FILTER_MESSAGE} (filter on {loose[0]!r}). {ALLOWED_FORM}", rule=SET_FILTER_RULE,
                                advice=SET_FILTER_ADVICE)
         codes = {d: self._codes(ds, d, filters) for d in q.dims}
+        assert ds.withheld is not None  # set at start-up (_withheld)
         area, note = check_query(ds.withheld, q.grouping_sets, q.dims, filters, codes)  # the rules
         self._check_cells(sum(math.prod(len(codes[d]) for d in g) for g in q.grouping_sets), job_cells, ds)
         answer = self._cached(("query", q.normalised), lambda: self._answer_query(q, ds, codes, filters, area),
@@ -414,6 +415,7 @@ class Broker:
             )
             frame = self._protect(s, ds, spec, bool(sums))
         self._min_population(frame, dims, filters, ds)
+        assert ds.withheld is not None  # set at start-up (_withheld)
         frame = ds.withheld.drop(frame, area)  # the areas the rules withhold, before ORDER BY and LIMIT
         values = []
         for m in q.measures:

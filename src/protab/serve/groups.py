@@ -73,7 +73,9 @@ def check_group_set(groups: Any, dim: str, codes: Sequence[str], key: str,
     codes of the dimension's ``variable``), ``Total`` or ``_T``."""
     if not isinstance(groups, dict) or not 1 <= len(groups) <= MAX_GROUPS:
         raise QueryRefused(f"{key} must be an object of 1 to {MAX_GROUPS} groups: {{name: [codes]}}")
-    known, owner, out = set(codes), {}, {}
+    known = set(codes)
+    owner: dict[str, str] = {}  # code → its group
+    out: dict[str, list[str]] = {}
     for name, members in sorted(groups.items()):
         where = f"{key}.{name[:MAX_NAME]}"
         check_group_name(name, where, known | reserved, dim if variable is None else variable)
@@ -88,7 +90,7 @@ def check_group_set(groups: Any, dim: str, codes: Sequence[str], key: str,
         if shared:
             raise QueryRefused(f"{where}: code {shared[0]!r} is also in group {owner[shared[0]]!r}; groups may "
                                "not overlap")
-        owner.update(dict.fromkeys(values, name))
+        owner.update({v: name for v in values})
         out[name] = values
     return out
 

@@ -78,6 +78,6 @@ def run(app: Any, host: str, port: int, header_timeout: float = HEADER_SECONDS, 
     files: uvicorn's context of Python's defaults, TLS 1.2 and later)."""
     import uvicorn
 
-    files = {} if tls is None else {"ssl_certfile": tls.cert, "ssl_keyfile": tls.key}
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
-                http=protocol(header_timeout), **files)
+                http=protocol(header_timeout), ssl_certfile=None if tls is None else tls.cert,
+                ssl_keyfile=None if tls is None else tls.key)  # None: uvicorn's default, no TLS

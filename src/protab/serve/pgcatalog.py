@@ -187,7 +187,7 @@ def _columns(sql: str, rels: list[Relation]) -> Answer:
     rows = []
     for r in _wanted(sql, rels):
         for name, kind in r.columns:
-            row = []
+            row: list[str | None] = []
             for item in items:
                 if item == "a.attname":
                     row.append(name)

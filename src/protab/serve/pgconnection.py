@@ -47,12 +47,14 @@ class Front(Protocol):
     """What a connection uses of its server (:class:`~protab.serve.pgwire.PgWireServer`)."""
 
     broker: Broker
-    #: the threads statements are answered in (one per connection slot: none waits for a thread)
-    executor: Executor
     max_message: int
     idle_seconds: float
     max_statements: int
     max_stored_bytes: int
+
+    @property
+    def executor(self) -> Executor:
+        """The threads statements are answered in (one per connection slot: none waits for a thread)."""
 
     async def write_audit(self, **fields: Any) -> None: ...
 
@@ -304,15 +306,15 @@ class Connection:
             raise pg_refusal(exc) from None
         if found is not None:
             return [(c, _TEXT) for c in found.columns]
-        placeholders = [b"0" if oid in (20, 21, 23) else b"" for oid in (oids + [0] * n)[:n]]
+        placeholders: list[bytes | None] = [b"0" if oid in (20, 21, 23) else b"" for oid in (oids + [0] * n)[:n]]
         try:
             q = validate(_bind(sql, oids, [], placeholders), self.server.broker.catalog_rights,
                          self.server.broker.user_rights(self.user), max_length=self.server.broker.config.max_sql_length,
                          max_limit=self.server.broker.config.max_limit)
         except QueryError as exc:
             raise pg_refusal(exc) from None
-        oids = {m.alias: _INT8 if m.func == "count" else _FLOAT8 for m in q.measures}
-        return [(c, oids.get(c, _TEXT)) for c in q.columns]
+        types = {m.alias: _INT8 if m.func == "count" else _FLOAT8 for m in q.measures}
+        return [(c, types.get(c, _TEXT)) for c in q.columns]
 
     # -- answers ----------------------------------------------------------------------------
     def local(self, sql: str, dry: bool = False) -> _Result | None:
@@ -409,4 +411,5 @@ class Connection:
             raise PgError("XX000", "the service could not write its audit log; the statement was not answered") from None
         if error is not None:
             raise error
+        assert result is not None  # each branch of the try gives one, or an error
         return result

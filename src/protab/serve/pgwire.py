@@ -43,6 +43,7 @@ import asyncio
 import secrets
 import ssl
 import struct
+import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -254,6 +255,8 @@ class PgWireServer:
         writer.write(b"S")
         await writer.drain()
         assert self.tls is not None
+        if sys.version_info < (3, 11):  # pragma: no cover (no StreamWriter.start_tls; refused at start-up too)
+            raise ProtabError("TLS on the service needs Python 3.11 or later")
         await writer.start_tls(self.tls)
 
     async def _login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,

@@ -38,6 +38,7 @@ def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[
         raise QueryRefused(f"unknown key {str(unknown[0])[:60]!r} in the table request (keys: {', '.join(KEYS)})")
     name = body.get("dataset")
     ds = dataset_of(name, datasets, rights)
+    assert isinstance(name, str)  # dataset_of refuses any other
     check = _Names(ds.conf, rights[name], name)
     dims = check.dims(body.get("dims"))
     formula = body.get("formula")

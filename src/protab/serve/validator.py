@@ -122,7 +122,7 @@ def _check_text(sql: object, max_length: int) -> str:
     return sql
 
 
-def _parse(sql: str) -> exp.Expression:
+def _parse(sql: str) -> exp.Expr:
     """Tokenise (refusing comments and a second statement), then parse one statement."""
     try:
         tokens = _DIALECT.tokenize(sql)
@@ -169,7 +169,7 @@ def _walk(node: exp.Expression) -> Iterator[exp.Expression]:
                     stack.append(child)
 
 
-def _check_shape(tree: exp.Expression) -> exp.Select:
+def _check_shape(tree: exp.Expr) -> exp.Select:
     """The statement is one plain SELECT: no set operations, clauses, subqueries, windows, casts."""
     if isinstance(tree, exp.SetOperation):
         raise refused("UNION, INTERSECT and EXCEPT are not accepted")

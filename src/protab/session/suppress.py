@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import polars as pl
@@ -35,6 +35,27 @@ if TYPE_CHECKING:  # pragma: no cover
 class Suppression(SessionState):
     """Cell suppression (a mixin of :class:`protab.Session`)."""
 
+    # one frame for one TableSpec, one frame per spec for linked tables (a list of TableSpecs)
+    @overload
+    def suppress(
+        self, table: str, spec: TableSpec,
+        *, rules: "SensitivityRules | None" = ..., min_frequency: int | None = ..., protect_zeros: bool = ...,
+        forced: Any = ..., never: Any = ..., singleton_method: str | None = ..., cost: Any = ..., audit: bool = ...,
+        protection_range: float | None = ..., interval_protection: bool | str = ...,
+        levels: "ProtectionLevels | None" = ..., linked: str = ..., extend0: bool | None = ...,
+        direct_disclosure: Any = ..., coalition: int = ..., k_disclosure: int | None = ..., previous: Any = ...,
+        method: str = ..., time_limit: float | None = ...,
+    ) -> pl.DataFrame: ...
+    @overload
+    def suppress(
+        self, table: str, spec: Sequence[TableSpec],
+        *, rules: "SensitivityRules | None" = ..., min_frequency: int | None = ..., protect_zeros: bool = ...,
+        forced: Any = ..., never: Any = ..., singleton_method: str | None = ..., cost: Any = ..., audit: bool = ...,
+        protection_range: float | None = ..., interval_protection: bool | str = ...,
+        levels: "ProtectionLevels | None" = ..., linked: str = ..., extend0: bool | None = ...,
+        direct_disclosure: Any = ..., coalition: int = ..., k_disclosure: int | None = ..., previous: Any = ...,
+        method: str = ..., time_limit: float | None = ...,
+    ) -> list[pl.DataFrame]: ...
     def suppress(
         self,
         table: str,
@@ -55,7 +76,7 @@ class Suppression(SessionState):
         extend0: bool | None = None,
         direct_disclosure: Any = None, coalition: int = 1, k_disclosure: int | None = None, previous: Any = None,
         method: str = "gauss", time_limit: float | None = None,
-    ) -> pl.DataFrame:
+    ) -> pl.DataFrame | list[pl.DataFrame]:
         """Cell suppression: primary cells from rules, secondary ones by Gaussian elimination
         (docs/methods.md §6.4; :func:`protab.suppression.gauss`).
 
@@ -94,7 +115,7 @@ class Suppression(SessionState):
                     protection_range=protection_range, interval_protection=interval_protection, levels=levels,
                     extend0=extend0, direct_disclosure=direct_disclosure, coalition=coalition,
                     k_disclosure=k_disclosure, previous=previous, method=method, time_limit=time_limit)
-        return self._suppress_checked(table, spec, linked, args)  # type: ignore[no-any-return]  # linked: a list
+        return self._suppress_checked(table, spec, linked, args)  # type: ignore[no-any-return]  # Any: one or a list
 
     def _suppress_checked(self, table: str, spec: Any, linked: str, args: dict[str, Any]) -> Any:
         """:meth:`suppress` after its arguments are gathered in ``args``: checked, then one table

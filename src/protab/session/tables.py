@@ -8,7 +8,7 @@ import dataclasses
 import numbers
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import polars as pl
 from scipy import sparse
@@ -127,6 +127,21 @@ class Tables(SessionState):
                 "cannot be a dimension, a weight, a sum or a frequency of a table"
             )
 
+    # the result's type follows ``path``: the frame without one, the path written with one
+    @overload
+    def tabulate(
+        self, table: str, spec: TableSpec, *, cell_keys: bool = ..., top_k: int | None = ..., path: None = None,
+    ) -> pl.DataFrame: ...
+    @overload
+    def tabulate(
+        self, table: str, spec: TableSpec, *, cell_keys: bool = ..., top_k: int | None = ...,
+        path: str | os.PathLike[str],
+    ) -> str: ...
+    @overload
+    def tabulate(
+        self, table: str, spec: TableSpec, *, cell_keys: bool = ..., top_k: int | None = ...,
+        path: str | os.PathLike[str] | None = ...,
+    ) -> pl.DataFrame | str: ...
     def tabulate(
         self, table: str, spec: TableSpec, *, cell_keys: bool = False, top_k: int | None = None,
         path: str | os.PathLike[str] | None = None,
@@ -230,6 +245,23 @@ class Tables(SessionState):
             return without_impossible(self, table, spec, X, inner, published)
         return X, inner, published
 
+    @overload
+    def cell_key(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = ..., threshold: float | None = ...,
+        magnitude: "MagnitudeCKM | None" = ..., rules: "SensitivityRules | None" = ..., path: None = None,
+    ) -> pl.DataFrame: ...
+    @overload
+    def cell_key(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = ..., threshold: float | None = ...,
+        magnitude: "MagnitudeCKM | None" = ..., rules: "SensitivityRules | None" = ...,
+        path: str | os.PathLike[str],
+    ) -> str: ...
+    @overload
+    def cell_key(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = ..., threshold: float | None = ...,
+        magnitude: "MagnitudeCKM | None" = ..., rules: "SensitivityRules | None" = ...,
+        path: str | os.PathLike[str] | None = ...,
+    ) -> pl.DataFrame | str: ...
     def cell_key(
         self,
         table: str,
@@ -296,10 +328,21 @@ class Tables(SessionState):
         them out with ``spec.where``."""
         from protab.session.groupings import grouped_spec
 
-        frame = self.cell_key(table, grouped_spec(spec, dim, groups), ptable, original=original, threshold=threshold)
-        assert isinstance(frame, pl.DataFrame)
-        return frame
+        return self.cell_key(table, grouped_spec(spec, dim, groups), ptable, original=original, threshold=threshold)
 
+    @overload
+    def perturb_inner(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = ..., path: None = None,
+    ) -> pl.DataFrame: ...
+    @overload
+    def perturb_inner(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = ..., path: str | os.PathLike[str],
+    ) -> str: ...
+    @overload
+    def perturb_inner(
+        self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = ...,
+        path: str | os.PathLike[str] | None = ...,
+    ) -> pl.DataFrame | str: ...
     def perturb_inner(
         self, table: str, spec: TableSpec, ptable: "PTable", *, original: bool = False,
         path: str | os.PathLike[str] | None = None,

@@ -253,6 +253,7 @@ class _Ends:
             np.maximum(self.seen_max, v, out=self.seen_max)
         if w is not None:
             blk = self.blk
+            assert blk.A is not None and blk.b is not None  # only a block with constraints has duals
             a, b = _lagrange(self.C, blk.bounds[:, 0], blk.bounds[:, 1], blk.A.T @ w, float(blk.b @ w))
             np.maximum(self.lb, a, out=self.lb)
             np.minimum(self.ub, b, out=self.ub)

@@ -19,7 +19,7 @@ def _gauss_numtthtt(W0: sparse.csc_matrix, order: np.ndarray, n_never: int, prot
     """numttHTT; returns the suppressed mask over the published cells. ``codes``: contributor
     codes of the singleton rows (None: every singleton row is its own contributor)."""
     integer = codes is not None
-    codes = np.where(sing, codes, 0) if integer else sing.astype(np.int64)
+    codes = np.where(sing, codes, 0) if codes is not None else sing.astype(np.int64)
     if sing.any():
         W0, codes = _drop_repeated_singletons(W0, codes, integer)
     sing = codes > 0

@@ -77,7 +77,7 @@ def _requirements(A: sparse.csc_array, z: np.ndarray, supp: np.ndarray, primary:
         a2 = _vector(x2, m, "x2", A.shape)
         _finite(a1, "x1", where=prim)
         _finite(a2, "x2", where=prim)
-        pl_ = p_percent_protection(p_percent, z, np.where(prim, a1, 0.0), np.where(prim, a2, 0.0))
+        pl_ = p_percent_protection(float(p_percent), z, np.where(prim, a1, 0.0), np.where(prim, a2, 0.0))
         L = U = np.where(prim, pl_, 0.0)
     else:
         if x1 is not None or x2 is not None:

@@ -243,7 +243,7 @@ def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any],
     m_rows, n = W.shape
     zz = np.asarray(z, dtype=float)
     supp = np.asarray(suppressed, dtype=bool)
-    prim = supp.any(axis=0) if primary is None else _mask(primary, n)
+    prim = np.asarray(supp.any(axis=0)) if primary is None else _mask(primary, n)
     blocks = []
     for mb in members:
         cols = np.flatnonzero(np.asarray(mb, dtype=bool))

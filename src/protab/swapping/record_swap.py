@@ -40,6 +40,8 @@ from protab.swapping.writing import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     import duckdb
 
     from protab.engines import Engine
@@ -114,7 +116,7 @@ def swap(
         run.build_households()
         run.pair()
         result = run.summary()
-        outputs = [(out, run.out_select(run.columns), ())]
+        outputs: list[tuple[str, str, Sequence[str]]] = [(out, run.out_select(run.columns), ())]
         if log is not None:
             outputs.append((log, run.log_select(), spec.geography))
         eng.write_relations(outputs, temporary=temporary)
