@@ -155,7 +155,9 @@ class SparkEngine(Engine):
         for statement in re.split(r";\s*\n", text):
             if statement.strip():
                 self.spark.sql(statement)
-        self.spark.udf.register("protab_ln", c_log(), "double")
+        from pyspark.sql.types import DoubleType
+
+        self.spark.udf.register("protab_ln", c_log(), DoubleType())  # a type, not a name Spark would parse
 
     @contextmanager
     def df(self, sql: str, params: Sequence[Any] | None = None) -> Iterator[Any]:
