@@ -32,7 +32,7 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     for source in dict.fromkeys(sources):
         if not s.exists(source):
             path = data / f"{source}.parquet"
-            if not path.exists():
+            if not path.exists() and not spark.get("remote"):  # a Connect server reads its own files
                 raise InputError(
                     f"protect --engine spark: source {source!r} is neither a Spark table nor the Parquet "
                     f"file {str(path)!r} (pass --spark-data FOLDER holding {source}.parquet)"

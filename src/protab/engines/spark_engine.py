@@ -215,7 +215,7 @@ class SparkEngine(Engine):
                 t.set("this", exp.to_identifier(view))
         if not with_.expressions:
             with_.pop()
-        return tree.sql(dialect="spark")
+        return str(tree.sql(dialect="spark"))
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
         with self.df(sql, params) as df:

@@ -59,14 +59,15 @@ def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONN
     channel is ready: a server that does not answer within ``timeout`` seconds is an InputError
     naming ``what`` and the URL (pyspark's client would retry for minutes, then raise a gRPC error)."""
     spark_session = require_spark()
-    try:  # imported first: pyspark.sql.connect ends a script without them (its doctest guard)
-        import google.rpc  # noqa: F401
-        import grpc
-        import grpc_status  # noqa: F401
-        import zstandard  # noqa: F401
-    except ImportError as exc:
-        raise InputError(f"{what}: Spark Connect needs its client libraries ({exc}): pip install "
-                         "'protab[spark-connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)") from None
+    import importlib.util
+
+    # looked for first: pyspark.sql.connect ends a script without them (its doctest guard)
+    missing = [m for m in ("grpc", "grpc_status", "google.rpc", "zstandard") if not _found(importlib.util, m)]
+    if missing:
+        raise InputError(f"{what}: Spark Connect needs its client libraries (missing: {', '.join(missing)}): "
+                         "pip install 'protab[spark-connect]' (grpcio, grpcio-status, googleapis-common-protos, "
+                         "zstandard)")
+    import grpc
     from pyspark.sql.connect.client import DefaultChannelBuilder
 
     try:
@@ -87,6 +88,13 @@ def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONN
     return spark_session.builder.remote(url).getOrCreate()
 
 
+def _found(util: Any, module: str) -> bool:
+    try:
+        return util.find_spec(module) is not None
+    except ImportError:  # its parent package is missing
+        return False
+
+
 #: HotSpot's HugeMethodLimit: it leaves longer methods (bytes of bytecode) to the interpreter
 HUGE_METHOD_LIMIT = 8000
 
@@ -105,10 +113,12 @@ def local_defaults(spark: Any) -> dict[str, str]:
     if not local_master(spark):
         return {}
     given = spark.conf.getAll  # what the user (or spark-defaults, the builder) set
-    wanted = {"spark.sql.shuffle.partitions": lambda: str(_task_slots(spark)),
-              "spark.sql.adaptive.enabled": lambda: "true",
-              "spark.sql.codegen.hugeMethodLimit": lambda: str(HUGE_METHOD_LIMIT)}
-    chosen = {key: value() for key, value in wanted.items() if key not in given}
+    chosen: dict[str, str] = {}
+    if "spark.sql.shuffle.partitions" not in given:  # the cores counted only when needed
+        chosen["spark.sql.shuffle.partitions"] = str(_task_slots(spark))
+    for key, value in (("spark.sql.adaptive.enabled", "true"), ("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))):
+        if key not in given:
+            chosen[key] = value
     for key, value in chosen.items():
         spark.conf.set(key, value)
     return chosen
