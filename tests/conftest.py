@@ -25,6 +25,14 @@ def session():
         yield s
 
 
+@pytest.fixture(scope="session")
+def spark_connect_url(tmp_path_factory):
+    """``sc://127.0.0.1:PORT`` of a Spark Connect server for the session (tests/spark_connect_fixtures.py)."""
+    from spark_connect_fixtures import serve_connect
+
+    yield from serve_connect(tmp_path_factory)
+
+
 @pytest.fixture
 def persons() -> pl.DataFrame:
     """A small population: municipality (two regions), sex, age group, weight, income."""

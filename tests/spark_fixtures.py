@@ -7,6 +7,7 @@ and the hierarchies the engine-comparison tests share."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import polars as pl
@@ -95,9 +96,16 @@ def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
         release(s)
 
 
+#: set (to anything) to run the whole matrix through Spark Connect too ("spark-connect": the Spark
+#: engine on a Connect server, tests/spark_connect_fixtures.py); tests/spark/test_spark_connect.py
+#: runs a representative part of it on every run
+CONNECT_MATRIX = "PROTAB_SPARK_CONNECT"
+
+
 def engines_under_test() -> list:
     """``params`` of a module's ``engines`` fixture: every registered engine but the reference,
-    each skipped (with the reason) where its runtime is missing."""
+    each skipped (with the reason) where its runtime is missing; with ``PROTAB_SPARK_CONNECT``
+    set, the Spark engine through Spark Connect as well."""
     params = []
     for name, cls in engines().items():
         if name == REFERENCE or name in PARTIAL:
@@ -105,6 +113,8 @@ def engines_under_test() -> list:
         missing = cls.missing_runtime()
         skip = pytest.mark.skipif(missing is not None, reason=f"engine {name!r} is not installed here: {missing}")
         params.append(pytest.param(name, id=name, marks=skip))
+        if name == "spark" and os.environ.get(CONNECT_MATRIX):
+            params.append(pytest.param("spark-connect", id="spark-connect", marks=skip))
     return params
 
 
@@ -116,8 +126,15 @@ def only_on(session: pt.Session, name: str) -> None:
 
 def open_session(name: str, tmp_path_factory, cores: int = 1):
     """A Session on the registered engine ``name`` and what undoes it: Spark on the process's
-    local SparkSession (:func:`local_spark`), any other engine by its name alone (in memory
+    local SparkSession (:func:`local_spark`), "spark-connect" on the process's Spark Connect
+    session (tests/spark_connect_fixtures.py), any other engine by its name alone (in memory
     where it takes a ``database``)."""
+    if name == "spark-connect":
+        from spark_connect_fixtures import connect_spark
+
+        s = connect_spark(tmp_path_factory)
+        s.conf.set("spark.sql.shuffle.partitions", str(cores))
+        return pt.Session.spark(s), lambda: release(s)
     if name == "spark":
         require_spark()
         s = local_spark(tmp_path_factory, "protab-tests", cores)

@@ -15,10 +15,9 @@ from protab.errors import InputError
 class _FakeSparkSession:
     """Looks like a pyspark SparkSession to the registry (the options are refused before any use)."""
 
-    sparkContext = None
-
 
 _FakeSparkSession.__module__ = "pyspark.sql.session"
+_FakeSparkSession.__name__ = "SparkSession"
 
 
 def test_an_engine_without_the_contracts_methods_cannot_be_made():

@@ -22,7 +22,7 @@ from protab.cli.protect_checks import (
     read_request,
     request_inputs,
 )
-from protab.cli.protect_sources import spark_session, swap
+from protab.cli.protect_sources import spark_options, spark_session, swap
 from protab.cli.protect_tables import protect_tables, summary, write_all
 from protab.errors import InputError
 from protab.request.swap_section import keep_swap
@@ -124,6 +124,8 @@ def add_parsers(sub: Any) -> None:
     pr.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
                     help="where the tables are computed (spark: docs/spark.md; same output files)")
     pr.add_argument("--spark-master", help="Spark master URL for --engine spark (default local[*])")
+    pr.add_argument("--spark-remote", help="Spark Connect server for --engine spark, sc://host:port (default: "
+                                           "$SPARK_REMOTE; not with --spark-master)")
     pr.add_argument("--spark-data", help="folder of <source>.parquet files for --engine spark "
                                          "(default: the request's folder; Spark tables are used first)")
     pr.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
@@ -149,7 +151,7 @@ def add_parsers(sub: Any) -> None:
 
 def _run_protect(args: argparse.Namespace) -> None:
     protect(args.request, args.db, args.out, engine=args.engine, spark_master=args.spark_master,
-            spark_data=args.spark_data, spark_keys=args.spark_keys, wait=args.wait)
+            spark_remote=args.spark_remote, spark_data=args.spark_data, spark_keys=args.spark_keys, wait=args.wait)
 
 
 def _run_publish(args: argparse.Namespace) -> None:
@@ -159,7 +161,7 @@ def _run_publish(args: argparse.Namespace) -> None:
 def protect(
     request: str, database: str | None = None, out: str | None = None, *, engine: str = "duckdb",
     spark_master: str | None = None, spark_data: str | None = None, spark_keys: str | None = None,
-    wait: bool = False,
+    wait: bool = False, spark_remote: str | None = None,
 ) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
 
@@ -171,13 +173,14 @@ def protect(
     ``engine="spark"`` runs the tables on Spark (docs/spark.md): each source is a Spark table
     of that name or the Parquet ``<spark_data>/<source>.parquet``; its record-key column and
     modulus come from the request's DuckDB database when it has the source keyed, else from
-    ``spark_keys`` (``"COLUMN:MODULUS"``, e.g. ``"rkey:4294967296"``). The output files are
-    byte-identical to the DuckDB engine's on the same records.
+    ``spark_keys`` (``"COLUMN:MODULUS"``, e.g. ``"rkey:4294967296"``). ``spark_remote``
+    (``sc://host:port``, default ``$SPARK_REMOTE``) runs them on a Spark Connect server instead
+    of ``spark_master``. The output files are byte-identical to the DuckDB engine's on the same records.
     """
     if engine not in ("duckdb", "spark"):
         raise InputError(f"protect: --engine must be duckdb or spark, not {engine!r}")
-    if engine == "duckdb" and (spark_master or spark_data or spark_keys):
-        raise InputError("protect: --spark-master, --spark-data and --spark-keys need --engine spark")
+    if engine == "duckdb" and (spark_master or spark_remote or spark_data or spark_keys):
+        raise InputError("protect: --spark-master, --spark-remote, --spark-data and --spark-keys need --engine spark")
     path = Path(request)
     cfg = read_request(path)
     out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
@@ -188,7 +191,7 @@ def protect(
     check_output_folder(out_dir, [output_file(n, f) for n in names for f in formats])
     refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
                      "protect: the output folder", OWN_FOLDER)
-    spark = None if engine == "duckdb" else {"master": spark_master, "data": spark_data, "keys": spark_keys}
+    spark = None if engine == "duckdb" else spark_options(spark_master, spark_remote, spark_data, spark_keys)
     with output_lock((out_dir, "protect: the output folder"), command=f"protab protect {request}", wait=wait):
         rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark)
     print(summary(rows))

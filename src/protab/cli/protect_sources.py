@@ -1,9 +1,10 @@
 """Where the tables of a protect request read their records: the records after targeted record
 swapping ([swap], a temporary table until every table is written), or Spark tables and Parquet
-files (``protect --engine spark``)."""
+files (``protect --engine spark``, in this process or through Spark Connect)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +21,9 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     tables or Parquet files, their record keys declared from the DuckDB database (catalog only)
     or from ``--spark-keys``. With [swap], its source is read so and its output is left to the
     swap (a view of the Spark session)."""
-    from protab.engines import require_java, require_spark
     from protab.session import Session
 
-    builder = require_spark().builder
-    require_java()
-    session = (builder.master(spark["master"] or "local[*]").appName("protab protect")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    s = Session.spark(session)
+    s = Session.spark(_open_spark(spark))
     keys = _spark_keys(spark["keys"])
     data = Path(spark["data"]) if spark["data"] else base
     swapped = cfg["swap"]["out"] if "swap" in cfg else None
@@ -37,7 +32,7 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     for source in dict.fromkeys(sources):
         if not s.exists(source):
             path = data / f"{source}.parquet"
-            if not path.exists():
+            if not path.exists() and not spark.get("remote"):  # a Connect server reads its own files
                 raise InputError(
                     f"protect --engine spark: source {source!r} is neither a Spark table nor the Parquet "
                     f"file {str(path)!r} (pass --spark-data FOLDER holding {source}.parquet)"
@@ -46,6 +41,31 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
         column, modulus = _keys_in_database(db, source) if keys is None else keys
         s.use_record_keys(source, column, modulus)
     return s
+
+
+def spark_options(master: str | None, remote: str | None, data: str | None, keys: str | None) -> dict[str, Any]:
+    """The Spark options of ``protect --engine spark``: a master (``--spark-master``) or a Spark
+    Connect server (``--spark-remote``, else the ``SPARK_REMOTE`` environment variable), not both."""
+    remote = remote or os.environ.get("SPARK_REMOTE") or None
+    if master and remote:
+        raise InputError(f"protect: --spark-master {master!r} and --spark-remote {remote!r} (or SPARK_REMOTE) "
+                         "exclude each other: Spark runs locally or on a cluster by its master, or on a Spark "
+                         "Connect server; give one")
+    return {"master": master, "remote": remote, "data": data, "keys": keys}
+
+
+def _open_spark(spark: dict[str, Any]) -> Any:
+    """The SparkSession: a client of the Spark Connect server ``remote`` (it must answer within
+    a few seconds), else one of the master (default ``local[*]``) in this process."""
+    from protab.engines import remote_session, require_java, require_spark
+
+    if spark.get("remote"):
+        return remote_session(spark["remote"], "protect: --spark-remote")
+    builder = require_spark().builder
+    require_java()
+    return (builder.master(spark["master"] or "local[*]").appName("protab protect")
+            .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+            .config("spark.log.level", "ERROR").getOrCreate())
 
 
 def _spark_keys(given: str | None) -> tuple[str, int] | None:

@@ -22,7 +22,9 @@ from protab.engines.spark_support import (
     _spark_schema,
     c_log,
     duckdb_type,
+    is_connect,
     local_defaults,
+    local_master,
     require_java,
     require_spark,
     spark_arrow,
@@ -91,8 +93,9 @@ class SparkEngine(Engine):
     options = {"spark_session": "the pyspark SparkSession the tables live in (the caller's: never stopped)"}
 
     def overflow_errors(self) -> tuple[type[BaseException], ...]:
-        """Spark's ANSI mode raises an ArithmeticException (e.g. a DECIMAL sum past 38 digits)."""
-        from pyspark.errors.exceptions.captured import ArithmeticException
+        """Spark's ANSI mode raises an ArithmeticException (e.g. a DECIMAL sum past 38 digits); the
+        base class of the JVM's (classic pyspark) and the server's (Spark Connect)."""
+        from pyspark.errors import ArithmeticException
 
         return (ArithmeticException,)
 
@@ -109,7 +112,7 @@ class SparkEngine(Engine):
         self._frames: dict[str, Any] = {}
         self._keys: dict[str, tuple[str, int]] = {}  # record-key columns of the views
         # temporary outputs (write_relations) not yet kept: the view and record keys they replaced
-        self._pending: dict[str, tuple[Any, tuple[str, int] | None]] = {}
+        self._pending: dict[str, tuple[str | None, tuple[str, int] | None]] = {}  # (hidden view, keys)
         self.install()
 
     @classmethod
@@ -122,8 +125,8 @@ class SparkEngine(Engine):
 
     @classmethod
     def wraps(cls, obj: Any) -> bool:
-        """A ``pyspark.sql.SparkSession`` (known without importing pyspark)."""
-        return type(obj).__module__.startswith("pyspark") and hasattr(obj, "sparkContext")
+        """A ``pyspark.sql.SparkSession``, classic or Spark Connect's (known without importing pyspark)."""
+        return type(obj).__module__.startswith("pyspark") and type(obj).__name__ == "SparkSession"
 
     @classmethod
     def missing_runtime(cls) -> str | None:
@@ -137,10 +140,12 @@ class SparkEngine(Engine):
 
     @classmethod
     def for_session(cls, spark: Any) -> SparkEngine:
-        """The engine of a ``pyspark.sql.SparkSession`` (pyspark and Java checked first; on a
-        local master, :func:`local_defaults` for what the user left unset)."""
+        """The engine of a ``pyspark.sql.SparkSession`` (pyspark and Java checked first, Java not
+        for a Spark Connect client; on a local master, :func:`local_defaults` for what the user
+        left unset)."""
         require_spark()
-        require_java()
+        if not is_connect(spark):
+            require_java()
         local_defaults(spark)
         return cls(spark)
 
@@ -150,40 +155,46 @@ class SparkEngine(Engine):
         for statement in re.split(r";\s*\n", text):
             if statement.strip():
                 self.spark.sql(statement)
-        self.spark.udf.register("protab_ln", c_log(), "double")
+        from pyspark.sql.types import DoubleType
 
-    def df(self, sql: str, params: Sequence[Any] | None = None) -> Any:
-        """The statement as a Spark DataFrame (lazy)."""
+        self.spark.udf.register("protab_ln", c_log(), DoubleType())  # a type, not a name Spark would parse
+
+    @contextmanager
+    def df(self, sql: str, params: Sequence[Any] | None = None) -> Iterator[Any]:
+        """The statement as a Spark DataFrame (lazy), to be used inside the ``with``: the views of
+        its shared common table expressions are dropped after it. Spark Connect resolves a
+        plan's names on the server when the plan is run (classic pyspark when it is made), so
+        the views must live until then."""
         count = spark_tree(sql)[1]
         params = list(params or [])
         if count != len(params):
             raise ValueError(f"statement has {count} parameters, {len(params)} given")
         args = {f"p{k}": _plain(v) for k, v in enumerate(params)}
-        text, views = self._shared_ctes(sql, args)
+        views: list[str] = []
         try:
-            return self._sql(text, args)
+            text = self._shared_ctes(sql, args, views)
+            yield self._sql(text, args)
         finally:
-            for view in views:  # the plan holds the checkpointed rows, not the names
+            for view in views:  # what was made of the frame holds the checkpointed rows, not the names
                 self.spark.catalog.dropTempView(view)
 
     def _sql(self, text: str, args: dict[str, Any]) -> Any:
         used = {k: v for k, v in args.items() if re.search(rf":{k}\b", text)}
         return self.spark.sql(text, args=used) if used else self.spark.sql(text)
 
-    def _shared_ctes(self, sql: str, args: dict[str, Any]) -> tuple[str, list[str]]:
+    def _shared_ctes(self, sql: str, args: dict[str, Any], views: list[str]) -> str:
         """Common table expressions that the statement reads more than once computed first, as
         checkpointed views: DuckDB computes such a CTE once, Spark would inline it at every
         reference (the level-by-level roll-up reads each level twice: once to publish it, once
-        to sum the next level from it)."""
+        to sum the next level from it). The views made are appended to ``views``."""
         from sqlglot import exp
 
         tree = spark_tree(sql)[0]
         with_ = tree.args.get("with") or tree.args.get("with_")
         if with_ is None:
-            return to_spark(sql)[0], []
+            return to_spark(sql)[0]
         tree = tree.copy()  # the cached tree stays as it was
         with_ = tree.args.get("with") or tree.args.get("with_")
-        views: list[str] = []
         for cte in list(with_.expressions):
             name = cte.alias
             refs = [t for t in tree.find_all(exp.Table) if t.name == name and not t.db]
@@ -204,23 +215,27 @@ class SparkEngine(Engine):
                 t.set("this", exp.to_identifier(view))
         if not with_.expressions:
             with_.pop()
-        return tree.sql(dialect="spark"), views
+        return str(tree.sql(dialect="spark"))
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> None:
-        self.df(sql, params).collect()
+        with self.df(sql, params) as df:
+            df.collect()
 
     def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.df(sql, params).collect()]
+        with self.df(sql, params) as df:
+            return [tuple(r) for r in df.collect()]
 
     def arrow(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
-        return self.df(sql, params).toArrow()
+        with self.df(sql, params) as df:
+            return df.toArrow()
 
     def write_parquet(self, sql: str, params: Sequence[Any] | None, path: str) -> None:
         """A folder of Parquet part files (zstd) written by Spark's executors, nothing collected
         to the driver. An ORDER BY query is range-partitioned: the part files, read in the order
         of their names, hold the rows in the query's order. Spark's commit protocol makes the
         files appear only when every task has succeeded."""
-        self.df(sql, params).write.mode("errorifexists").option("compression", "zstd").parquet(path)
+        with self.df(sql, params) as df:
+            df.write.mode("errorifexists").option("compression", "zstd").parquet(path)
 
     def _keep(self, name: str, frame: Any) -> None:
         frame = frame.localCheckpoint(eager=True)  # computed once, lineage cut
@@ -228,10 +243,12 @@ class SparkEngine(Engine):
         self._frames[name] = frame
 
     def create_table(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
-        self._keep(name, self.df(select, params))
+        with self.df(select, params) as df:
+            self._keep(name, df)
 
     def create_view(self, name: str, select: str, params: Sequence[Any] | None = None) -> None:
-        self.df(select, params).createOrReplaceTempView(name)
+        with self.df(select, params) as df:  # the view holds the resolved plan
+            df.createOrReplaceTempView(name)
 
     def create_where_view(self, name: str, table: str, where: Sequence[tuple[str, str, Sequence[Any]]]) -> None:
         """The conditions as SQL with bound parameters, the column cast to text."""
@@ -268,10 +285,10 @@ class SparkEngine(Engine):
         """The relation ``name`` of :meth:`create_table` and the rows of ``select`` (cast to its
         column types, by position, as DuckDB's INSERT), checkpointed again."""
         old = self._frames[name]
-        new = self.df(select, params)
-        new = new.toDF(*[f"_c{i}" for i in range(len(new.columns))])
-        new = new.select([new[f"_c{i}"].cast(f.dataType).alias(f.name) for i, f in enumerate(old.schema.fields)])
-        self._keep(name, old.unionAll(new))
+        with self.df(select, params) as new:
+            new = new.toDF(*[f"_c{i}" for i in range(len(new.columns))])
+            new = new.select([new[f"_c{i}"].cast(f.dataType).alias(f.name) for i, f in enumerate(old.schema.fields)])
+            self._keep(name, old.unionAll(new))
         old.unpersist()
 
     # -- relations written for the user: checkpointed temporary views ---------------------------
@@ -279,14 +296,30 @@ class SparkEngine(Engine):
         """Checkpointed temporary views, every one computed before any name is replaced (all or
         nothing). With ``temporary`` the view a name had (and its record keys) is remembered
         and comes back on :meth:`discard_relations`."""
-        frames = [(name, self.df(select, params).localCheckpoint(eager=True)) for name, select, params in outputs]
+        frames = []
+        for name, select, params in outputs:
+            with self.df(select, params) as df:
+                frames.append((name, df.localCheckpoint(eager=True)))
         for name, frame in frames:
             if not temporary:
-                self._pending.pop(name, None)
+                self._set_aside_dropped(self._pending.pop(name, (None, None))[0])
             elif name not in self._pending:
-                before = self.spark.table(spark_name(name)) if self.kind(name) else None
-                self._pending[name] = (before, self._keys.get(name))
+                self._pending[name] = (self._set_aside(name), self._keys.get(name))
             self._view(name, frame)
+
+    def _set_aside(self, name: str) -> str | None:
+        """The view ``name`` as it is now, kept under a hidden name (None if there is none): a view
+        holds its resolved plan, where a ``spark.table`` frame of Spark Connect would read the
+        name again when run."""
+        if not self.kind(name):
+            return None
+        hidden = self.temp_name("before")
+        self.spark.table(spark_name(name)).createOrReplaceTempView(hidden)
+        return hidden
+
+    def _set_aside_dropped(self, hidden: str | None) -> None:
+        if hidden is not None:
+            self.spark.catalog.dropTempView(hidden)
 
     def keep_relations(self, names: Sequence[str], *, replace: bool, what: str) -> None:
         """The views stay as they are; the ones they replaced are given up (only with ``replace``)."""
@@ -299,7 +332,7 @@ class SparkEngine(Engine):
             if self._pending[name][0] is not None and not replace:
                 raise InputError(f"{what}: a view named {name!r} exists already; pass replace=True or keep it")
         for name in names:
-            del self._pending[name]
+            self._set_aside_dropped(self._pending.pop(name)[0])
 
     def discard_relations(self, names: Sequence[str]) -> None:
         """The views dropped, the ones they replaced (with their record keys) back."""
@@ -310,7 +343,8 @@ class SparkEngine(Engine):
             if before is None:
                 self.drop_relation(name)
                 continue
-            self._view(name, before)
+            self._view(name, self.spark.table(before))
+            self._set_aside_dropped(before)
             if key is not None:
                 self._keys[name] = key
 
@@ -383,10 +417,10 @@ class SparkEngine(Engine):
                          replace_column: bool) -> None:
         """The keys as column ``name`` of the view ``table`` (computed once: checkpointed)."""
         tmp = f"_protab_newkey_{uuid.uuid4().hex}"
-        df = self.df(f"SELECT *, {expr} AS {quote_ident(tmp)} FROM {quote_ident(table)}", params)
-        if replace_column:
-            df = df.drop(name)
-        df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
+        with self.df(f"SELECT *, {expr} AS {quote_ident(tmp)} FROM {quote_ident(table)}", params) as df:
+            if replace_column:
+                df = df.drop(name)
+            df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
         df.createOrReplaceTempView(spark_name(table))
         self._keys[table] = (name, int(modulus))
 
@@ -451,8 +485,8 @@ class SparkEngine(Engine):
         holds only what Spark writes (an older output), never other files."""
         from protab._io import real_path
 
-        if "://" in raw or not str(self.spark.sparkContext.master).startswith("local"):
-            return None
+        if "://" in raw or is_connect(self.spark) or not local_master(self.spark):
+            return None  # Spark Connect: the server's file system, which need not be this machine's
         target = Path(real_path(raw))
         refuse(target, raw)
         if os.path.islink(os.path.abspath(os.path.expanduser(raw)).rstrip(os.sep)):

@@ -50,6 +50,51 @@ def require_java() -> None:
         )
 
 
+#: How long a Spark Connect server has to answer before ``--spark-remote`` gives up (seconds)
+CONNECT_TIMEOUT = 5.0
+
+
+def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONNECT_TIMEOUT) -> Any:
+    """A Spark Connect session of the server at ``url`` (``sc://host:port``), once its gRPC
+    channel is ready: a server that does not answer within ``timeout`` seconds is an InputError
+    naming ``what`` and the URL (pyspark's client would retry for minutes, then raise a gRPC error)."""
+    spark_session = require_spark()
+    import importlib.util
+
+    # looked for first: pyspark.sql.connect ends a script without them (its doctest guard)
+    missing = [m for m in ("grpc", "grpc_status", "google.rpc", "zstandard") if not _found(importlib.util, m)]
+    if missing:
+        raise InputError(f"{what}: Spark Connect needs its client libraries (missing: {', '.join(missing)}): "
+                         "pip install 'protab[spark-connect]' (grpcio, grpcio-status, googleapis-common-protos, "
+                         "zstandard)")
+    import grpc
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    try:
+        channel = DefaultChannelBuilder(url).toChannel()
+    except Exception as exc:  # pyspark's PySparkValueError: not sc://host:port
+        raise InputError(f"{what}: {url!r} is not a Spark Connect URL (sc://host:port): "
+                         f"{str(exc).splitlines()[0]}") from None
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+    except grpc.FutureTimeoutError:
+        raise InputError(
+            f"{what}: no Spark Connect server answers at {url!r} (waited {timeout:g} s); check that the server "
+            "runs (sbin/start-connect-server.sh of Spark) and listens on that host and port "
+            "(spark.connect.grpc.binding.address and .port, default 15002), and that no firewall is in the way"
+        ) from None
+    finally:
+        channel.close()
+    return spark_session.builder.remote(url).getOrCreate()
+
+
+def _found(util: Any, module: str) -> bool:
+    try:
+        return util.find_spec(module) is not None
+    except ImportError:  # its parent package is missing
+        return False
+
+
 #: HotSpot's HugeMethodLimit: it leaves longer methods (bytes of bytecode) to the interpreter
 HUGE_METHOD_LIMIT = 8000
 
@@ -63,18 +108,38 @@ def local_defaults(spark: Any) -> dict[str, str]:
     bytes of bytecode (``spark.sql.codegen.hugeMethodLimit``, the value Spark's configuration
     guide suggests on HotSpot: HotSpot does not compile larger methods, so they run
     interpreted; the magnitude cell key method's chain of lookups made such methods,
-    docs/spark.md). Returns what was set; a cluster
-    master is left as it is."""
-    if not str(spark.sparkContext.master).startswith("local"):
+    docs/spark.md). Returns what was set; a cluster master is left as it is. Read through
+    ``spark.conf`` and SQL only, so that a Spark Connect session is served alike."""
+    if not local_master(spark):
         return {}
-    wanted = {"spark.sql.shuffle.partitions": str(max(1, int(spark.sparkContext.defaultParallelism))),
-              "spark.sql.adaptive.enabled": "true",
-              "spark.sql.codegen.hugeMethodLimit": str(HUGE_METHOD_LIMIT)}
-    settings = spark._jsparkSession.sessionState().conf()  # what the user (or spark-defaults) set
-    chosen = {key: value for key, value in wanted.items() if not settings.contains(key)}
+    given = spark.conf.getAll  # what the user (or spark-defaults, the builder) set
+    chosen: dict[str, str] = {}
+    if "spark.sql.shuffle.partitions" not in given:  # the cores counted only when needed
+        chosen["spark.sql.shuffle.partitions"] = str(_task_slots(spark))
+    for key, value in (("spark.sql.adaptive.enabled", "true"), ("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))):
+        if key not in given:
+            chosen[key] = value
     for key, value in chosen.items():
         spark.conf.set(key, value)
     return chosen
+
+
+def local_master(spark: Any) -> bool:
+    """Whether the session's master (its server's, over Spark Connect) is a local one."""
+    return str(spark.conf.get("spark.master", "")).startswith("local")
+
+
+def _task_slots(spark: Any) -> int:
+    """The partitions Spark splits a range into by default (its default parallelism: the cores
+    of a local master), counted by a query: no JVM handle is needed."""
+    rows = spark.sql("SELECT max(p) + 1 AS n FROM (SELECT spark_partition_id() AS p FROM range(1000))").collect()
+    return max(1, int(rows[0][0] or 1))
+
+
+def is_connect(spark: Any) -> bool:
+    """A Spark Connect session (``pyspark.sql.connect.session.SparkSession``): a client of a
+    server whose file system need not be this machine's."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def c_log() -> Callable[[float | None], float | None]:

@@ -107,7 +107,8 @@ class Session(Catalog, Keys, Tables, Suppression, Census):
 
     @classmethod
     def spark(cls, spark_session: Any, *, max_cells: int | float | None = DEFAULT_MAX_CELLS, **options: Any) -> Session:
-        """A Session whose tables live in Spark (a ``pyspark.sql.SparkSession``): the same
+        """A Session whose tables live in Spark (a ``pyspark.sql.SparkSession``, classic or a
+        Spark Connect client's, docs/spark.md "Through Spark Connect"): the same
         methods and the same frames, cell for cell (docs/spark.md). The SparkSession stays the
         caller's: closing the Session drops protab's views, not Spark. A DuckDB option (or any
         other) is an InputError naming it."""
