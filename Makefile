@@ -75,7 +75,7 @@ postgres:
 # As root (CI) the tools above are installed, so a test skipped for want of one fails the run
 # (PROTAB_REQUIRE_TOOLS, tests/conftest.py); skip reasons are printed either way (-rs)
 test: $(VENV)/.dev java chromium node pgclients postgres
-	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 lint: $(VENV)/.dev
 	$(BIN)/python -m ruff check src tests benchmarks examples
