@@ -26,23 +26,11 @@ import time
 
 import measurements
 import polars as pl
+from synthetic import population_sql
 
 import protab as pt
 
-GEN = """
-CREATE OR REPLACE TABLE t AS
-SELECT range AS pid,
-       'R' || CAST(m % 8 + 1 AS VARCHAR) || lpad(CAST(m // 8 + 1 AS VARCHAR), 3, '0') AS m,
-       lpad(CAST(a AS VARCHAR), 2, '0') AS a,
-       'O' || lpad(CAST(o AS VARCHAR), 2, '0') AS o
-FROM (
-    SELECT range,
-           CAST(floor(400 * pow((hash(range * 3) % 1000003) / 1000003.0, 2)) AS INTEGER) AS m,
-           CAST(floor(18 * (hash(range * 3 + 1) % 1000003) / 1000003.0) AS INTEGER) AS a,
-           CAST(floor(? * pow((hash(range * 3 + 2) % 1000003) / 1000003.0, 1.5)) AS INTEGER) AS o
-    FROM range(?)
-)
-"""
+GEN = "CREATE OR REPLACE TABLE t AS\n" + population_sql("?", "?")
 
 
 def hierarchies(occupations: int) -> dict[str, pt.Hierarchy]:

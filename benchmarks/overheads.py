@@ -15,29 +15,20 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 
 import duckdb
 import polars as pl
+from synthetic import best
 
 import protab as pt
 from protab.session import model_matrix
 
 
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def pair(a, b, repeat: int) -> tuple[float, float]:
     ta, tb = [], []
     for _ in range(repeat):
-        ta.append(best(a, 1))
-        tb.append(best(b, 1))
+        ta.append(best(a, 1, warm=False)[0])
+        tb.append(best(b, 1, warm=False)[0])
     return min(ta), min(tb)
 
 
@@ -65,9 +56,9 @@ def main() -> None:
     base, mm = pair(group_by, lambda: model_matrix(frame, spec), args.repeat)
     print(f"model_matrix call  {mm * 1e3:7.1f} ms  fresh DuckDB GROUP BY {base * 1e3:7.1f} ms   ratio {mm / base:6.2f}")
 
-    t5 = best(lambda: pt.PTable.maximum_entropy(D=5, V=3, js=2), args.repeat)
+    t5 = best(lambda: pt.PTable.maximum_entropy(D=5, V=3, js=2), args.repeat, warm=False)[0]
     for D in args.ptable_D:
-        t = best(lambda D=D: pt.PTable.maximum_entropy(D=D, V=3, js=2), 1 if D > 50 else args.repeat)
+        t = best(lambda D=D: pt.PTable.maximum_entropy(D=D, V=3, js=2), 1 if D > 50 else args.repeat, warm=False)[0]
         print(f"p-table D={D:<4}     {t:7.2f} s   D=5 {t5:7.3f} s   ratio {t / t5:8.1f}")
 
 

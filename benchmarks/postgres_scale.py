@@ -28,29 +28,17 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 import duckdb
 import measurements
 from polars.testing import assert_frame_equal
+from synthetic import best, population_sql
 
 import protab as pt
 
-GEN = """
-SELECT range AS pid,
-       'R' || CAST(m % 8 + 1 AS VARCHAR) || lpad(CAST(m // 8 + 1 AS VARCHAR), 3, '0') AS m,
-       lpad(CAST(a AS VARCHAR), 2, '0') AS a,
-       'O' || lpad(CAST(o AS VARCHAR), 2, '0') AS o
-FROM (
-    SELECT range,
-           CAST(floor(400 * pow((hash(range * 3) % 1000003) / 1000003.0, 2)) AS INTEGER) AS m,
-           CAST(floor(18 * (hash(range * 3 + 1) % 1000003) / 1000003.0) AS INTEGER) AS a,
-           CAST(floor(40 * pow((hash(range * 3 + 2) % 1000003) / 1000003.0, 1.5)) AS INTEGER) AS o
-    FROM range({n})
-)
-"""
+GEN = population_sql("{n}")
 FLOOR = "SELECT m, a, o, count(*), sum(rkey) % 4294967296 FROM t GROUP BY m, a, o"
 
 
@@ -91,15 +79,6 @@ def start_server(root: Path) -> tuple[str, list[str], Path]:
     return f"host=127.0.0.1 port={port} user=protab dbname=postgres", as_user, bindir / "pg_ctl"
 
 
-def best(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
 
 def run_size(dsn: str, n: int, repeat: int) -> dict[str, float]:
     with warnings.catch_warnings():
@@ -112,10 +91,10 @@ def run_size(dsn: str, n: int, repeat: int) -> dict[str, float]:
             s.register("t", records, replace=True)
             s.add_record_keys("t", id_column="pid", seed="benchmark-seed")
         pg.engine.execute("ANALYZE t")
-        floor = best(lambda: pg.engine.con.execute(FLOOR).fetchall(), repeat)
+        floor = best(lambda: pg.engine.con.execute(FLOOR).fetchall(), repeat)[0]
         inner = len(pg.engine.con.execute(FLOOR).fetchall())
-        protab = best(lambda: pg.cell_key("t", table, ptable), repeat)
-        duck_s = best(lambda: duck.cell_key("t", table, ptable), repeat)
+        protab = best(lambda: pg.cell_key("t", table, ptable), repeat)[0]
+        duck_s = best(lambda: duck.cell_key("t", table, ptable), repeat)[0]
         got, expected = pg.cell_key("t", table, ptable), duck.cell_key("t", table, ptable)
         assert_frame_equal(got, expected, check_exact=True)
         return {"records": n, "inner": inner, "cells": got.height, "floor": floor, "postgres": protab,

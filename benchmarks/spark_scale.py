@@ -36,27 +36,16 @@ from pathlib import Path
 import measurements
 import polars as pl
 from polars.testing import assert_frame_equal
+from synthetic import best, population_sql
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, SensitivityRules
 from protab.ptable.magnitude_ptable import MagnitudePTable
 
-GEN = """
-COPY (
-SELECT range AS pid,
-       'R' || CAST(m % 8 + 1 AS VARCHAR) || lpad(CAST(m // 8 + 1 AS VARCHAR), 3, '0') AS m,
-       lpad(CAST(a AS VARCHAR), 2, '0') AS a,
-       'O' || lpad(CAST(o AS VARCHAR), 2, '0') AS o,
-       CAST(protab_record_key('benchmark-seed', range, 32) AS BIGINT) AS rkey,
-       round(100 * pow((hash(range * 3 + 5) % 1000003 + 1) / 1000004.0, -0.8), 2) AS x
-FROM (
-    SELECT range,
-           CAST(floor(400 * pow((hash(range * 3) % 1000003) / 1000003.0, 2)) AS INTEGER) AS m,
-           CAST(floor(18 * (hash(range * 3 + 1) % 1000003) / 1000003.0) AS INTEGER) AS a,
-           CAST(floor(40 * pow((hash(range * 3 + 2) % 1000003) / 1000003.0, 1.5)) AS INTEGER) AS o
-    FROM range({n})
-)) TO '{path}' (FORMAT parquet)
-"""
+GEN = "COPY (\n" + population_sql("{n}", extra=(
+    ",\n       CAST(protab_record_key('benchmark-seed', range, 32) AS BIGINT) AS rkey,"
+    "\n       round(100 * pow((hash(range * 3 + 5) % 1000003 + 1) / 1000004.0, -0.8), 2) AS x"
+)) + ") TO '{path}' (FORMAT parquet)\n"
 
 
 def hierarchies() -> dict[str, pt.Hierarchy]:
@@ -86,15 +75,6 @@ def jvm_peak_kib() -> int:
                 peak = max(peak, int(line.split()[1]))
     return peak
 
-
-def best(fn, repeat: int) -> tuple[float, object]:
-    out = fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 #: the floors: the cheapest Spark queries any design must run for the same inner cells, collected
