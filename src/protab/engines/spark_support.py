@@ -58,7 +58,7 @@ def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONN
     """A Spark Connect session of the server at ``url`` (``sc://host:port``), once its gRPC
     channel is ready: a server that does not answer within ``timeout`` seconds is an InputError
     naming ``what`` and the URL (pyspark's client would retry for minutes, then raise a gRPC error)."""
-    spark_session = require_spark()
+    require_spark()
     import importlib.util
 
     # looked for first: pyspark.sql.connect ends a script without them (its doctest guard)
@@ -85,7 +85,11 @@ def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONN
         ) from None
     finally:
         channel.close()
-    return spark_session.builder.remote(url).getOrCreate()
+    # the Connect client's own builder: pyspark's SparkSession.builder refuses a remote session
+    # while a classic one runs in the process (SESSION_ALREADY_EXIST); the two do not share state
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    return ConnectSession.builder.remote(url).getOrCreate()
 
 
 def _found(util: Any, module: str) -> bool:
