@@ -20,7 +20,7 @@ from scipy.optimize import linprog
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.suppression.intervals import audit_pattern, intervals, p_percent_protection, protect
+from protab.suppression.pattern_audit import audit_pattern, intervals, p_percent_protection, protect
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gauss_rules"
 CASES = {c["id"]: c for c in json.loads((DATA / "cases.json").read_text())["cases"]}

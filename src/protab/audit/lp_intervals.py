@@ -1,6 +1,6 @@
 """The attacker's interval of true counts behind noisy published cells, by linear programming
 (the LP audit of Hundepool et al. 2012, *Statistical Disclosure Control*, as protab runs it for
-cell suppression in protab.suppression.intervals; here for the cell key method, whose known
+cell suppression in protab.suppression.pattern_audit; here for the cell key method, whose known
 noise bound D the ESS guidelines warn makes such intervals).
 
 The attacker knows X (inner cells × published cells, z = Xᵀy) and, per published cell c, an

@@ -9,7 +9,6 @@ from protab._deprecated import renamed
 from protab.suppression._interval_order import protect_in_order
 from protab.suppression.disclosure import direct_disclosure, disclosure_candidates, k_disclosure_columns, previous_masks
 from protab.suppression.gauss import candidates_default, candidates_num, derivable, gauss
-from protab.suppression.intervals import audit_pattern, intervals, p_percent_protection, protect
 from protab.suppression.levels import ProtectionLevels, rule_levels
 from protab.suppression.linked import (
     INTERVAL_SYSTEMS,
@@ -21,9 +20,10 @@ from protab.suppression.linked import (
 )
 from protab.suppression.modular import ModularSuppression, modular, subtables
 from protab.suppression.optimal import OptimalSuppression, optimal
+from protab.suppression.pattern_audit import audit_pattern, intervals, p_percent_protection, protect
 
 __all__ = ["candidates_default", "candidates_num", "derivable", "gauss"]
-__all__ += ["audit_pattern", "intervals", "p_percent_protection", "protect"]  # the audit of a pattern (intervals.py)
+__all__ += ["audit_pattern", "intervals", "p_percent_protection", "protect"]  # the audit of a pattern (pattern_audit.py)
 __all__ += ["ProtectionLevels", "protect_in_order", "rule_levels"]  # protection levels (levels.py, _interval_order.py)
 __all__ += ["OptimalSuppression", "optimal"]  # the optimal mode (optimal.py)
 __all__ += ["ModularSuppression", "modular", "subtables"]  # the modular mode (modular.py)

@@ -1,5 +1,5 @@
 """The attacker's system of the suppression audit (Hundepool et al. 2012, ch. 4; the method of
-:mod:`protab.suppression.intervals`): the published cells' equations presolved by propagation,
+:mod:`protab.suppression.pattern_audit`): the published cells' equations presolved by propagation,
 split into independent blocks, and the interval of a cell from small LPs (HiGHS) per block."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Input checks of the suppression audit (:mod:`protab.suppression.intervals`): the model matrix,
+"""Input checks of the suppression audit (:mod:`protab.suppression.pattern_audit`): the model matrix,
 vectors per published or inner cell, masks of cells and the attacker's bounds."""
 
 from __future__ import annotations

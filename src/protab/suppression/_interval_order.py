@@ -26,7 +26,7 @@ from scipy import sparse
 from protab.errors import InputError, ProtabError, show_values
 from protab.suppression._audit_inputs import _cells
 from protab.suppression._protection import _Req, _requirements, _status
-from protab.suppression.intervals import _intervals, _prepare
+from protab.suppression.pattern_audit import _intervals, _prepare
 
 __all__ = ["protect_in_order"]
 

@@ -235,7 +235,7 @@ def linked_intervals(X: Any, z: Any, suppressed: np.ndarray, members: list[Any],
     table; ``"super-consistent"``: the joint system, the tables side by side with the copies of
     every common cell known to be equal (``INTERVAL_SYSTEMS`` names which). The requirements
     are those of :func:`protab.suppression.audit_pattern` (one value per column of X, or scalars)."""
-    from protab.suppression.intervals import audit_pattern
+    from protab.suppression.pattern_audit import audit_pattern
 
     if mode not in ("local", "consistent", "super-consistent"):
         raise SpecError(f"linked intervals: mode must be local, consistent or super-consistent, not {mode!r}")

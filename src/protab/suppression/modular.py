@@ -42,8 +42,8 @@ from scipy import sparse
 from protab.errors import InputError
 from protab.suppression._audit_inputs import _cells
 from protab.suppression._protection import _requirements
-from protab.suppression.intervals import _prepare
 from protab.suppression.optimal import _check_limit, _cost, _names, _unprotected, _with_min_width, optimal
+from protab.suppression.pattern_audit import _prepare
 
 __all__ = ["ModularSuppression", "modular", "subtables"]
 

@@ -48,7 +48,7 @@ from protab.errors import InputError, show_values
 from protab.suppression._audit_inputs import _cells, _finite, _vector
 from protab.suppression._optimal_cuts import _Attacker, _Cut, cuts_for
 from protab.suppression._protection import _Req, _requirements, _status, _targets
-from protab.suppression.intervals import _intervals, _prepare
+from protab.suppression.pattern_audit import _intervals, _prepare
 
 __all__ = ["OptimalSuppression", "optimal"]
 
