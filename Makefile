@@ -83,9 +83,9 @@ lint: $(VENV)/.dev
 	$(BIN)/lint-imports
 
 # The contributors' inner loop: lint (tests/house runs the lint gate) and the suite without the
-# Spark matrix and the browser (markers set in tests/conftest.py); `make test` runs everything
+# Spark matrix, the browser and the tests marked slow (markers in tests/conftest.py); `make test` runs everything
 check: $(VENV)/.dev node pgclients
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark and not browser"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not spark and not browser and not slow"
 
 # The documentation site (mkdocs.yml): docs/, the README and the API reference from the docstrings,
 # built offline into site/ (git-ignored); --strict fails on a broken link or a missing reference

@@ -91,10 +91,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 # -- the fast inner loop (`make check`) -------------------------------------------------------
 # Tests of the Spark engine (tests/spark/, or any test using a Spark fixture) are marked
 # `spark`, the table builder's browser tests (modules that import browser_fixtures) `browser`;
-# `make check` leaves both out (`-m "not spark and not browser"`), `make test` runs all.
+# the long end-to-end runs, brute forces and large property tests `slow` (marked at the test);
+# `make check` leaves the three out (`-m "not spark and not browser and not slow"`), `make test`
+# runs all.
 def pytest_configure(config):
     config.addinivalue_line("markers", "spark: runs on a local Spark (a JVM); left out by make check")
     config.addinivalue_line("markers", "browser: drives chromium; left out by make check")
+    config.addinivalue_line("markers", "slow: a long end-to-end run, brute force or large property test; left out by make check")
 
 
 def pytest_collection_modifyitems(config, items):

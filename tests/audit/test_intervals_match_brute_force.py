@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import sparse
@@ -84,6 +85,7 @@ def test_two_way_table_with_margins_gives_the_exact_range(y, D, noise, zeros_per
     assert got["up"].to_list() == hi.tolist()
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(y=st.lists(st.integers(0, 3), min_size=8, max_size=8), data=st.data())
 def test_three_way_table_with_two_way_margins_contains_the_range(y, data):

@@ -48,6 +48,7 @@ def test_the_sdist_carries_the_sources_sql_license_and_docs(built):
         assert f in names, f
 
 
+@pytest.mark.slow
 def test_the_wheel_from_the_sdist_installs_in_a_clean_venv_and_runs_the_demo(built, tmp_path):
     _, whl = built
     names = set(zipfile.ZipFile(whl).namelist())

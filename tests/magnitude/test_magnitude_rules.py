@@ -166,6 +166,7 @@ def _microdata(draw):
     return pl.DataFrame({"g1": g1, "g2": g2, "x": [float(v) for v in x], "h": h})
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_microdata(), st.booleans())
 def test_rules_agree_with_a_brute_force_scan(frame, by_holding):

@@ -113,6 +113,7 @@ INSTANTS = [(None, d) for d in (0.5, 2.0)] + [
 ] + [("protab-ready", 0.0)]
 
 
+@pytest.mark.slow
 def test_protect_killed_at_any_instant_leaves_before_or_after(setup):
     root, out, before, after, raw = setup
     killed = 0

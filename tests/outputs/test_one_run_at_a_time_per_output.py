@@ -157,6 +157,7 @@ def test_a_second_protect_into_a_folder_in_use_refuses_naming_the_holder(setup):
     assert beside(out) == []  # no batch folder and no lock file left
 
 
+@pytest.mark.slow
 def test_two_protects_started_together_leave_one_runs_folder(setup):
     root, refs = setup
     out = root / "out_race"
@@ -179,6 +180,7 @@ def test_two_protects_started_together_leave_one_runs_folder(setup):
         assert beside(out) == []
 
 
+@pytest.mark.slow
 def test_wait_waits_for_the_holder_and_then_runs(setup):
     root, refs = setup
     out = root / "out_wait"
@@ -199,6 +201,7 @@ def test_wait_waits_for_the_holder_and_then_runs(setup):
     assert beside(out) == []
 
 
+@pytest.mark.slow
 def test_a_holder_killed_with_sigkill_blocks_nobody(setup):
     root, refs = setup
     out = root / "out_killed"

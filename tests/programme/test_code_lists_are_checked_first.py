@@ -152,6 +152,7 @@ def test_the_check_reads_the_records_in_one_statement(workdir):
 CODES = ["a", "b", "c", "d", "e", "f", "g"]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(records=st.lists(st.tuples(st.sampled_from(CODES + [None]), st.sampled_from(CODES), st.integers(0, 9)),
                         min_size=1, max_size=60),

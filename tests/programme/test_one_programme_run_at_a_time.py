@@ -131,6 +131,7 @@ def test_a_second_run_into_a_folder_in_use_refuses_naming_the_first(setup):
     assert beside(out) == []  # no staging folder, no lock file
 
 
+@pytest.mark.slow
 def test_two_runs_started_together_leave_one_runs_folder(setup):
     root, progs, refs = setup
     out = root / "out_race"
@@ -151,6 +152,7 @@ def test_two_runs_started_together_leave_one_runs_folder(setup):
         assert beside(out) == []
 
 
+@pytest.mark.slow
 def test_wait_runs_after_the_first_and_leaves_its_own_folder(setup):
     root, progs, refs = setup
     out = root / "out_wait"
@@ -168,6 +170,7 @@ def test_wait_runs_after_the_first_and_leaves_its_own_folder(setup):
     assert beside(out) == []
 
 
+@pytest.mark.slow
 def test_a_first_run_killed_with_sigkill_blocks_nobody(setup):
     root, progs, refs = setup
     out = root / "out_killed"
@@ -181,6 +184,7 @@ def test_a_first_run_killed_with_sigkill_blocks_nobody(setup):
     assert beside(out) == []
 
 
+@pytest.mark.slow
 def test_programme_run_with_wait_true_waits_for_the_first(setup, monkeypatch):
     import threading
 

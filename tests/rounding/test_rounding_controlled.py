@@ -101,6 +101,7 @@ def small_tables(draw):
     return frame, pt.TableSpec({d: None for d in dims})
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(small_tables(), st.sampled_from([2, 3, 5]))
 def test_controlled_is_optimal_against_brute_force(table, base):
@@ -118,6 +119,7 @@ def test_controlled_is_optimal_against_brute_force(table, base):
         assert res.objective == best
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(small_tables(), st.sampled_from([3, 5]), st.integers(1, 2))
 def test_controlled_k_steps(table, base, steps):

@@ -145,6 +145,7 @@ def tables(draw):
     return frame, pt.TableSpec({d: None for d in dims}, formula=formula)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(tables(), st.sampled_from([2, 3, 5]), st.integers(0, 3), st.integers(0, 1000))
 def test_scr_properties(table, base, extra, seed):

@@ -27,6 +27,7 @@ def _table(server, token):
     return r
 
 
+@pytest.mark.slow
 def test_protab_keys_writes_the_database_while_the_service_runs(tmp_path):
     db = F.build_database(tmp_path / "micro.duckdb", persons=800)
     config, tokens = F.write_setup(tmp_path, db, min_population=1)

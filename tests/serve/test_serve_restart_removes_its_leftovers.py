@@ -96,6 +96,7 @@ def test_the_apps_start_removes_them(tmp_path):
         assert [j["id"] for j in r.json()["jobs"]] == [DONE]  # the job of the index is kept
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 def test_a_killed_services_snapshot_is_removed_by_the_next_start(tmp_path):
     db = F.build_database(tmp_path / "micro.duckdb", persons=300)

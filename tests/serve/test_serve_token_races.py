@@ -43,6 +43,7 @@ def _status(served, token: str) -> int:
     return httpx.get(served["url"] + "/v1/catalog", headers={"Authorization": f"Bearer {token}"}, timeout=30).status_code
 
 
+@pytest.mark.slow
 def test_concurrent_add_and_revoke_lose_nothing(served):
     config = served["config"]
     cfg = load_config(config, database=":memory:")

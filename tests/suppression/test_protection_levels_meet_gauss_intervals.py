@@ -261,6 +261,7 @@ def _linear_walk(X, z, supp, primary, order, R):
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 4), st.integers(2, 4), st.integers(0, 2**31 - 1))
 def test_protect_in_order_is_the_greedy_in_order_and_meets_levels(r, c, seed):

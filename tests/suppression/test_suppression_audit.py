@@ -299,6 +299,7 @@ def tables(draw):
     return X, y, supp, lower, upper
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables())
 def test_random_tables_contain_truth_and_flag_derivable_cells(t):

@@ -274,6 +274,7 @@ def random_spec(rate: float, k: int, carry: bool) -> SwapSpec:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(
     data_seed=st.integers(0, 10_000),

@@ -142,6 +142,7 @@ def test_same_seed_gives_identical_output_files(tmp_path, persons, h_muni):
 codes = st.sampled_from(["a", "b", "c", "d"])
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     recs=st.lists(st.tuples(codes, codes, codes), min_size=1, max_size=120),

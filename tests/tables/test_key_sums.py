@@ -55,6 +55,7 @@ def test_every_count_table_equals_the_records(keys):
         assert (X1 != X2).nnz == 0 and inner1.equals(inner2) and pub1.equals(pub2)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(
     n=st.integers(1, 300),

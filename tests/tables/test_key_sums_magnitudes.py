@@ -89,6 +89,7 @@ def test_null_rules_are_kept_as_made(null_sums):
                        magnitude=MAGNITUDES[1])
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(n=st.integers(1, 200), seed=st.integers(0, 10_000),
        dims=st.lists(st.sampled_from(["region", "sex", "age"]), min_size=1, max_size=3, unique=True),

@@ -48,6 +48,7 @@ def both_forms(monkeypatch: pytest.MonkeyPatch, run) -> tuple[pl.DataFrame, pl.D
     return outs[0], outs[1]
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(ha=level_tree("a"), hb=uneven_tree("b"), hc=level_tree("c"), data=st.data(),
        formula=st.sampled_from([None, "a*b + c", "a*c + b*c", "a + b + c"]), drop=st.booleans())
