@@ -3,8 +3,8 @@ tests/spark_connect_fixtures.py): the same frames as DuckDB for a representative
 cross-engine matrix — counts through hierarchies, weighted counts, magnitudes with rules, cell
 suppression, record swapping (its temporary output hiding a view, given back) — and
 ``protab protect --spark-remote`` writes the same files; a server that does not answer is one
-protab error. The whole matrix runs through Connect with PROTAB_SPARK_CONNECT=1
-(tests/spark_fixtures.py)."""
+protab error, as a setting (``--spark-conf``) it refuses, named by its key. The whole matrix
+runs through Connect with PROTAB_SPARK_CONNECT=1 (tests/spark_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -161,8 +161,11 @@ def _census(tmp_path: Path) -> None:
 def test_protect_spark_remote_writes_duckdbs_files(tmp_path, spark_connect_url):
     _census(tmp_path)
     assert _protect(tmp_path, "--out", str(tmp_path / "duck")).returncode == 0
-    run = _protect(tmp_path, "--out", str(tmp_path / "connect"), "--engine", "spark", "--spark-remote", spark_connect_url)
+    run = _protect(tmp_path, "--out", str(tmp_path / "connect"), "--engine", "spark", "--spark-remote", spark_connect_url,
+                   "--spark-conf", "spark.sql.shuffle.partitions=3")
     assert run.returncode == 0, run.stderr
+    # the server was started with shuffle partitions and adaptive execution set: only the limit is protab's
+    assert "protab set spark.sql.codegen.hugeMethodLimit=8000 (left unset;" in run.stderr
     files = sorted(p.name for p in (tmp_path / "duck").iterdir() if p.name != "protab_run.json")
     assert files == ["muni_sex.csv", "muni_sex.parquet"]
     for name in files:
@@ -191,3 +194,34 @@ def test_spark_master_and_spark_remote_exclude_each_other(tmp_path, monkeypatch)
         protect(str(tmp_path / "request.toml"), engine="spark", spark_master="local[1]")
     with pytest.raises(InputError, match="need --engine spark"):
         protect(str(tmp_path / "request.toml"), spark_remote="sc://127.0.0.1:15002")
+
+
+def test_spark_conf_reaches_the_connect_session(tmp_path_factory, spark_connect_url):
+    from spark_connect_fixtures import connect_spark
+
+    from protab.engines import remote_session
+
+    spark = connect_spark(tmp_path_factory)  # the process's client: remote_session gives it back
+    try:
+        assert remote_session(spark_connect_url, conf={"spark.sql.shuffle.partitions": "3"}) is spark
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+
+
+def test_a_static_setting_the_server_refuses_is_named_by_its_key(tmp_path_factory, spark_connect_url):
+    from spark_connect_fixtures import connect_spark
+
+    from protab.engines import remote_session
+
+    connect_spark(tmp_path_factory)
+    secret = "/tmp/ptk_s3cr3t-warehouse"
+    with pytest.raises(InputError) as err:
+        remote_session(spark_connect_url, "protect: --spark-remote", conf={"spark.sql.warehouse.dir": secret})
+    message = str(err.value)
+    assert message.startswith("protect: --spark-remote: Spark refused the setting spark.sql.warehouse.dir: "
+                              "[CANNOT_MODIFY_STATIC_CONFIG]")
+    assert "start-connect-server.sh --conf KEY=VALUE" in message and secret not in message
+    with pytest.raises(InputError, match="Spark refused the setting spark.sql.shuffle.partitions: "
+                                         "\\[INVALID_CONF_VALUE.TYPE_MISMATCH\\] The value '<value>'"):
+        remote_session(spark_connect_url, conf={"spark.sql.shuffle.partitions": "abc"})  # short: where it stands alone

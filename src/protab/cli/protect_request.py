@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +130,9 @@ def add_parsers(sub: Any) -> None:
                                          "(default: the request's folder; Spark tables are used first)")
     pr.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
                                          "(default: as keyed in the request's DuckDB database)")
+    pr.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for --engine spark, e.g. spark.sql.shuffle.partitions=8 (repeatable; "
+                         "yours win over protab's, which are named on stderr)")
     pr.add_argument("--wait", action="store_true",
                     help="wait for another run writing the same output folder (default: refuse at once)")
     pr.set_defaults(run=_run_protect)
@@ -151,7 +154,8 @@ def add_parsers(sub: Any) -> None:
 
 def _run_protect(args: argparse.Namespace) -> None:
     protect(args.request, args.db, args.out, engine=args.engine, spark_master=args.spark_master,
-            spark_remote=args.spark_remote, spark_data=args.spark_data, spark_keys=args.spark_keys, wait=args.wait)
+            spark_remote=args.spark_remote, spark_data=args.spark_data, spark_keys=args.spark_keys,
+            spark_conf=args.spark_conf, wait=args.wait)
 
 
 def _run_publish(args: argparse.Namespace) -> None:
@@ -161,7 +165,7 @@ def _run_publish(args: argparse.Namespace) -> None:
 def protect(
     request: str, database: str | None = None, out: str | None = None, *, engine: str = "duckdb",
     spark_master: str | None = None, spark_data: str | None = None, spark_keys: str | None = None,
-    wait: bool = False, spark_remote: str | None = None,
+    wait: bool = False, spark_remote: str | None = None, spark_conf: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
 
@@ -175,12 +179,16 @@ def protect(
     modulus come from the request's DuckDB database when it has the source keyed, else from
     ``spark_keys`` (``"COLUMN:MODULUS"``, e.g. ``"rkey:4294967296"``). ``spark_remote``
     (``sc://host:port``, default ``$SPARK_REMOTE``) runs them on a Spark Connect server instead
-    of ``spark_master``. The output files are byte-identical to the DuckDB engine's on the same records.
+    of ``spark_master``. ``spark_conf`` (``"KEY=VALUE"`` strings, as ``--spark-conf``) are Spark
+    settings of the session; protab's recommended ones (``spark.sql.adaptive.enabled`` …) fill
+    in only what they leave unset, and are named on stderr. The output files are byte-identical
+    to the DuckDB engine's on the same records.
     """
     if engine not in ("duckdb", "spark"):
         raise InputError(f"protect: --engine must be duckdb or spark, not {engine!r}")
-    if engine == "duckdb" and (spark_master or spark_remote or spark_data or spark_keys):
-        raise InputError("protect: --spark-master, --spark-remote, --spark-data and --spark-keys need --engine spark")
+    if engine == "duckdb" and (spark_master or spark_remote or spark_data or spark_keys or spark_conf):
+        raise InputError("protect: --spark-master, --spark-remote, --spark-data, --spark-keys and --spark-conf "
+                         "need --engine spark")
     path = Path(request)
     cfg = read_request(path)
     out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
@@ -191,7 +199,7 @@ def protect(
     check_output_folder(out_dir, [output_file(n, f) for n in names for f in formats])
     refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
                      "protect: the output folder", OWN_FOLDER)
-    spark = None if engine == "duckdb" else spark_options(spark_master, spark_remote, spark_data, spark_keys)
+    spark = None if engine == "duckdb" else spark_options(spark_master, spark_remote, spark_data, spark_keys, spark_conf)
     with output_lock((out_dir, "protect: the output folder"), command=f"protab protect {request}", wait=wait):
         rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark)
     print(summary(rows))

@@ -5,6 +5,8 @@ files (``protect --engine spark``, in this process or through Spark Connect)."""
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +25,7 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     swap (a view of the Spark session)."""
     from protab.session import Session
 
-    s = Session.spark(_open_spark(spark))
+    s = Session.spark(open_spark(spark))
     keys = _spark_keys(spark["keys"])
     data = Path(spark["data"]) if spark["data"] else base
     swapped = cfg["swap"]["out"] if "swap" in cfg else None
@@ -43,29 +45,76 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     return s
 
 
-def spark_options(master: str | None, remote: str | None, data: str | None, keys: str | None) -> dict[str, Any]:
+def spark_options(master: str | None, remote: str | None, data: str | None, keys: str | None,
+                  conf: Sequence[str] = ()) -> dict[str, Any]:
     """The Spark options of ``protect --engine spark``: a master (``--spark-master``) or a Spark
-    Connect server (``--spark-remote``, else the ``SPARK_REMOTE`` environment variable), not both."""
+    Connect server (``--spark-remote``, else the ``SPARK_REMOTE`` environment variable), not both,
+    and the settings of ``--spark-conf`` (:func:`spark_conf`)."""
     remote = remote or os.environ.get("SPARK_REMOTE") or None
     if master and remote:
         raise InputError(f"protect: --spark-master {master!r} and --spark-remote {remote!r} (or SPARK_REMOTE) "
                          "exclude each other: Spark runs locally or on a cluster by its master, or on a Spark "
                          "Connect server; give one")
-    return {"master": master, "remote": remote, "data": data, "keys": keys}
+    return {"master": master, "remote": remote, "data": data, "keys": keys, "conf": spark_conf(conf)}
 
 
-def _open_spark(spark: dict[str, Any]) -> Any:
+#: a setting's name as Spark spells one: words joined by dots (spark.sql.shuffle.partitions)
+_DOTTED = re.compile(r"[A-Za-z][\w-]*(\.[\w-]+)+")
+_EXAMPLE = "e.g. --spark-conf spark.sql.shuffle.partitions=8"
+
+
+def spark_conf(given: Sequence[str]) -> dict[str, str]:
+    """``--spark-conf KEY=VALUE`` (repeatable) as Spark settings, each key a ``spark.`` one given
+    once. An error names the key, never the value (it may be a secret: a token, a password), nor
+    a key that is no dotted name (it may be a secret given without its key)."""
+    conf: dict[str, str] = {}
+    for k, item in enumerate(given, 1):
+        key, sep, value = str(item).partition("=")
+        named = repr(key) if _DOTTED.fullmatch(key) else f"number {k} (not shown: no dotted setting name)"
+        if not sep:
+            raise InputError(f"protect: --spark-conf {named} is not KEY=VALUE ({_EXAMPLE})")
+        if not key.startswith("spark.") or not _DOTTED.fullmatch(key):
+            hint = f"; did you mean 'spark.{key}'?" if _DOTTED.fullmatch(key) else ""
+            raise InputError(f"protect: --spark-conf key {named} is not a Spark setting: a key is spark.NAME, "
+                             f"without spaces ({_EXAMPLE}){hint}")
+        if not value:
+            raise InputError(f"protect: --spark-conf {key} has an empty value (an unset shell variable?)")
+        if key in conf:
+            raise InputError(f"protect: --spark-conf {key} is given twice; give it once")
+        conf[key] = value
+    return conf
+
+
+def open_spark(spark: dict[str, Any]) -> Any:
     """The SparkSession: a client of the Spark Connect server ``remote`` (it must answer within
-    a few seconds), else one of the master (default ``local[*]``) in this process."""
-    from protab.engines import remote_session, require_java, require_spark
+    a few seconds), else one of the master (default ``local[*]``) in this process; with the
+    settings of ``--spark-conf`` (over protab's own of the builder), then protab's recommended
+    ones the user left unset (protab.engines.recommended_settings), named on stderr."""
+    from protab.engines import recommended_settings, remote_session, require_java, require_spark, spark_refusal
 
+    conf = spark.get("conf") or {}
     if spark.get("remote"):
-        return remote_session(spark["remote"], "protect: --spark-remote")
-    builder = require_spark().builder
-    require_java()
-    return (builder.master(spark["master"] or "local[*]").appName("protab protect")
-            .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-            .config("spark.log.level", "ERROR").getOrCreate())
+        session = remote_session(spark["remote"], "protect: --spark-remote", conf=conf)
+    else:
+        builder = require_spark().builder
+        require_java()
+        builder = (builder.master(spark["master"] or "local[*]").appName("protab protect")
+                   .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.log.level", "ERROR"))
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        try:
+            session = builder.getOrCreate()
+        except Exception as exc:  # a value Spark refuses (spark.sql.shuffle.partitions=abc): named by its key
+            refusal = spark_refusal(exc, conf, "protect: --spark-conf")
+            if refusal is None:
+                raise
+            raise refusal from None
+    filled = recommended_settings(session)
+    if filled:
+        say("protect --engine spark: protab set " + ", ".join(f"{k}={v}" for k, v in filled.items())
+            + " (left unset; --spark-conf KEY=VALUE sets your own)")
+    return session
 
 
 def _spark_keys(given: str | None) -> tuple[str, int] | None:

@@ -20,14 +20,16 @@ from protab.engines.spark_support import (
     SPARK_SQL,
     duckdb_type,
     local_defaults,
+    recommended_settings,
     remote_session,
     require_java,
     require_spark,
     spark_arrow,
+    spark_refusal,
     spark_sql_text,
 )
 
 __all__ = ["DEFAULT_DATABASE", "SPARK_SQL", "SQL_PIECES", "DuckDBEngine", "Engine", "PostgresEngine", "Refused", "SparkEngine",
            "check_options", "duckdb_type", "engine_class", "engines", "local_defaults", "open_engine", "register_engine",
-           "remote_session", "require_java", "require_spark",
-           "spark_arrow", "spark_sql_text", "spark_tree", "to_spark", "unregister_engine"]
+           "recommended_settings", "remote_session", "require_java", "require_spark",
+           "spark_arrow", "spark_refusal", "spark_sql_text", "spark_tree", "to_spark", "unregister_engine"]

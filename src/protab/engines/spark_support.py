@@ -4,6 +4,7 @@ names as Spark and DuckDB spell them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -54,10 +55,14 @@ def require_java() -> None:
 CONNECT_TIMEOUT = 5.0
 
 
-def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONNECT_TIMEOUT) -> Any:
+def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONNECT_TIMEOUT,
+                   conf: dict[str, str] | None = None) -> Any:
     """A Spark Connect session of the server at ``url`` (``sc://host:port``), once its gRPC
     channel is ready: a server that does not answer within ``timeout`` seconds is an InputError
-    naming ``what`` and the URL (pyspark's client would retry for minutes, then raise a gRPC error)."""
+    naming ``what`` and the URL (pyspark's client would retry for minutes, then raise a gRPC error).
+    ``conf`` (Spark settings) is set on the server's session one by one, not through the builder
+    (which sets them silently: a refused one would be dropped without a word); a refusal (a static
+    or core setting, a wrong value) is an InputError naming its key (:func:`spark_refusal`)."""
     require_spark()
     import importlib.util
 
@@ -89,7 +94,34 @@ def remote_session(url: str, what: str = "--spark-remote", timeout: float = CONN
     # while a classic one runs in the process (SESSION_ALREADY_EXIST); the two do not share state
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    return ConnectSession.builder.remote(url).getOrCreate()
+    session = ConnectSession.builder.remote(url).getOrCreate()
+    for key, value in (conf or {}).items():
+        try:
+            session.conf.set(key, value)
+        except Exception as exc:  # pyspark's AnalysisException, IllegalArgumentException, ...
+            refusal = spark_refusal(exc, {key: value}, what)
+            if refusal is None:
+                raise
+            if "CANNOT_MODIFY" in str(refusal):  # static and core settings are fixed when the server starts
+                refusal = InputError(f"{refusal} (set it where the server starts: start-connect-server.sh "
+                                     "--conf KEY=VALUE)")
+            raise refusal from None
+    return session
+
+
+def spark_refusal(exc: BaseException, conf: dict[str, str], what: str) -> InputError | None:
+    """Spark's refusal of one of the settings ``conf`` as an InputError naming its key and
+    Spark's first line, every value of ``conf`` in it replaced by ``<value>`` (a setting may
+    hold a secret: a token, a password; a value shorter than 6 characters only where it stands
+    alone, so that "3" leaves SQLSTATE 46110 as it is); None when the line names none of the keys."""
+    line = next((s.strip() for s in str(exc).splitlines() if s.strip()), type(exc).__name__)
+    key = next((k for k in conf if f'"{k}"' in line or f"'{k}'" in line or k in line.split()), None)
+    if key is None:
+        return None
+    for value in sorted({v for v in conf.values() if v}, key=len, reverse=True):
+        alone = len(value) < 6
+        line = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w.-])" if alone else re.escape(value), "<value>", line)
+    return InputError(f"{what}: Spark refused the setting {key}: {line}")
 
 
 def _found(util: Any, module: str) -> bool:
@@ -112,15 +144,29 @@ def local_defaults(spark: Any) -> dict[str, str]:
     bytes of bytecode (``spark.sql.codegen.hugeMethodLimit``, the value Spark's configuration
     guide suggests on HotSpot: HotSpot does not compile larger methods, so they run
     interpreted; the magnitude cell key method's chain of lookups made such methods,
-    docs/spark.md). Returns what was set; a cluster master is left as it is. Read through
+    docs/spark.md). Returns what was set; a cluster master is left as it is (but
+    :func:`recommended_settings`, which ``protab protect`` applies). Read through
     ``spark.conf`` and SQL only, so that a Spark Connect session is served alike."""
-    if not local_master(spark):
-        return {}
+    return recommended_settings(spark) if local_master(spark) else {}
+
+
+#: protab's settings for every master, safe on a cluster too (:func:`recommended_settings`)
+_CLUSTER_SETTINGS = (("spark.sql.adaptive.enabled", "true"), ("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT)))
+
+
+def recommended_settings(spark: Any) -> dict[str, str]:
+    """protab's settings of any master, each set only when unset (the user's, the builder's or
+    spark-defaults.conf's value wins); returns what was set. On a local master those of
+    :func:`local_defaults`. On a cluster adaptive execution and the huge-method limit only
+    (executors run HotSpot as the driver does), not the shuffle partitions: the cores are not
+    known when the session starts (executors register later, and come and go with dynamic
+    allocation), and adaptive execution coalesces Spark's 200 to its advisory partition size
+    (64 MB) by the data it sees, which no count of cores does."""
     given = spark.conf.getAll  # what the user (or spark-defaults, the builder) set
     chosen: dict[str, str] = {}
-    if "spark.sql.shuffle.partitions" not in given:  # the cores counted only when needed
+    if local_master(spark) and "spark.sql.shuffle.partitions" not in given:  # the cores counted only when needed
         chosen["spark.sql.shuffle.partitions"] = str(_task_slots(spark))
-    for key, value in (("spark.sql.adaptive.enabled", "true"), ("spark.sql.codegen.hugeMethodLimit", str(HUGE_METHOD_LIMIT))):
+    for key, value in _CLUSTER_SETTINGS:
         if key not in given:
             chosen[key] = value
     for key, value in chosen.items():
