@@ -81,32 +81,35 @@ def ln_steps(x: str, name: str) -> list[list[tuple[str, str]]]:
     of the ones before: the last is ``name``, the others ``name__*``. The textbook reduction (as
     fdlibm's ``log``, with the Taylor series): x = 2^k·m with m in [√½, √2), found from the
     engine's ``ln`` but made exact by comparisons; then ln x = k·ln 2 + ln m with f = m − 1,
-    s = f/(2 + f), ln m = f − f²/2 + s·(f²/2 + R(s²)), and k·ln2_hi + f summed exactly
+    s = f/(m + 1), ln m = f − f²/2 + s·(f²/2 + R(s²)), and k·ln2_hi + f summed exactly
     (Knuth's two-sum). Within 1 ulp of the C library's ``log`` (tests/engines)."""
     def c(part: str) -> str:
         return quote_ident(f"{name}__{part}")
 
     one, two, half = _double(1.0), _double(2.0), _double(0.5)
     # an exponent k0 that may be 1 off (the engine's ln), and m0 = x·2^-k0 exactly, in [0.5, 4)
-    # (in two factors: 2^-k0 alone overflows for a subnormal x)
+    # (in two factors: 2^-k0 alone overflows for a subnormal x; pow of 2 to a whole number is
+    # exact where the result is a double: Java's specification, the C libraries)
     k0, m0 = c("k0"), c("m0")
     e1, e2 = f"floor({half} * -{k0})", f"-{k0} - floor({half} * -{k0})"
     below = [f"{m0} < {_double(_C * 2.0**j)}" for j in range(3)]
     shift = "CASE " + " ".join(f"WHEN {w} THEN {d}" for w, d in zip(below, (-1, 0, 1))) + " ELSE 2 END"
     scale = "CASE " + " ".join(f"WHEN {w} THEN {_double(2.0**-d)}" for w, d in zip(below, (-1, 0, 1)))
     k, m, f, s, a, hf, r, t, b = (c(p) for p in ("k", "m", "f", "s", "a", "h", "r", "t", "b"))
+    # f = m − 1 is exact (Sterbenz), k·ln2_hi too; t + (the error of t) = k·ln2_hi + f exactly
     z = f"({s} * {s})"
     series = _double(_SERIES[-1])
     for coef in reversed(_SERIES[:-1]):
         series = f"({_double(coef)} + {z} * {series})"
     return [
-        [(c("x"), f"({x})"), (k0, f"CAST(floor(ln({x}) * {_double(1 / _LN2_HI)}) AS DOUBLE)")],
+        [(c("x"), f"({x})"), (k0, f"CAST(floor(ln({x}) * {_double(1 / _LN2_HI)}) AS DOUBLE)")],  # ≈ log2 x
         [(m0, f"({c('x')} * power({two}, {e1})) * power({two}, {e2})")],
         [(k, f"{k0} + {shift}"), (m, f"{m0} * {scale} ELSE {_double(0.25)} END")],
         [(f, f"{m} - {one}"), (s, f"({m} - {one}) / ({m} + {one})"), (a, f"{k} * {_double(_LN2_HI)}")],
         [(t, f"{a} + {f}"), (hf, f"({half} * {f}) * {f}"), (r, f"{z} * {series}")],
         [(b, f"{t} - {a}")],
-        [(quote_ident(name), f"{t} + ((({a} - ({t} - {b})) + ({f} - {b})) + ({k} * {_double(_LN2_LO)} - ({hf} - {s} * ({hf} + {r}))))")],
+        [(quote_ident(name), f"{t} + ((({a} - ({t} - {b})) + ({f} - {b})) "
+                             f"+ ({k} * {_double(_LN2_LO)} - ({hf} - {s} * ({hf} + {r}))))")],
     ]
 
 
