@@ -12,7 +12,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def connect_url(tmp_path_factory) -> str:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
     env.update(SPARK_HOME=str(home), SPARK_PID_DIR=str(folder), SPARK_LOG_DIR=str(folder),
-               SPARK_IDENT_STRING="protab-tests", PYSPARK_PYTHON=sys.executable)  # the swap's UDF runs here
+               SPARK_IDENT_STRING="protab-tests")
     conf = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port),
             "spark.ui.enabled": "false", "spark.sql.warehouse.dir": str(folder / "warehouse"),
             "spark.sql.codegen.wholeStage": "false", "spark.sql.adaptive.enabled": "false",

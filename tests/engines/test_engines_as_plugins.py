@@ -42,13 +42,13 @@ def test_duckdb_and_spark_are_registered_with_their_options():
 
 
 def test_an_engine_without_a_template_is_refused_at_registration():
-    class NoLn(DuckDBEngine):
-        name = "no_ln"
-        templates = {k: v for k, v in DuckDBEngine.templates.items() if k != "ln"}
+    class NoHex(DuckDBEngine):
+        name = "no_hex"
+        templates = {k: v for k, v in DuckDBEngine.templates.items() if k != "hex_integer"}
 
-    with pytest.raises(TypeError, match="'ln'"):
-        register_engine(NoLn)
-    assert "no_ln" not in engines()
+    with pytest.raises(TypeError, match="'hex_integer'"):
+        register_engine(NoHex)
+    assert "no_hex" not in engines()
 
 
 def test_another_class_under_a_registered_name_is_refused():

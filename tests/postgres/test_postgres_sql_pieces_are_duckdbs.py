@@ -1,7 +1,8 @@
 """The SQL pieces that differ between engines (protab.engines.base.SQL_PIECES) give on
 PostgreSQL what they give on DuckDB, to the last bit: a double as an exact DECIMAL(38, 8)
-(rounded half away from zero in binary, NULL past 1e30, NaN and ±inf), their exact sums, and
-``ln`` rounded as the C library's ``log`` (the keys of a swap are sorted by it)."""
+(rounded half away from zero in binary, NULL past 1e30, NaN and ±inf), their exact sums; and
+protab's natural logarithm in plain double arithmetic (Engine.ln_columns, the same SQL on every
+engine: the keys of a swap are sorted by it) the same double."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ln_cases import EDGE_BITS, UNIFORM, uniform_bits
 
 import protab as pt
 
@@ -29,6 +31,7 @@ def engines(pg_dsn):
     try:
         for s in (duck, pg):
             s.register("v", data)
+            s.register("u", uniform_bits(2000))
         yield duck.engine, pg.engine
     finally:
         pg.close()
@@ -51,21 +54,22 @@ def test_the_exact_sum_of_doubles_is_duckdbs(engines):
     assert pg == duck
 
 
-def test_ln_rounds_as_duckdbs(engines):
-    duck, pg = (e.rows(f"SELECT i, {e.ln('x')} FROM v WHERE x > 0 AND x < 'Infinity'::DOUBLE ORDER BY i")
-                for e in engines)
+def _ln(engine, source: str, params=None) -> list[bytes]:
+    sql = engine.ln_columns(source, {"l": "x"})
+    return [np.float64(r[0]).tobytes() for r in engine.rows(f"SELECT l FROM ({sql}) q ORDER BY i", params)]
+
+
+def test_the_logarithm_is_duckdbs(engines):
+    duck, pg = (_ln(e, "SELECT i, x FROM v WHERE x > 0 AND x < CAST('Infinity' AS DOUBLE)") for e in engines)
     assert len(pg) > 900
-    assert [np.float64(v).tobytes() for _, v in pg] == [np.float64(v).tobytes() for _, v in duck]
+    assert pg == duck
 
 
-def test_uniform_numbers_ln_as_duckdbs(engines):
-    """The uniform numbers of a swap's keys (0 < u < 1), where Spark's own ln differs."""
-    duck, pg = engines
-    u = ", ".join(repr(float(x)) for x in _rng.uniform(0, 1, 500))
-    select = "SELECT {ln} FROM (SELECT unnest([" + u + "]) AS u) q"
-    a = [r[0] for r in duck.rows(select.format(ln=duck.ln("u")))]
-    b = [r[0] for r in pg.rows(select.format(ln=pg.ln("u")))]
-    assert sorted(np.float64(v).tobytes() for v in b) == sorted(np.float64(v).tobytes() for v in a)
+def test_the_logarithm_of_a_swaps_uniform_numbers_is_duckdbs(engines):
+    """The uniform numbers of a swap's keys, (bits + ½)·2^-52, with the 52-bit edges."""
+    duck, pg = (_ln(e, f"SELECT i, {UNIFORM} AS x FROM u") for e in engines)
+    assert len(pg) == 2000 + len(EDGE_BITS)
+    assert pg == duck
 
 
 def test_hex_integer_is_duckdbs(engines):
@@ -83,6 +87,6 @@ def test_every_double_is_duckdbs_decimal8(engines, x):
 
 @settings(max_examples=300)
 @given(st.floats(min_value=5e-324, allow_infinity=False))
-def test_every_positive_double_has_duckdbs_ln(engines, x):
-    duck, pg = (e.rows(f"SELECT {e.ln('CAST(? AS DOUBLE)')}", [x]) for e in engines)
-    assert np.float64(pg[0][0]).tobytes() == np.float64(duck[0][0]).tobytes()
+def test_every_positive_double_has_duckdbs_logarithm(engines, x):
+    duck, pg = (_ln(e, "SELECT 0 AS i, CAST(? AS DOUBLE) AS x", [x]) for e in engines)
+    assert pg == duck

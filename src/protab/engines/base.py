@@ -29,6 +29,7 @@ import polars as pl
 import pyarrow as pa
 
 from protab.errors import SpecError
+from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.ptable import PTable
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The SQL pieces every engine gives in :attr:`Engine.templates` (``str.format`` templates;
 #: ``{{}}`` writes the ``{}`` of a finish template of :meth:`Engine.decimal8_sum`)
 SQL_PIECES = ("decimal8", "decimal8_float", "decimal8_sum", "decimal8_sum_float", "decimal8_sum_finish",
-              "decimal8_sum_float_finish", "decimal_times", "merged_list", "hex_integer", "ln")
+              "decimal8_sum_float_finish", "decimal_times", "merged_list", "hex_integer")
 
 
 
@@ -56,6 +57,60 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         return value.item()
     return value
+
+
+def _double(value: float) -> str:
+    """A DOUBLE constant every engine reads as the same double: a cast of its 17 significant
+    digits (read correctly rounded everywhere), not a literal (DuckDB types 0.5 as DECIMAL)."""
+    return f"CAST('{value:.17g}' AS DOUBLE)"
+
+
+#: ln 2 as two doubles: 42 significant bits (k·hi is exact for every exponent k of a double) and
+#: the rest, rounded (0x1.62e42fefa38p-1 + 0x1.ef35793c7673p-45, 2e-31 from ln 2)
+_LN2_HI, _LN2_LO = float.fromhex("0x1.62e42fefa38p-1"), float.fromhex("0x1.ef35793c7673p-45")
+#: √½ rounded: the mantissa m is taken in [c, 2c), so |s| = |m − 1|/(m + 1) ≤ 0.172
+_C = float.fromhex("0x1.6a09e667f3bcdp-1")
+#: the terms 2/3, 2/5, … 2/23 of ln((1 + s)/(1 − s)) = 2s + s·(2s²/3 + 2s⁴/5 + …): the next
+#: one is below 2^-60 of the sum
+_SERIES = tuple(2.0 / (2 * j + 1) for j in range(1, 12))
+
+
+def ln_steps(x: str, name: str) -> list[list[tuple[str, str]]]:
+    """The natural logarithm of the DOUBLE ``x`` (positive, finite) in plain IEEE double
+    arithmetic, as the columns (quoted name, SQL) of successive SELECTs, each reading the columns
+    of the ones before: the last is ``name``, the others ``name__*``. The textbook reduction (as
+    fdlibm's ``log``, with the Taylor series): x = 2^k·m with m in [√½, √2), found from the
+    engine's ``ln`` but made exact by comparisons; then ln x = k·ln 2 + ln m with f = m − 1,
+    s = f/(m + 1), ln m = f − f²/2 + s·(f²/2 + R(s²)), and k·ln2_hi + f summed exactly
+    (Knuth's two-sum). Within 1 ulp of the C library's ``log`` (tests/engines)."""
+    def c(part: str) -> str:
+        return quote_ident(f"{name}__{part}")
+
+    one, two, half = _double(1.0), _double(2.0), _double(0.5)
+    # an exponent k0 that may be 1 off (the engine's ln), and m0 = x·2^-k0 exactly, in [0.5, 4)
+    # (in two factors: 2^-k0 alone overflows for a subnormal x; pow of 2 to a whole number is
+    # exact where the result is a double: Java's specification, the C libraries)
+    k0, m0 = c("k0"), c("m0")
+    e1, e2 = f"floor({half} * -{k0})", f"-{k0} - floor({half} * -{k0})"
+    below = [f"{m0} < {_double(_C * 2.0**j)}" for j in range(3)]
+    shift = "CASE " + " ".join(f"WHEN {w} THEN {d}" for w, d in zip(below, (-1, 0, 1))) + " ELSE 2 END"
+    scale = "CASE " + " ".join(f"WHEN {w} THEN {_double(2.0**-d)}" for w, d in zip(below, (-1, 0, 1)))
+    k, m, f, s, a, hf, r, t, b = (c(p) for p in ("k", "m", "f", "s", "a", "h", "r", "t", "b"))
+    # f = m − 1 is exact (Sterbenz), k·ln2_hi too; t + (the error of t) = k·ln2_hi + f exactly
+    z = f"({s} * {s})"
+    series = _double(_SERIES[-1])
+    for coef in reversed(_SERIES[:-1]):
+        series = f"({_double(coef)} + {z} * {series})"
+    return [
+        [(c("x"), f"({x})"), (k0, f"CAST(floor(ln({x}) * {_double(1 / _LN2_HI)}) AS DOUBLE)")],  # ≈ log2 x
+        [(m0, f"({c('x')} * power({two}, {e1})) * power({two}, {e2})")],
+        [(k, f"{k0} + {shift}"), (m, f"{m0} * {scale} ELSE {_double(0.25)} END")],
+        [(f, f"{m} - {one}"), (s, f"({m} - {one}) / ({m} + {one})"), (a, f"{k} * {_double(_LN2_HI)}")],
+        [(t, f"{a} + {f}"), (hf, f"({half} * {f}) * {f}"), (r, f"{z} * {series}")],
+        [(b, f"{t} - {a}")],
+        [(quote_ident(name), f"{t} + ((({a} - ({t} - {b})) + ({f} - {b})) "
+                             f"+ ({k} * {_double(_LN2_LO)} - ({hf} - {s} * ({hf} + {r}))))")],
+    ]
 
 
 
@@ -323,10 +378,18 @@ class Engine(abc.ABC):
         """SQL of up to 15 hexadecimal digits (text) as the whole number they write."""
         return self.piece("hex_integer", digits=digits)
 
-    def ln(self, expr: str) -> str:
-        """SQL of the natural logarithm of a DOUBLE, rounded as DuckDB's ``ln`` (the C library's
-        ``log``), to the last bit: keys that are sorted must sort alike on every engine."""
-        return self.piece("ln", expr=expr)
+    def ln_columns(self, source: str, logs: Mapping[str, str]) -> str:
+        """A query of every column of the query ``source`` and, under each name of ``logs``, the
+        natural logarithm of its DOUBLE expression (a positive finite double; over ``source``'s
+        columns), in plain IEEE double arithmetic (:func:`ln_steps`): the same operations on
+        every engine give the same double to the last bit, where engines' own ``ln`` differ
+        (the C library's and Java's StrictMath.log), and no engine runs a user-defined function.
+        Keys that are sorted (a swap's) sort alike on every engine."""
+        sql = source
+        for depth, step in enumerate(zip(*(ln_steps(expr, name) for name, expr in logs.items()))):
+            items = ", ".join(f"{expr} AS {col}" for part in step for col, expr in part)
+            sql = f"SELECT *, {items} FROM ({sql}) AS protab_ln{depth}"
+        return sql
 
     # -- the ckm() SQL function, lifecycle -----------------------------------------------------
     @abc.abstractmethod

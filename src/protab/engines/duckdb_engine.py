@@ -54,7 +54,6 @@ _TEMPLATES = {
     "merged_list": ("list_slice(list_sort(flatten(list({lists}) FILTER (WHERE {lists} IS NOT NULL)), '{order}'), "
                     "1, {n})"),
     "hex_integer": "CAST('0x' || {digits} AS UBIGINT)",
-    "ln": "ln({expr})",
 }
 
 

@@ -20,7 +20,6 @@ from protab.engines.registry import register_engine
 from protab.engines.spark_sql import spark_tree, to_spark
 from protab.engines.spark_support import (
     _spark_schema,
-    c_log,
     duckdb_type,
     is_connect,
     local_defaults,
@@ -62,10 +61,12 @@ _UNITS_AS_DECIMAL8 = "TRY_CAST(CAST({units} AS VARCHAR) || 'E-8' AS DECIMAL(38, 
 #:   units), without writing and reading every record's value as text;
 #: - ``decimal_times``: Spark types DECIMAL(38, 8) × BIGINT as DECIMAL(38, 6) (two decimals
 #:   lost); DECIMAL(29, 8) × DECIMAL(8, 0) stays DECIMAL(38, 8) (values below 1e21);
-#: - ``hex_integer``: ``conv`` to base 10 (no hexadecimal literal cast); 15 digits fit a BIGINT;
-#: - ``ln``: ``protab_ln``, Python's ``math.log`` (the C library's ``log``, which DuckDB's ``ln``
-#:   calls) as a UDF: Spark's ``ln`` (Java's StrictMath.log) differs in the last bit for some
-#:   7 % of the uniform numbers of a swap, which could reorder near-equal keys.
+#: - ``hex_integer``: ``conv`` to base 10 (no hexadecimal literal cast); 15 digits fit a BIGINT.
+#:
+#: The logarithms of a swap's keys are no piece of an engine: Spark's ``ln`` (Java's
+#: StrictMath.log) differs from DuckDB's (the C library's ``log``) in the last bit for some 7 % of
+#: the uniform numbers, which could reorder near-equal keys, so every engine computes them in
+#: the same plain double arithmetic (:meth:`Engine.ln_columns`): no Python runs on the executors.
 _TEMPLATES: dict[str, str | Refused] = {
     "decimal8": "TRY_CAST({expr} AS DECIMAL(38, 8))",
     "decimal8_float": _UNITS_AS_DECIMAL8.format(units=_UNITS),
@@ -77,7 +78,6 @@ _TEMPLATES: dict[str, str | Refused] = {
     "merged_list": Refused("key sums with sums (Session.key_sums(..., sums=...)) are made on DuckDB only; "
                            "on Spark ask the records' table for magnitudes"),
     "hex_integer": "CAST(conv({digits}, 16, 10) AS BIGINT)",
-    "ln": "protab_ln({expr})",
 }
 
 
@@ -155,9 +155,6 @@ class SparkEngine(Engine):
         for statement in re.split(r";\s*\n", text):
             if statement.strip():
                 self.spark.sql(statement)
-        from pyspark.sql.types import DoubleType
-
-        self.spark.udf.register("protab_ln", c_log(), DoubleType())  # a type, not a name Spark would parse
 
     @contextmanager
     def df(self, sql: str, params: Sequence[Any] | None = None) -> Iterator[Any]:

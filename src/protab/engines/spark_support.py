@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,15 +189,6 @@ def is_connect(spark: Any) -> bool:
     """A Spark Connect session (``pyspark.sql.connect.session.SparkSession``): a client of a
     server whose file system need not be this machine's."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def c_log() -> Callable[[float | None], float | None]:
-    """The natural logarithm of the C library (Python's ``math.log`` calls it, as DuckDB's
-    ``ln`` does), for a Spark UDF: defined here as a closure, so that Spark's workers get it
-    by value and need no protab."""
-    import math
-
-    return lambda x: None if x is None else math.log(x)
 
 
 def spark_arrow(data: pa.Table) -> pa.Table:

@@ -102,17 +102,20 @@ class Households(Work):
             f" AS d{d}"
             for d in range((n_uniform + 3) // 4)
         ]
-        # risk/Exp(1); a zero risk (given risk columns) becomes tiny so that its keys stay distinct
-        dkeys = [f"greatest(r{h}, 1e-300) / -{self.eng.ln(self.uniform(h))} AS dkey{h}" for h in range(L)]
-        skey = f"greatest(r{L - 1}, 1e-300) / -{self.eng.ln(self.uniform(L))} AS skey"
+        # risk/Exp(1); a zero risk (given risk columns) becomes tiny so that its keys stay distinct;
+        # the logarithms in plain double arithmetic: the same keys on every engine
+        dkeys = [f"greatest(r{h}, 1e-300) / -ln_u{h} AS dkey{h}" for h in range(L)]
+        skey = f"greatest(r{L - 1}, 1e-300) / -ln_u{L} AS skey"
+        inner = (f"SELECT hh.*, {', '.join(area + cls)}, {', '.join(digests)} FROM {self.t('hh')} hh "
+                 f"{' '.join(joins)}")
+        logs = self.eng.ln_columns(inner, {f"ln_u{j}": self.uniform(j) for j in range(n_uniform)})
         self.create(
             "w",
             "SELECT hid, size, "
             + ", ".join([f"a{h}" for h in range(L)] + [f"k{p}" for p in range(len(s.similar))])
             + ", "
             + ", ".join(f"r{h}" for h in range(L))
-            + f", {level} AS level, {', '.join(dkeys)}, {skey} FROM (SELECT hh.*, {', '.join(area + cls)}, "
-            + f"{', '.join(digests)} FROM {self.t('hh')} hh {' '.join(joins)})",
+            + f", {level} AS level, {', '.join(dkeys)}, {skey} FROM ({logs}) AS logs",
             [self.seed] * len(digests),
         )
 

@@ -56,9 +56,7 @@ _UNITS_AS_DECIMAL8 = "CAST({units} * 0.00000001 AS DECIMAL(38, 8))"
 #:   decimal once per group;
 #: - ``decimal8_sum_finish``: PostgreSQL's sum of NUMERIC(38, 8) is an unbounded NUMERIC: cast
 #:   back to DECIMAL(38, 8), which overflows where DuckDB's sum does (past 38 digits);
-#: - ``hex_integer``: the digits as a bit string, read as a BIGINT (15 digits fit);
-#: - ``ln``: PostgreSQL's ``ln`` of a double precision calls the C library's ``log``, as
-#:   DuckDB's does (of a NUMERIC it would not: hence the cast).
+#: - ``hex_integer``: the digits as a bit string, read as a BIGINT (15 digits fit).
 _TEMPLATES: dict[str, str | Refused] = {
     "decimal8": "CAST(CASE WHEN abs({expr}) < 1e30 THEN {expr} END AS DECIMAL(38, 8))",
     "decimal8_float": _UNITS_AS_DECIMAL8.format(units=_UNITS),
@@ -70,7 +68,6 @@ _TEMPLATES: dict[str, str | Refused] = {
     "merged_list": Refused("key sums with sums (Session.key_sums(..., sums=...)) are not supported on the "
                            "PostgreSQL engine yet; ask the records' table for magnitudes"),
     "hex_integer": "CAST(CAST('x' || lpad({digits}, 16, '0') AS BIT(64)) AS BIGINT)",
-    "ln": "ln(CAST({expr} AS DOUBLE))",
 }
 
 
