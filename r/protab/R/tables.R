@@ -113,8 +113,8 @@ pt_magnitude_ckm <- function(ptable, variant = "top_contr", top_k = NULL, fp = N
 #' `SensitivityRules`; docs/methods.md, section 6.2).
 #'
 #' @param min_frequency Fewer contributors than this (and at least one) is sensitive.
-#' @param dominance A list of `c(n, k)`: the n largest contributions make k percent or more.
-#' @param p_percent The p% rule.
+#' @param dominance A list of `c(n, k)`: the n largest contributions make k per cent or more.
+#' @param p_percent The p per cent rule.
 #' @param pq The (p, q) rule, `c(p, q)`.
 #' @param zero Cells with a total of zero are sensitive.
 #' @param convention `"gauss"` (SSB GaussSuppression) or `"argus"` (tau-ARGUS).
