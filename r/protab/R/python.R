@@ -58,8 +58,9 @@ pt_python <- function() {
 .call <- function(fn, ...) {
   args <- list(...)
   named <- if (is.null(names(args))) rep(FALSE, length(args)) else nzchar(names(args))
+  helper <- .helper()  # outside tryCatch: a missing protab is not a protab error
   res <- tryCatch(
-    .helper()$call(fn, unname(args[!named]), .dict(args[named])),
+    helper$call(fn, unname(args[!named]), .dict(args[named])),
     error = function(e) {
       info <- .python_message(e)
       cond <- structure(class = c(if (nzchar(info$type)) info$type, "protab_error", "error", "condition"),

@@ -17,13 +17,10 @@ def to_polars(columns: dict[str, Any], kinds: dict[str, str], missing: dict[str,
     dtypes = {"integer": pl.Int64, "double": pl.Float64, "logical": pl.Boolean, "character": pl.String}
     out = {}
     for name, values in columns.items():
-        values = values if isinstance(values, list) else [values]
-        s = pl.Series(name, values, dtype=dtypes[kinds[name]])
-        na = missing.get(name) or []
+        s = pl.Series(name, values if isinstance(values, list) else [values], dtype=dtypes[kinds[name]])
+        na = missing.get(name)
         if na:
-            mask = pl.Series([False] * len(s)).scatter([int(k) - 1 for k in (na if isinstance(na, list) else [na])],
-                                                       True)
-            s = pl.select(pl.when(mask).then(None).otherwise(s).alias(name)).to_series()
+            s = s.scatter(pl.Series(na if isinstance(na, list) else [na], dtype=pl.Int64) - 1, None)
         out[name] = s
     return pl.DataFrame(out)
 
@@ -34,10 +31,9 @@ def _column(s: pl.Series) -> tuple[str, list[Any], list[int]]:
     if s.dtype == pl.Boolean:
         return "logical", s.fill_null(False).to_list(), missing
     if s.dtype.is_integer():
-        small = s.drop_nulls().abs().max() if s.len() > missing.__len__() else 0
-        kind = "integer" if small is None or int(small) <= INT32 else "double"  # type: ignore[arg-type]
+        fits = s.is_between(-INT32, INT32).fill_null(True).all()  # R's integers: 32 bits, NA aside
         vals = s.fill_null(0)
-        return kind, (vals.to_list() if kind == "integer" else vals.cast(pl.Float64).to_list()), missing
+        return ("integer", vals.to_list(), missing) if fits else ("double", vals.cast(pl.Float64).to_list(), missing)
     if s.dtype.is_numeric():
         return "double", s.cast(pl.Float64).fill_null(0.0).to_list(), missing
     return "character", s.cast(pl.String).fill_null("").to_list(), missing
