@@ -103,7 +103,7 @@ pt_python <- function() {
 
 # An R data.frame of a polars frame (Python object), column by column.
 .from_polars <- function(frame) {
-  parts <- reticulate::py_to_r(.helper()$from_frame(frame))
+  parts <- reticulate::py_to_r(.call(.helper()$from_frame, frame))
   cols <- lapply(seq_along(parts$names), function(k) {
     kind <- parts$kinds[[k]]
     x <- switch(kind, logical = as.logical(unlist(parts$values[[k]])),

@@ -31,7 +31,8 @@ def _column(s: pl.Series) -> tuple[str, list[Any], list[int]]:
     if s.dtype == pl.Boolean:
         return "logical", s.fill_null(False).to_list(), missing
     if s.dtype.is_integer():
-        fits = s.is_between(-INT32, INT32).fill_null(True).all()  # R's integers: 32 bits, NA aside
+        lo, hi = s.min(), s.max()  # R's integers: 32 bits, NA aside (also for unsigned columns)
+        fits = lo is None or (int(lo) >= -INT32 and int(hi) <= INT32)  # type: ignore[arg-type]
         vals = s.fill_null(0)
         return ("integer", vals.to_list(), missing) if fits else ("double", vals.cast(pl.Float64).to_list(), missing)
     if s.dtype.is_numeric():

@@ -51,3 +51,13 @@ test_that("record keys are refused without a seed, in protab's words", {
   pt_add_record_keys(s, "persons", "pid", seed = "r-package-test-seed")
   expect_equal(nrow(pt_cell_key(s, "persons", "sex", test_ptable())), 3)
 })
+
+test_that("unsigned and small integer columns come back as integers", {
+  skip_without_protab()
+  frame <- reticulate::py_eval(paste0("__import__('polars').DataFrame({'u': [0, 3, None], 'b': [1, 2, 3]}, ",
+                                      "schema={'u': __import__('polars').UInt8, 'b': __import__('polars').Int16})"),
+                               convert = FALSE)
+  back <- protab:::.from_polars(frame)
+  expect_identical(back$u, c(0L, 3L, NA))
+  expect_identical(back$b, 1:3)
+})
