@@ -64,7 +64,8 @@ class RSession:
         assert self.proc.stdin is not None
         self.proc.stdin.write(command)
         self.proc.stdin.flush()
-        out, deadline = [], time.monotonic() + TIMEOUT
+        out: list[str] = []
+        deadline = time.monotonic() + TIMEOUT
         while True:
             try:
                 line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
