@@ -10,7 +10,7 @@ DEMO_ARGS ?=
 # test processes (pytest-xdist; each Spark test module's process runs one JVM of ~1.5 GB)
 TEST_WORKERS ?= 2
 
-.PHONY: demo test check lint docs java chromium node pgclients postgres clean
+.PHONY: demo test check lint docs java chromium node pgclients postgres r clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,9 +72,18 @@ postgres:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	  else echo "note: no PostgreSQL server; the PostgreSQL engine's tests will be skipped (install postgresql)"; fi; }
 
+# The R package's tests (tests/r: R CMD build and check of r/protab, through reticulate) need
+# Debian's R with reticulate and testthat: installed when Rscript (or one of them) is missing and root
+r:
+	@{ command -v Rscript >/dev/null 2>&1 && Rscript -e 'quit(status = !all(sapply(c("reticulate", "testthat"), requireNamespace, quietly = TRUE)))' >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing R with reticulate and testthat for the R package's tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq r-base-core r-cran-reticulate r-cran-testthat >/dev/null; \
+	  else echo "note: no Rscript with reticulate and testthat; the R package's tests will be skipped (install r-base-core r-cran-reticulate r-cran-testthat)"; fi; }
+
 # As root (CI) the tools above are installed, so a test skipped for want of one fails the run
 # (PROTAB_REQUIRE_TOOLS, tests/conftest.py); skip reasons are printed either way (-rs)
-test: $(VENV)/.dev java chromium node pgclients postgres
+test: $(VENV)/.dev java chromium node pgclients postgres r
 	PROTAB_REQUIRE_TOOLS=$$( [ "$$(id -u)" = 0 ] && echo 1 || echo 0 ) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 lint: $(VENV)/.dev

@@ -62,7 +62,8 @@ def h_muni() -> pt.Hierarchy:
 
 # -- skips that CI must not accept ------------------------------------------------------------
 # The README promises tests of Spark (Java), the table builder in a browser (chromium) and
-# under node, the PostgreSQL front with psql and JDBC, and the duckdb command line. `make test` installs those
+# under node, the PostgreSQL front with psql and JDBC, the duckdb command line, and the R package
+# (R with reticulate and testthat). `make test` installs those
 # tools when it runs as root (as CI does) and then sets PROTAB_REQUIRE_TOOLS=1: a test that is
 # skipped for want of one of them fails the run instead of passing unseen.
 _TOOL_SKIP = re.compile(r"not installed|Java runtime|chromium|chromedriver|psql|JDBC|needs node")

@@ -5,7 +5,7 @@ language needs its own runner (protect requests, the duckdb CLI, a shell session
 in the background), which a library would leave to us anyway; fences and one marker are all
 there is to read.
 
-- A block is a fence with a language: python, bash / sh, toml, sql, json. A fence without one,
+- A block is a fence with a language: python, bash / sh, toml, sql, json, r. A fence without one,
   or ``text``, is text (a synopsis, a file listing, a transcript) and is not run.
 - ``<!-- not run: why -->`` on the line before a fence marks a block that cannot run here.
 - The blocks of one document run in order, in one folder of their own: the demo of the test
@@ -29,6 +29,8 @@ there is to read.
   other block that names its file is written there for later blocks (an included file, a
   programme, a report request).
 - sql: the duckdb CLI on ``protab.duckdb`` (an error fails). json: parsed.
+- r: one R session per document with the package r/protab (tests/docs/docs_r.py); an R error
+  fails the block.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-LANGUAGES = {"python", "bash", "sh", "toml", "sql", "json"}
+LANGUAGES = {"python", "bash", "sh", "toml", "sql", "json", "r"}
 TEXT = {"", "text"}
 DEMO_PERSONS = 20_000
 SEEDS = {"PROTAB_SEED": "docs-example-seed", "SWAP_SEED": "docs-swap-seed"}
@@ -256,6 +258,7 @@ class DocRun:
     env: dict[str, str] = field(default_factory=dict)
     ports: dict[int, int] = field(default_factory=dict)
     shell_: Shell | None = None
+    r_: Any = None  # the document's R session (docs_r.RSession), made by its first R block
 
     def __post_init__(self) -> None:
         self.env = dict(os.environ, **SEEDS, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -265,6 +268,9 @@ class DocRun:
         if self.shell_ is not None:
             self.shell_.close()
             self.shell_ = None
+        if self.r_ is not None:
+            self.r_.close()
+            self.r_ = None
 
     def ported(self, line: str) -> str:
         """The documented ports in ``line`` replaced by those of the running services."""
@@ -279,7 +285,7 @@ class DocRun:
             if k in self.env:
                 monkeypatch.setenv(k, self.env[k])
         runner = {"python": self.python, "bash": self.shell, "sh": self.shell, "toml": self.toml,
-                  "sql": self.sql, "json": self.json}[block.lang]
+                  "sql": self.sql, "json": self.json, "r": self.r}[block.lang]
         runner(block)
 
     # -- the languages ------------------------------------------------------------------------
@@ -290,6 +296,14 @@ class DocRun:
 
     def json(self, block: Block) -> None:
         json.loads(block.text)
+
+    def r(self, block: Block) -> None:
+        from docs_r import RSession
+
+        if self.r_ is None:
+            self.r_ = RSession(self.folder, self.env)
+        rc, out = self.r_.send(block.text)
+        assert rc == 0, f"{block.id} failed (status {rc}):\n{out[-4000:]}"
 
     def sql(self, block: Block) -> None:
         duckdb = BIN / "duckdb" if (BIN / "duckdb").exists() else shutil.which("duckdb")

@@ -90,3 +90,14 @@ def test_sql_and_requests_fail_on_errors(run, monkeypatch):
         run.run(_block("toml", request), monkeypatch)
     with pytest.raises(AssertionError, match="neither a protect request"):
         run.run(_block("toml", "a = 1\n"), monkeypatch)
+
+
+@pytest.mark.slow  # installs the R package and starts R and Python in it: about 20 s
+def test_r_blocks_share_a_session_and_fail_on_an_r_or_protab_error(run, monkeypatch):
+    run.run(_block("r", "x <- 41\n"), monkeypatch)
+    run.run(_block("r", "stopifnot(x + 1 == 42)\nlibrary(protab)\n"), monkeypatch)
+    with pytest.raises(AssertionError, match="object 'undefined_name' not found"):
+        run.run(_block("r", "print(undefined_name)\n"), monkeypatch)
+    with pytest.raises(AssertionError, match="no table named 'nope'"):
+        run.run(_block("r", 'pt_tabulate(pt_session(), "nope", "sex")\n'), monkeypatch)
+    run.run(_block("r", "stopifnot(x == 41)\n"), monkeypatch)

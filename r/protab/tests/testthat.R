@@ -1,0 +1,4 @@
+library(testthat)
+library(protab)
+
+test_check("protab")
