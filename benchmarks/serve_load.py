@@ -9,7 +9,9 @@ A demo database (`protab demo --persons N --db FILE`, kept in --folder and reuse
 send a mix of SQL queries and table requests for `--duration` seconds (at most 600) or until
 `--max-requests`: tables from 27 to about 7,200 cells (municipality x agegroup), four kinds of
 counts and one of means (avg(income)), in forms the service accepts (one-value filters on other
-dimensions, several values only on a grouped dimension), with filters drawn at random so that
+dimensions, several values only on a grouped dimension) and one of custom age groups (judged by
+the differencing rule, then computed by Session.cell_key_groups; its baseline is cell_key with the
+groups as a level of the age hierarchy), with filters drawn at random so that
 most requests differ (the answer cache is off unless `--cache N`; answers are deterministic, so a
 cache only hides the work). Prints throughput, p50/p95/max latency, the error count, and per
 query kind the ratio of its latency alone (one client, best of --repeat, each with new filters)
@@ -135,6 +137,13 @@ def kinds(codes: dict[str, list[str]]):
         return "/v1/table", {"dataset": "persons", "dims": ["municipality", "agegroup"],
                              "filters": {"agegroup": [a for a in ages if a != drop]}}
 
+    def groups(rng):  # custom groups: the differencing rule judges them (serve/groups.py) before the table
+        return "/v1/table", {"dataset": "persons", "dims": ["agegroup", "sex"], "groups": {"agegroup": age_groups},
+                             "filters": {"region": [rng.choice(regions)]}}
+
+    age_groups = {"0-14": ages[:3], "15-64": ages[3:13], "65+": ages[13:]}
+    h_groups = pt.Hierarchy.from_parent_child([(g, a) for g, members in age_groups.items() for a in members])
+
     def spec_of(name, h_mun):
         return {
             "cube": pt.TableSpec({"region": regions, "sex": codes["sex"]}),
@@ -146,10 +155,11 @@ def kinds(codes: dict[str, list[str]]):
                                        where=[("region", "in", [regions[0]])]),
             "table": pt.TableSpec({"municipality": h_mun, "agegroup": ages[1:]},
                                   where=[("agegroup", "in", ages[1:])]),
+            "groups": pt.TableSpec({"agegroup": h_groups, "sex": codes["sex"]}, where=[("region", "in", [regions[0]])]),
         }[name]
 
     return [("cube", cube), ("muni_age", muni_age), ("muni_sex_rollup", muni_sex_rollup),
-            ("age_income", age_income), ("table", table)], spec_of
+            ("age_income", age_income), ("table", table), ("groups", groups)], spec_of
 
 
 JOB_CELLS = 10000
