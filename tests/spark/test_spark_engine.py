@@ -11,6 +11,7 @@ errors without pyspark or Java.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -335,6 +336,26 @@ def test_protect_engine_spark_writes_the_same_files(tmp_path, spark):
     protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark2"), engine="spark", spark_keys="rkey:4294967296")
     for name in files:
         assert (tmp_path / "spark2" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
+
+
+def test_protect_engine_spark_reads_sources_from_a_uri_and_names_a_missing_one(tmp_path, spark):
+    _census(tmp_path, REQUEST.format())
+    from protab.cli import protect
+
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "duck"))
+    (tmp_path / "lake").mkdir()
+    (tmp_path / "census.parquet").rename(tmp_path / "lake" / "census.parquet")
+    spark.catalog.dropTempView("census")
+    protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark"), engine="spark",
+            spark_data=(tmp_path / "lake").as_uri())  # file:///…/lake, as s3a:// or hdfs:// would be
+    for name in ("muni_sex.csv", "w_sums.parquet"):
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "duck" / name).read_bytes(), name
+    spark.catalog.dropTempView("census")
+    missing = (tmp_path / "nowhere").as_uri()
+    with pytest.raises(pt.InputError, match=rf"register 'census': cannot read '{re.escape(missing)}/census.parquet'"
+                       r": \[PATH_NOT_FOUND\]"):
+        protect(str(tmp_path / "request.toml"), out=str(tmp_path / "spark2"), engine="spark", spark_data=missing)
+    assert not (tmp_path / "spark2").exists()
 
 
 SUPPRESSION_REQUEST = """

@@ -126,8 +126,9 @@ def add_parsers(sub: Any) -> None:
     pr.add_argument("--spark-master", help="Spark master URL for --engine spark (default local[*])")
     pr.add_argument("--spark-remote", help="Spark Connect server for --engine spark, sc://host:port (default: "
                                            "$SPARK_REMOTE; not with --spark-master)")
-    pr.add_argument("--spark-data", help="folder of <source>.parquet files for --engine spark "
-                                         "(default: the request's folder; Spark tables are used first)")
+    pr.add_argument("--spark-data", help="folder or URI (s3a://, abfss://, hdfs://, file://, ...) of "
+                                         "<source>.parquet files for --engine spark (default: the request's "
+                                         "folder; Spark tables are used first)")
     pr.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
                                          "(default: as keyed in the request's DuckDB database)")
     pr.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",

@@ -27,22 +27,33 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
 
     s = Session.spark(open_spark(spark))
     keys = _spark_keys(spark["keys"])
-    data = Path(spark["data"]) if spark["data"] else base
+    data = str(spark["data"]) if spark["data"] else str(base)
     swapped = cfg["swap"]["out"] if "swap" in cfg else None
     sources = [cfg["swap"]["source"]] if "swap" in cfg else []
     sources += [t["source"] for t in cfg["tables"] if t["source"] != swapped]
     for source in dict.fromkeys(sources):
         if not s.exists(source):
-            path = data / f"{source}.parquet"
-            if not path.exists() and not spark.get("remote"):  # a Connect server reads its own files
-                raise InputError(
-                    f"protect --engine spark: source {source!r} is neither a Spark table nor the Parquet "
-                    f"file {str(path)!r} (pass --spark-data FOLDER holding {source}.parquet)"
-                )
-            s.register(source, str(path))
+            _register_parquet(s, source, data, remote=bool(spark.get("remote")))
         column, modulus = _keys_in_database(db, source) if keys is None else keys
         s.use_record_keys(source, column, modulus)
     return s
+
+
+#: a URI's scheme as Spark's file systems name one (s3a://, abfss://, hdfs://, gs://, file://)
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _register_parquet(s: Session, source: str, data: str, *, remote: bool) -> None:
+    """``source`` as the Parquet file (or folder) ``<data>/<source>.parquet``: ``data`` a local
+    folder, or a URI Spark reads (``s3a://``, ``abfss://``, ``hdfs://``, ``file://``, …), joined
+    as text. A local path is checked here (not over Spark Connect: the server reads its own
+    files); a URI by Spark when registered."""
+    uri = _URI.match(data) is not None
+    path = f"{data.rstrip('/')}/{source}.parquet" if uri else str(Path(data) / f"{source}.parquet")
+    if not uri and not remote and not Path(path).exists():
+        raise InputError(f"protect --engine spark: source {source!r} is neither a Spark table nor the Parquet "
+                         f"file {path!r} (pass --spark-data FOLDER or URI holding {source}.parquet)")
+    s.register(source, path)  # a path Spark cannot read: the engine's InputError names it and Spark's reason
 
 
 def spark_options(master: str | None, remote: str | None, data: str | None, keys: str | None,
