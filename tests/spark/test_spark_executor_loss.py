@@ -7,6 +7,7 @@ relations and executor loss")."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
@@ -76,11 +77,20 @@ def spark(tmp_path_factory):
 
     if not sys.platform.startswith("linux"):
         pytest.skip("finds the executor processes in /proc")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python (protab_ln)
-    os.environ["SPARK_WORKER_DIR"] = str(tmp_path_factory.mktemp("spark-work"))  # not pyspark's own folder
+    import pyspark
+
     folder = tmp_path_factory.mktemp("spark-checkpoints")
-    yield from own_spark({"spark.checkpoint.dir": str(folder), "spark.executor.memory": "768m"},
-                         master="local-cluster[2,1,1024]")
+    work = Path(pyspark.__file__).parent / "work"  # where local-cluster's workers run their executors
+    # the peers a block's second copy may go to are looked up again every second (Spark's
+    # default is a minute): the executor the master starts in place of a killed one is known soon
+    conf = {"spark.checkpoint.dir": str(folder), "spark.executor.memory": "768m", "spark.storage.cachedPeersTtl": "1000"}
+    for s in own_spark(conf,
+                       master="local-cluster[2,1,1024]"):
+        app = s.sparkContext.applicationId
+        yield s
+    shutil.rmtree(work / app, ignore_errors=True)  # this test's executors' folder, nothing else
+    if work.is_dir() and not any(work.iterdir()):
+        work.rmdir()
 
 
 @pytest.fixture(scope="module")
@@ -89,15 +99,39 @@ def expected() -> pl.DataFrame:
         return _cell_key(duck)
 
 
+def test_an_executor_lost_with_local_checkpoints_is_a_protab_error_naming_what_to_set(spark):
+    with pt.Session.spark(spark, checkpoint="local") as s:
+        _wait_for_two_executors()
+        made = s.engine.checkpoint
+        calls = []
+
+        def kill_after_three(frame):
+            kept = made(frame)
+            calls.append(1)
+            if len(calls) == 3:
+                os.kill(_executors()[0], signal.SIGKILL)
+            return kept
+
+        s.engine.checkpoint = kill_after_three
+        with pytest.raises(pt.ProtabError, match=r"lost an executor.*checkpoint='local'.*spark\.checkpoint\.dir"):
+            _cell_key(s)
+
+
+def _wait_for_two_executors() -> None:
+    """Both executors up (the master replaces one killed by an earlier test)."""
+    for _ in range(60):
+        if len(_executors()) == 2:
+            return
+        time.sleep(1)
+    assert len(_executors()) == 2
+
+
 @pytest.mark.parametrize("mode", ["replicated", "reliable"])
 def test_a_request_survives_the_loss_of_an_executor(spark, expected, mode):
     with pt.Session.spark(spark, checkpoint=mode) as s:
-        _cell_key(s)  # both executors up and warm (the master replaces one killed before)
-        for _ in range(60):
-            if len(_executors()) == 2:
-                break
-            time.sleep(1)
-        assert len(_executors()) == 2
+        _wait_for_two_executors()
+        time.sleep(2)  # the peer lists of both executors name each other (cachedPeersTtl)
+        _cell_key(s)  # both executors warm
         made = s.engine.checkpoint
         calls = []
 
