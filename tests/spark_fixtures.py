@@ -85,6 +85,30 @@ def release(s) -> None:
     s.conf.set("spark.sql.shuffle.partitions", "2")
 
 
+def own_spark(conf: dict[str, str], master: str = "local[2]"):
+    """The body of a module's ``spark`` fixture for a SparkSession of its own, built with the
+    settings ``conf`` that a running Spark does not take (``spark.checkpoint.dir``): the
+    process's shared session is stopped first (the next module that asks for it starts it
+    again, in the same JVM) and this one is stopped after the module."""
+    require_spark()
+    from pyspark.sql import SparkSession
+
+    while _SHARED:
+        _SHARED.pop().stop()
+    builder = (SparkSession.builder.master(master).appName("protab-tests-own")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.adaptive.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "1"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    s = builder.getOrCreate()
+    s.sparkContext.setLogLevel("ERROR")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
 def spark_fixture(tmp_path_factory, app: str, cores: int = 1):
     """The body of a module's ``spark`` fixture: ``yield from spark_fixture(...)`` (skipped
     without pyspark or Java)."""

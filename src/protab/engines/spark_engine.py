@@ -19,11 +19,14 @@ from protab.engines.base import Engine, Refuse, Refused, _plain
 from protab.engines.registry import register_engine
 from protab.engines.spark_sql import spark_tree, to_spark
 from protab.engines.spark_support import (
+    CHECKPOINT_MODES,
     _spark_schema,
+    checkpoint_mode,
     duckdb_type,
     is_connect,
     local_defaults,
     local_master,
+    lost_checkpoint,
     require_java,
     require_spark,
     spark_arrow,
@@ -90,7 +93,12 @@ class SparkEngine(Engine):
     dialect = "spark"
     union_pieces = False
     templates = _TEMPLATES
-    options = {"spark_session": "the pyspark SparkSession the tables live in (the caller's: never stopped)"}
+    options = {
+        "spark_session": "the pyspark SparkSession the tables live in (the caller's: never stopped)",
+        "checkpoint": "how temporary relations are kept: " + ", ".join(map(repr, CHECKPOINT_MODES))
+                      + " (default: 'reliable' with spark.checkpoint.dir set, else 'local' on a local master, "
+                        "'replicated' on a cluster's)",
+    }
 
     def overflow_errors(self) -> tuple[type[BaseException], ...]:
         """Spark's ANSI mode raises an ArithmeticException (e.g. a DECIMAL sum past 38 digits); the
@@ -101,7 +109,7 @@ class SparkEngine(Engine):
 
     label = "spark"
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, checkpoint: str | None = None) -> None:
         if str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":
             # without ANSI mode an overflowing integer sum wraps around silently
             raise InputError(
@@ -109,6 +117,8 @@ class SparkEngine(Engine):
                 "so that an overflowing sum fails instead of giving a wrong count or cell key"
             )
         self.spark = spark
+        #: how :meth:`checkpoint` keeps a relation (:func:`~protab.engines.spark_support.checkpoint_mode`)
+        self.checkpoint_mode = checkpoint_mode(spark, checkpoint)
         self._frames: dict[str, Any] = {}
         self._keys: dict[str, tuple[str, int]] = {}  # record-key columns of the views
         # temporary outputs (write_relations) not yet kept: the view and record keys they replaced
@@ -117,11 +127,12 @@ class SparkEngine(Engine):
 
     @classmethod
     def connect(cls, target: Any = None, **options: Any) -> SparkEngine:
-        """:meth:`for_session` of ``spark_session`` (or ``target``), which must be a pyspark SparkSession."""
+        """:meth:`for_session` of ``spark_session`` (or ``target``), which must be a pyspark
+        SparkSession, with the ``checkpoint`` mode (None: the default)."""
         spark = options.get("spark_session") if target is None else target
         if not cls.wraps(spark):
             raise InputError(f"the spark engine needs a pyspark SparkSession, not {type(spark).__name__}")
-        return cls.for_session(spark)
+        return cls.for_session(spark, checkpoint=options.get("checkpoint"))
 
     @classmethod
     def wraps(cls, obj: Any) -> bool:
@@ -139,15 +150,15 @@ class SparkEngine(Engine):
         return None
 
     @classmethod
-    def for_session(cls, spark: Any) -> SparkEngine:
+    def for_session(cls, spark: Any, checkpoint: str | None = None) -> SparkEngine:
         """The engine of a ``pyspark.sql.SparkSession`` (pyspark and Java checked first, Java not
         for a Spark Connect client; on a local master, :func:`local_defaults` for what the user
-        left unset)."""
+        left unset); ``checkpoint`` as :func:`~protab.engines.spark_support.checkpoint_mode`."""
         require_spark()
         if not is_connect(spark):
             require_java()
         local_defaults(spark)
-        return cls(spark)
+        return cls(spark, checkpoint)
 
     def install(self) -> None:
         """The Spark twins of protab's macros (protab_record_key, protab_row_class)."""
@@ -169,11 +180,24 @@ class SparkEngine(Engine):
         args = {f"p{k}": _plain(v) for k, v in enumerate(params)}
         views: list[str] = []
         try:
-            text = self._shared_ctes(sql, args, views)
-            yield self._sql(text, args)
+            with self._lost_executor():
+                text = self._shared_ctes(sql, args, views)
+                yield self._sql(text, args)
         finally:
             for view in views:  # what was made of the frame holds the checkpointed rows, not the names
                 self.spark.catalog.dropTempView(view)
+
+    @contextmanager
+    def _lost_executor(self) -> Iterator[None]:
+        """A Spark error saying a block of a checkpoint is gone (its executor was lost) raised as
+        the protab error of :func:`~protab.engines.spark_support.lost_checkpoint`."""
+        try:
+            yield
+        except Exception as exc:
+            lost = lost_checkpoint(exc, self.checkpoint_mode)
+            if lost is None:
+                raise
+            raise lost from None
 
     def _sql(self, text: str, args: dict[str, Any]) -> Any:
         used = {k: v for k, v in args.items() if re.search(rf":{k}\b", text)}
@@ -234,8 +258,21 @@ class SparkEngine(Engine):
         with self.df(sql, params) as df:
             df.write.mode("errorifexists").option("compression", "zstd").parquet(path)
 
+    def checkpoint(self, frame: Any) -> Any:
+        """``frame`` computed once, its lineage cut, kept as :attr:`checkpoint_mode` says: "local"
+        in the memory of the executors that computed it (Spark's localCheckpoint), "replicated"
+        in memory and on disk of two executors (localCheckpoint, MEMORY_AND_DISK_2), "reliable" as
+        files under ``spark.checkpoint.dir`` (Spark's checkpoint), which outlive an executor."""
+        if self.checkpoint_mode == "reliable":
+            return frame.checkpoint(eager=True)
+        if self.checkpoint_mode == "replicated":
+            from pyspark import StorageLevel
+
+            return frame.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK_2)
+        return frame.localCheckpoint(eager=True)
+
     def _keep(self, name: str, frame: Any) -> None:
-        frame = frame.localCheckpoint(eager=True)  # computed once, lineage cut
+        frame = self.checkpoint(frame)  # computed once, lineage cut
         frame.createOrReplaceTempView(name)
         self._frames[name] = frame
 
@@ -296,7 +333,7 @@ class SparkEngine(Engine):
         frames = []
         for name, select, params in outputs:
             with self.df(select, params) as df:
-                frames.append((name, df.localCheckpoint(eager=True)))
+                frames.append((name, self.checkpoint(df)))
         for name, frame in frames:
             if not temporary:
                 self._set_aside_dropped(self._pending.pop(name, (None, None))[0])
@@ -352,8 +389,9 @@ class SparkEngine(Engine):
         """A query of the user's own (Spark SQL, ``?`` parameters) as a polars frame."""
         import polars as pl
 
-        df = self.spark.sql(sql, args=list(params)) if params else self.spark.sql(sql)
-        return pl.from_arrow(df.toArrow())  # type: ignore[return-value]
+        with self._lost_executor():
+            df = self.spark.sql(sql, args=list(params)) if params else self.spark.sql(sql)
+            return pl.from_arrow(df.toArrow())  # type: ignore[return-value]
 
     # -- the catalog: Spark's temporary views and tables ---------------------------------------
     def tables(self) -> list[str]:
@@ -417,7 +455,7 @@ class SparkEngine(Engine):
         with self.df(f"SELECT *, {expr} AS {quote_ident(tmp)} FROM {quote_ident(table)}", params) as df:
             if replace_column:
                 df = df.drop(name)
-            df = df.withColumnRenamed(tmp, name).localCheckpoint(eager=True)
+            df = self.checkpoint(df.withColumnRenamed(tmp, name))
         df.createOrReplaceTempView(spark_name(table))
         self._keys[table] = (name, int(modulus))
 

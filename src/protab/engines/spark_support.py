@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from protab.errors import InputError
+from protab.errors import InputError, ProtabError
 
 #: Spark SQL of protab's macros (record key, row class): sql/spark/protab.sql in the source tree
 SPARK_SQL = Path(__file__).resolve().parents[1] / "sql" / "spark" / "protab.sql"
@@ -228,3 +228,56 @@ def duckdb_type(spark_type: str) -> str:
 def spark_name(name: str) -> str:
     """A table name as Spark's catalog functions parse it: one quoted part (spaces, dots allowed)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+#: How the Spark engine keeps its temporary relations (:func:`checkpoint_mode`, docs/spark.md
+#: "Temporary relations and executor loss")
+CHECKPOINT_MODES = ("local", "replicated", "reliable")
+#: The Spark setting whose folder a reliable checkpoint writes to
+CHECKPOINT_DIR = "spark.checkpoint.dir"
+
+
+def checkpoint_mode(spark: Any, checkpoint: str | None) -> str:
+    """The checkpoint mode asked (one of :data:`CHECKPOINT_MODES`) or, for None, the default:
+    "reliable" when ``spark.checkpoint.dir`` is set, else "local" on a local master and
+    "replicated" on a cluster's. "reliable" without that setting is an InputError naming it.
+    Read through ``spark.conf`` only (served alike over Spark Connect)."""
+    if checkpoint is not None and checkpoint not in CHECKPOINT_MODES:
+        raise InputError(f"Session.spark: checkpoint must be one of {', '.join(map(repr, CHECKPOINT_MODES))} "
+                         f"(or None for the default), not {checkpoint!r}")
+    folder = spark.conf.get(CHECKPOINT_DIR, None)
+    if checkpoint == "reliable" and not folder:
+        raise InputError(
+            f"Session.spark: checkpoint='reliable' writes protab's temporary relations under the folder of the "
+            f"Spark setting {CHECKPOINT_DIR}, which this SparkSession has not set; set it when the session is "
+            f"built (SparkSession.builder.config({CHECKPOINT_DIR!r}, 'hdfs:///tmp/protab-checkpoints'), a "
+            "folder every executor reaches) or choose checkpoint='replicated'"
+        )
+    if checkpoint is not None:
+        return checkpoint
+    if folder:
+        return "reliable"
+    return "local" if local_master(spark) else "replicated"
+
+
+#: Where each checkpoint mode keeps a relation's rows (for the error of a lost one)
+_KEPT = {"local": "in the memory of the executor that computed them", "replicated": "in two copies, on two executors",
+         "reliable": f"as files under {CHECKPOINT_DIR}"}
+#: What Spark says when a block of a local checkpoint is gone (its executor was lost)
+_LOST_BLOCK = ("CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND", "Checkpoint block rdd_")
+
+
+def lost_checkpoint(exc: BaseException, mode: str) -> ProtabError | None:
+    """The protab error for a Spark error saying that a block of a checkpoint is gone (the
+    executor holding it was lost), None for any other error. Spark's own message is not
+    repeated (it may show the plan, and so bound values)."""
+    text = str(exc)
+    if not any(marker in text for marker in _LOST_BLOCK):
+        return None
+    return ProtabError(
+        f"the Spark engine lost an executor that held protab's temporary relations (checkpoint={mode!r}: "
+        f"kept {_KEPT.get(mode, mode)}), so the request cannot finish; run it again, and on a cluster set "
+        f"{CHECKPOINT_DIR} to a folder every executor reaches (the default is then checkpoint='reliable', files "
+        "that outlive an executor) or pass Session.spark(spark, checkpoint='replicated') (two copies "
+        "on two executors) or checkpoint='reliable'"
+    )
