@@ -181,3 +181,17 @@ def engine_pair(name, tmp_path_factory, prepare, cores: int = 1):
         other.close()
         duck.close()
         undo()
+
+
+def keyed_cell_key(s: pt.Session, records: pl.DataFrame, spec: pt.TableSpec, seed: str) -> pl.DataFrame:
+    """``records`` as table persons with 32-bit record keys of ``seed`` (from pid), and its
+    cell-key table ``spec`` (original counts kept) with a small p-table: the one table the
+    checkpoint and executor-loss tests compare across engines."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the variance target of i = 1: not what those tests are about
+        ptable = pt.PTable.maximum_entropy(D=3, V=2, js=1)
+    s.register("persons", records, replace=True)
+    s.add_record_keys("persons", id_column="pid", seed=seed, bits=32, name="rk")
+    return s.cell_key("persons", spec, ptable, original=True)

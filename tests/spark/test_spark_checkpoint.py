@@ -5,12 +5,10 @@ values refused by name; a checkpoint block that is gone is a protab error naming
 
 from __future__ import annotations
 
-import warnings
-
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from spark_fixtures import require_spark
+from spark_fixtures import keyed_cell_key, require_spark
 
 import protab as pt
 from protab.engines.spark_support import checkpoint_mode, lost_checkpoint
@@ -24,15 +22,8 @@ RECORDS = pl.DataFrame({
     "sex": ["f" if i % 7 < 4 else "m" for i in range(300)],
 })
 SPEC = pt.TableSpec({"region": None, "sex": None})
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # the variance target of i = 1: not what these tests are about
-    P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
-
-
 def _cell_key(s: pt.Session) -> pl.DataFrame:
-    s.register("persons", RECORDS, replace=True)
-    s.add_record_keys("persons", id_column="pid", seed="checkpoint-tests", bits=32, name="rk")
-    return s.cell_key("persons", SPEC, P, original=True)
+    return keyed_cell_key(s, RECORDS, SPEC, "checkpoint-tests")
 
 
 @pytest.fixture(scope="module")

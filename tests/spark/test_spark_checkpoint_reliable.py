@@ -4,12 +4,10 @@ by default (checkpoint="reliable": they outlive an executor), and the cells are 
 
 from __future__ import annotations
 
-import warnings
-
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from spark_fixtures import require_spark
+from spark_fixtures import keyed_cell_key, require_spark
 
 import protab as pt
 
@@ -17,15 +15,8 @@ require_spark()
 
 RECORDS = pl.DataFrame({"pid": list(range(1, 201)), "region": [f"R{i % 4}" for i in range(200)],
                         "sex": ["f" if i % 5 < 3 else "m" for i in range(200)]})
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # the variance target of i = 1: not what these tests are about
-    P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
-
-
 def _cell_key(s: pt.Session) -> pl.DataFrame:
-    s.register("persons", RECORDS, replace=True)
-    s.add_record_keys("persons", id_column="pid", seed="reliable-checkpoints", bits=32, name="rk")
-    return s.cell_key("persons", pt.TableSpec({"region": None, "sex": None}), P, original=True)
+    return keyed_cell_key(s, RECORDS, pt.TableSpec({"region": None, "sex": None}), "reliable-checkpoints")
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,12 @@ import shutil
 import signal
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from spark_fixtures import require_spark
+from spark_fixtures import keyed_cell_key, require_spark
 
 import protab as pt
 
@@ -29,15 +28,8 @@ RECORDS = pl.DataFrame({"pid": list(range(1, 401)), "region": [f"R{i % 4}" for i
                         "age": [i % 3 for i in range(400)]})
 SPEC = pt.TableSpec({"region": pt.Hierarchy.from_code_lengths(["R0", "R1", "R2", "R3"], [1, 1]),
                      "sex": None, "age": None})
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # the variance target of i = 1: not what these tests are about
-    P = pt.PTable.maximum_entropy(D=3, V=2, js=1)
-
-
 def _cell_key(s: pt.Session) -> pl.DataFrame:
-    s.register("persons", RECORDS, replace=True)
-    s.add_record_keys("persons", id_column="pid", seed="executor-loss", bits=32, name="rk")
-    return s.cell_key("persons", SPEC, P, original=True)
+    return keyed_cell_key(s, RECORDS, SPEC, "executor-loss")
 
 
 def _children(pid: int) -> list[int]:
