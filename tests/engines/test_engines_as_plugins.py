@@ -38,7 +38,7 @@ def test_duckdb_and_spark_are_registered_with_their_options():
     found = engines()
     assert found["duckdb"] is DuckDBEngine and found["spark"] is SparkEngine
     assert {"memory_limit", "threads", "read_only"} <= set(DuckDBEngine.options)
-    assert set(SparkEngine.options) == {"spark_session"}
+    assert set(SparkEngine.options) == {"spark_session", "checkpoint"}
 
 
 def test_an_engine_without_a_template_is_refused_at_registration():
