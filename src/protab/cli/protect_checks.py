@@ -126,14 +126,15 @@ def view_files(db: str) -> list[str]:
     return sorted(n for n in names if _FILE_SUFFIX.search(n))
 
 
-def check_request(path: Path, cfg: dict[str, Any], db: str, spark: dict[str, Any] | None) -> dict[str, Any]:
-    """Every check of a request that needs no table built; the p-table, magnitude and rules."""
+def check_request(path: Path, cfg: dict[str, Any], db: str, engine: dict[str, Any] | None) -> dict[str, Any]:
+    """Every check of a request that needs no table built; the p-table, magnitude and rules.
+    ``engine``: the Spark or PostgreSQL options (with ``keys`` given, no DuckDB database is needed)."""
     base, tables = path.parent, cfg["tables"]
     unused = sorted(set(cfg.get("hierarchies", {})) - {d for t in tables for d in t["dims"]})
     if unused:
         raise SpecError(f"request: [hierarchies.{unused[0]}] is not a dimension of any table (dims of the "
                         "[[tables]] entries); remove it or fix the name")
-    if spark is None or spark["keys"] is None:
+    if engine is None or engine["keys"] is None:
         require_database(db, "paths in a request file are relative to the file; ")
     check_methods(tables, cfg)
     ckm = [t for t in tables if t.get("method", "ckm") == "ckm"]

@@ -22,6 +22,7 @@ from protab.cli.protect_checks import (
     read_request,
     request_inputs,
 )
+from protab.cli.protect_postgres import PG_DSN_ENV, postgres_options, postgres_session
 from protab.cli.protect_sources import spark_options, spark_session, swap
 from protab.cli.protect_tables import protect_tables, summary, write_all
 from protab.errors import InputError
@@ -29,6 +30,9 @@ from protab.request.swap_section import keep_swap
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
+
+#: the engines of ``protect --engine``
+ENGINES = ("duckdb", "spark", "postgres")
 
 PROTECT_FORMAT = """\
 request file (TOML; paths in it are relative to the file; the keys every front shares and
@@ -121,8 +125,9 @@ def add_parsers(sub: Any) -> None:
     pr.add_argument("request", help="the TOML request file")
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
-    pr.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
-                    help="where the tables are computed (spark: docs/spark.md; same output files)")
+    pr.add_argument("--engine", choices=ENGINES, default="duckdb",
+                    help="where the tables are computed (spark: docs/spark.md; postgres: docs/postgres.md; same "
+                         "output files)")
     pr.add_argument("--spark-master", help="Spark master URL for --engine spark (default local[*])")
     pr.add_argument("--spark-remote", help="Spark Connect server for --engine spark, sc://host:port (default: "
                                            "$SPARK_REMOTE; not with --spark-master)")
@@ -134,6 +139,15 @@ def add_parsers(sub: Any) -> None:
     pr.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for --engine spark, e.g. spark.sql.shuffle.partitions=8 (repeatable; "
                          "yours win over protab's, which are named on stderr)")
+    pr.add_argument("--pg-dsn", metavar="DSN",
+                    help=f"the PostgreSQL database of --engine postgres: a libpq connection string or postgresql:// "
+                         f"URI (default: ${PG_DSN_ENV}, which keeps it off the command line; never printed)")
+    pr.add_argument("--pg-keys", metavar="COLUMN:MODULUS",
+                    help="record keys of the sources for --engine postgres (default: as keyed in the request's "
+                         "DuckDB database)")
+    pr.add_argument("--pg-data", metavar="FOLDER",
+                    help="folder of <source>.parquet files for --engine postgres, copied into temporary tables "
+                         "(default: the request's folder; tables of the database are used first)")
     pr.add_argument("--wait", action="store_true",
                     help="wait for another run writing the same output folder (default: refuse at once)")
     pr.set_defaults(run=_run_protect)
@@ -156,7 +170,8 @@ def add_parsers(sub: Any) -> None:
 def _run_protect(args: argparse.Namespace) -> None:
     protect(args.request, args.db, args.out, engine=args.engine, spark_master=args.spark_master,
             spark_remote=args.spark_remote, spark_data=args.spark_data, spark_keys=args.spark_keys,
-            spark_conf=args.spark_conf, wait=args.wait)
+            spark_conf=args.spark_conf, wait=args.wait, pg_dsn=args.pg_dsn, pg_keys=args.pg_keys,
+            pg_data=args.pg_data)
 
 
 def _run_publish(args: argparse.Namespace) -> None:
@@ -167,6 +182,7 @@ def protect(
     request: str, database: str | None = None, out: str | None = None, *, engine: str = "duckdb",
     spark_master: str | None = None, spark_data: str | None = None, spark_keys: str | None = None,
     wait: bool = False, spark_remote: str | None = None, spark_conf: Sequence[str] = (),
+    pg_dsn: str | None = None, pg_keys: str | None = None, pg_data: str | None = None,
 ) -> list[dict[str, Any]]:
     """Protect every table of a TOML request file (format: ``PROTECT_FORMAT``) and write them.
 
@@ -184,12 +200,17 @@ def protect(
     settings of the session; protab's recommended ones (``spark.sql.adaptive.enabled`` …) fill
     in only what they leave unset, and are named on stderr. The output files are byte-identical
     to the DuckDB engine's on the same records.
+
+    ``engine="postgres"`` runs them on the PostgreSQL database ``pg_dsn`` (default
+    ``$PROTAB_PG_DSN``; docs/postgres.md): each source a table of that name, else the Parquet
+    ``<pg_data>/<source>.parquet`` copied into a temporary table; record keys as for Spark
+    (``pg_keys``). What the engine does not support yet (sums, which need top-k lists; the swap)
+    is its SpecError before any file is written. No message shows the DSN.
     """
-    if engine not in ("duckdb", "spark"):
-        raise InputError(f"protect: --engine must be duckdb or spark, not {engine!r}")
-    if engine == "duckdb" and (spark_master or spark_remote or spark_data or spark_keys or spark_conf):
-        raise InputError("protect: --spark-master, --spark-remote, --spark-data, --spark-keys and --spark-conf "
-                         "need --engine spark")
+    flags = {"--spark-master": spark_master, "--spark-remote": spark_remote, "--spark-data": spark_data,
+             "--spark-keys": spark_keys, "--spark-conf": spark_conf, "--pg-dsn": pg_dsn, "--pg-keys": pg_keys,
+             "--pg-data": pg_data}
+    _check_engine_flags(engine, [flag for flag, value in flags.items() if value])
     path = Path(request)
     cfg = read_request(path)
     out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
@@ -200,12 +221,28 @@ def protect(
     check_output_folder(out_dir, [output_file(n, f) for n in names for f in formats])
     refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
                      "protect: the output folder", OWN_FOLDER)
-    spark = None if engine == "duckdb" else spark_options(spark_master, spark_remote, spark_data, spark_keys, spark_conf)
+    spark = spark_options(spark_master, spark_remote, spark_data, spark_keys, spark_conf) if engine == "spark" else None
+    pg = postgres_options(pg_dsn, pg_keys, pg_data) if engine == "postgres" else None
     with output_lock((out_dir, "protect: the output folder"), command=f"protab protect {request}", wait=wait):
-        rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark)
+        rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark,
+                                postgres=pg)
     print(summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
+
+
+def _check_engine_flags(engine: str, given: list[str]) -> None:
+    """``--engine`` is a known engine and every engine flag given is one of its own (named)."""
+    if engine not in ENGINES:
+        raise InputError(f"protect: --engine must be duckdb, spark or postgres, not {engine!r}")
+    if engine != "spark" and any(f.startswith("--spark-") for f in given):
+        raise InputError("protect: --spark-master, --spark-remote, --spark-data, --spark-keys and --spark-conf "
+                         f"need --engine spark (given: {', '.join(f for f in given if f.startswith('--spark-'))}; "
+                         f"the engine is {engine})")
+    pg_flags = [f for f in given if f.startswith("--pg-")]
+    if engine != "postgres" and pg_flags:
+        raise InputError(f"protect: {', '.join(pg_flags)} need{'s' if len(pg_flags) == 1 else ''} --engine postgres "
+                         f"(the engine is {engine})")
 
 
 def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
@@ -296,6 +333,7 @@ def _record_run(eng: Any, names: list[str]) -> None:
 def _protect_request(
     path: Path, cfg: dict[str, Any], database: str | None,
     write: Callable[[dict[str, pl.DataFrame]], None], spark: dict[str, Any] | None = None,
+    postgres: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Protect every table of a checked request, then ``write`` the frames; all or nothing. With
     [swap] the swapped records are a temporary table of the session until every table was
@@ -303,9 +341,11 @@ def _protect_request(
     from protab.session import Session
 
     db = database_path(path, cfg, database)
-    methods = check_request(path, cfg, db, spark)
+    methods = check_request(path, cfg, db, spark or postgres)
     if spark is not None:
         opened = spark_session(spark, cfg, db, path.parent)
+    elif postgres is not None:
+        opened = postgres_session(postgres, cfg, db, path.parent)
     else:  # protect only reads, unless it swaps
         opened = Session(db) if "swap" in cfg else Session(db, read_only=True)
     with opened as s:

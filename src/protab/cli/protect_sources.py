@@ -26,7 +26,7 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     from protab.session import Session
 
     s = Session.spark(open_spark(spark))
-    keys = _spark_keys(spark["keys"])
+    keys = key_option(spark["keys"], "--spark-keys")
     data = str(spark["data"]) if spark["data"] else str(base)
     swapped = cfg["swap"]["out"] if "swap" in cfg else None
     sources = [cfg["swap"]["source"]] if "swap" in cfg else []
@@ -34,7 +34,7 @@ def spark_session(spark: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     for source in dict.fromkeys(sources):
         if not s.exists(source):
             _register_parquet(s, source, data, remote=bool(spark.get("remote")))
-        column, modulus = _keys_in_database(db, source) if keys is None else keys
+        column, modulus = keys_in_database(db, source, "spark") if keys is None else keys
         s.use_record_keys(source, column, modulus)
     return s
 
@@ -128,25 +128,27 @@ def open_spark(spark: dict[str, Any]) -> Any:
     return session
 
 
-def _spark_keys(given: str | None) -> tuple[str, int] | None:
-    """``--spark-keys COLUMN:MODULUS``, or None."""
+def key_option(given: str | None, flag: str) -> tuple[str, int] | None:
+    """``--spark-keys`` or ``--pg-keys`` (``flag``) ``COLUMN:MODULUS``, or None."""
     if given is None:
         return None
     column, _, modulus = str(given).rpartition(":")
     if not column or not modulus.isdigit() or int(modulus) < 2:
-        raise InputError(f"--spark-keys must be COLUMN:MODULUS (e.g. rkey:4294967296), not {given!r}")
+        raise InputError(f"{flag} must be COLUMN:MODULUS (e.g. rkey:4294967296), not {given!r}")
     return column, int(modulus)
 
 
-def _keys_in_database(db: str, source: str) -> tuple[str, int]:
-    """The record-key column and modulus of ``source`` as keyed in the DuckDB database."""
+def keys_in_database(db: str, source: str, engine: str) -> tuple[str, int]:
+    """The record-key column and modulus of ``source`` as keyed in the DuckDB database, for
+    ``protect --engine spark`` or ``postgres`` (``engine``: its keys flag is named)."""
     from protab.session import Session
 
+    flag = "--pg-keys" if engine == "postgres" else f"--{engine}-keys"
     with Session(db, read_only=True, progress=False) as d:
         if not d.exists(source):
             raise InputError(
-                f"protect --engine spark: the database {db!r} has no table {source!r} to tell its "
-                "record keys; pass --spark-keys COLUMN:MODULUS"
+                f"protect --engine {engine}: the database {db!r} has no table {source!r} to tell its "
+                f"record keys; pass {flag} COLUMN:MODULUS"
             )
         return d.record_key(source)
 
