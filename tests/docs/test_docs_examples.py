@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from docs_fixtures import LANGUAGES, TEXT, Block, DocRun, blocks, doc_folder, documents, make_demo, not_run_markers
 
-CASES = [b for doc in documents() for b in blocks(doc) if b.lang not in TEXT]
+#: R blocks start R and reticulate (a whole process, ~15 s): slow, like tests/r, which runs the same calls
+CASES = [pytest.param(b, marks=pytest.mark.slow) if b.lang == "r" else b
+         for doc in documents() for b in blocks(doc) if b.lang not in TEXT]
 
 
 @pytest.fixture(scope="module")
