@@ -300,3 +300,33 @@ def test_a_refused_install_shows_none_of_the_ptables_rows(engines, psql):
     assert "Failing row" not in message and "DETAIL" not in message and "\n" not in message
     for row in ONS.keyspace(256).head(50).iter_rows():
         assert "(" + ", ".join(str(x) for x in row) + ")" not in message
+
+
+def test_another_role_runs_ckm_and_one_without_create_cannot_install(pg_server):
+    """The functions are the database's (in public): a role granted SELECT on the records runs
+    the analyst's query in a session of its own; a role without CREATE on the schema (PostgreSQL
+    15's default for public) is refused with a protab error that says what it needs."""
+    dsn = pg_server.new_database()
+    with psycopg.connect(dsn, autocommit=True) as owner:
+        owner.execute("CREATE ROLE ckm_analyst LOGIN")  # a role is the server's: dropped at the end
+    try:
+        with pt.Session.postgres(dsn) as s, pt.Session(":memory:", progress=False) as duck:
+            for session in (s, duck):
+                session.register("t", RECORDS)
+                session.add_record_keys("t", id_column="pid", seed=SEED)
+                session.install_ptable(MAXENT, table="t")
+            s.engine.con.execute("GRANT SELECT ON t TO ckm_analyst")
+            analyst = dsn.replace("user=protab", "user=ckm_analyst")
+            with psycopg.connect(analyst, autocommit=True) as con:
+                got = [tuple(r) for r in con.execute(
+                    "SELECT region, ckm(count(*), sum(rkey)) FROM t GROUP BY region ORDER BY region")]
+            assert got == duck.sql("SELECT region, ckm(count(*), sum(rkey)) FROM t GROUP BY ALL ORDER BY region").rows()
+            with pt.Session.postgres(analyst) as other:
+                other.use_record_keys("t", "rkey", 2**32)
+                with pytest.raises(InputError, match="refused to install the p-table in schema 'public' "
+                                                     r"\(permission denied .*CREATE privilege on the schema"):
+                    other.install_ptable(ONS, table="t")
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as owner:
+            owner.execute("DROP OWNED BY ckm_analyst")
+            owner.execute("DROP ROLE ckm_analyst")
