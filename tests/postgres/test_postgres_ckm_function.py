@@ -330,3 +330,29 @@ def test_another_role_runs_ckm_and_one_without_create_cannot_install(pg_server):
         with psycopg.connect(dsn, autocommit=True) as owner:
             owner.execute("DROP OWNED BY ckm_analyst")
             owner.execute("DROP ROLE ckm_analyst")
+
+
+def test_keys_at_and_beside_every_interval_start_of_a_crowded_ptable(engines, psql):
+    """Intervals one p-table unit wide beside wide ones at a 40-bit modulus (over 150 segment
+    starts): ckm(n, k) equals PTable.lookup on keys at, before and after every start, and DuckDB's."""
+    duck, pg = engines
+    rng = np.random.default_rng(13)
+    rows = []
+    for i in range(6):
+        cuts = np.unique(np.concatenate([rng.integers(1, 400, 25), rng.integers(1, 10**8, 15), [5 * 10**7]]))
+        bounds = np.concatenate([[0], cuts, [10**8]])
+        rows += [(i, int(rng.integers(-min(i, 2), 3)), int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    p = pt.PTable(pl.DataFrame(rows, schema=["i", "v", "lb_n", "ub_n"], orient="row"), den=10**8, period=2)
+    M = 2**40
+    starts = p.keyspace(M)["klo"].unique().to_numpy()
+    keys = np.unique(np.concatenate([starts, starts - 1, starts + 1, rng.integers(0, M, 300), [M - 1]]))
+    keys = keys[(keys >= 0) & (keys < M)]
+    n = rng.integers(0, 12, keys.size)
+    _installed.clear()
+    for s in engines:
+        s.install_ptable(p, modulus=M)
+    values = ", ".join(f"({int(a)}, {int(b)})" for a, b in zip(n, keys))
+    query = f"SELECT ckm(n, k) FROM (VALUES {values}) AS c(n, k) ORDER BY k"
+    got = [r[0] for r in psql.execute(query)]
+    assert got == p.lookup(n, keys, M).tolist() == [r[0] for r in duck.sql(query).rows()]
+    assert starts.size > 150 and any(g != c for g, c in zip(got, n))
