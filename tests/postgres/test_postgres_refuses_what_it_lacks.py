@@ -86,11 +86,6 @@ def test_a_float_dimension_is_refused(pg):
         pg.tabulate("t", pt.TableSpec({"x": None}))
 
 
-def test_the_ckm_macro_is_refused(pg):
-    with pytest.raises(SpecError, match="ckm\\(\\) SQL function is a DuckDB macro"):
-        pg.install_ptable(P, table="t")
-
-
 def test_a_server_limit_is_an_input_error_that_says_what_to_raise(pg):
     pg.engine.con.execute("SET statement_timeout = '50ms'")
     try:

@@ -89,11 +89,9 @@ def lookup_layout(ptable: PTable, modulus: int) -> dict[str, Any]:
     }
 
 
-def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: PTable, modulus: int) -> None:
-    """Install ``ptable`` as the p-table of ``ckm()``/``ckm_weighted()`` in the database of
-    ``con`` for record keys below ``modulus`` (2^bits, or 10^d for decimal keys), replacing
-    any installed before, in one transaction. The tables are created when missing (a
-    database that never ran sql/protab.sql, or one written before the lookup existed)."""
+def check_install_arguments(ptable: Any, modulus: Any) -> None:
+    """InputError unless ``ptable`` is a count p-table and ``modulus`` a whole number from 2 to
+    2^63 - 1 (the checks of every engine's ``install_ptable``, before any work)."""
     if not isinstance(ptable, PTable):
         raise InputError(f"install_ptable: a count p-table (protab.PTable) is needed, not {type(ptable).__name__}")
     if isinstance(modulus, bool) or not isinstance(modulus, numbers.Integral):
@@ -103,6 +101,14 @@ def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: PTable, modulus: in
         )
     if not 2 <= int(modulus) < 2**63:
         raise InputError("install_ptable: the key modulus must be at least 2 and below 2^63")
+
+
+def install_ptable(con: "duckdb.DuckDBPyConnection", ptable: PTable, modulus: int) -> None:
+    """Install ``ptable`` as the p-table of ``ckm()``/``ckm_weighted()`` in the database of
+    ``con`` for record keys below ``modulus`` (2^bits, or 10^d for decimal keys), replacing
+    any installed before, in one transaction. The tables are created when missing (a
+    database that never ran sql/protab.sql, or one written before the lookup existed)."""
+    check_install_arguments(ptable, modulus)
     row = lookup_layout(ptable, int(modulus))
     import pyarrow as pa
 

@@ -2,8 +2,10 @@
 (:func:`~protab.engines.postgres.postgres_sql.to_postgres`) and run through psycopg 3 on one
 connection of a DSN; the catalog is the database's, record keys are remembered by the engine
 (as on Spark), temporary relations are TEMP tables, results come back as Arrow tables
-(docs/postgres.md). Count tables are answered as DuckDB answers them; what is not supported
-yet (top-k lists, the swap, the ckm() macro) is refused before any work."""
+(docs/postgres.md). Count tables are answered as DuckDB answers them, and ``install_ptable``
+makes the ``ckm()`` SQL function of DuckDB's macro (postgres_ptable); what is not supported yet
+(top-k lists, holdings, the swap, key sums with sums, float, decimal and time dimensions) is
+refused before any work."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from protab.engines.base import Engine, Refuse, Refused, _plain
+from protab.engines.postgres.postgres_ptable import ckm_refusal, install_ptable
 from protab.engines.postgres.postgres_sql import to_postgres
 from protab.engines.postgres.postgres_support import (
     PG_FUNCTIONS,
@@ -155,6 +158,9 @@ class PostgresEngine(Engine):
         except psycopg.OperationalError as exc:
             raise InputError(f"the connection to PostgreSQL at {self._where} failed: {_first(exc)}") from None
         except psycopg.Error as exc:
+            refusal = ckm_refusal(exc)  # ckm() without a p-table: DuckDB's macro's words
+            if refusal is not None:
+                raise InputError(refusal) from None
             raise SpecError(f"PostgreSQL refused a statement of this request ({_first(exc)}); the PostgreSQL "
                             "engine may not support it yet") from None
 
@@ -425,8 +431,9 @@ class PostgresEngine(Engine):
             yield
 
     def install_ptable(self, ptable: PTable, modulus: int) -> None:
-        raise SpecError("install_ptable: the ckm() SQL function is a DuckDB macro; on PostgreSQL protect "
-                        "tables with Session.cell_key (the same p-table, the same noise)")
+        """The p-table's tables and the functions ``ckm``/``ckm_weighted`` in the session's
+        schema, for every session of the database (postgres_ptable)."""
+        install_ptable(self.con, self._where, ptable, modulus)
 
     def close(self) -> None:
         """Close the connection (its TEMP tables and functions go with it). Idempotent."""
