@@ -565,8 +565,9 @@ class SparkEngine(Engine):
 
     def install_ptable(self, ptable: PTable, modulus: int) -> None:
         raise SpecError(
-            "install_ptable: the ckm() SQL function is a DuckDB macro for analysts with the duckdb command "
-            "line; on Spark protect tables with Session.cell_key (the same p-table, the same noise)"
+            "install_ptable: the ckm() SQL function is installed on DuckDB (a macro) and PostgreSQL (a SQL "
+            "function), not yet on Spark; on Spark protect tables with Session.cell_key (the same p-table, "
+            "the same noise)"
         )
 
     def close(self) -> None:
