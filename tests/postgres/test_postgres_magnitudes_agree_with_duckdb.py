@@ -1,9 +1,10 @@
 """The PostgreSQL engine answers magnitude tables with top-k lists as DuckDB does (issue 39,
 item 4): ``tabulate(top_k=)``, the sensitivity rules (dominance, p%, (p, q), tau-ARGUS's
 weights), the cell key method for magnitudes (weighted and unweighted, flexible and simple
-scaling, small cells, even/odd tables, μ_c, binary and decimal keys) and key sums with sums —
-the same frames, compared exactly (signs of zeros too), on a database whose default collation
-is ICU's en-US. Holdings stay refused."""
+scaling, small cells, even/odd tables, μ_c, binary and decimal keys), key sums with sums and
+cell suppression by the rules — the same frames, compared exactly (signs of zeros too), on a
+database whose default collation is ICU's en-US; the same errors for values no table holds.
+Holdings stay refused."""
 
 from __future__ import annotations
 
@@ -207,3 +208,45 @@ def test_holdings_are_refused_up_front(engines):
     rules = SensitivityRules(min_frequency=3, dominance=[(1, 60)], holding="firm")
     with pytest.raises(SpecError, match="holdings \\(holding=\\) are not supported on the PostgreSQL engine yet"):
         pg.sensitivity("persons", SPECS["tree"], rules)
+
+
+@pytest.mark.parametrize("spec,rules", [("nonneg", SensitivityRules(dominance=[(1, 8)], convention="argus")),
+                                        ("weighted_nonneg", SensitivityRules(dominance=[(1, 8)], p_percent=60))])
+def test_magnitude_suppression_is_duckdbs(engines, spec, rules):
+    """Primary cells by the rules on the engine's top-k lists, secondary ones by elimination in Python."""
+    duck, pg = engines
+    expected = duck.suppress("persons", SPECS[spec], rules=rules)
+    assert (expected["suppressed"] == "secondary").any()
+    assert_frame_equal(pg.suppress("persons", SPECS[spec], rules=rules), expected, check_exact=True)
+
+
+def _odd(s: pt.Session, **columns: pl.Expr) -> str:
+    s.register("odd", RECORDS.with_columns(**columns), replace=True)
+    s.add_record_keys("odd", id_column="pid", seed=SEED, replace=True)
+    return "odd"
+
+
+ERRORS = {
+    "NULL magnitudes": lambda s: s.tabulate(_odd(s, v=pl.when(pl.col("pid") < 40).then(None).otherwise(pl.col("v"))),
+                                            pt.TableSpec({"muni": None}, sums=["v"]), top_k=2),
+    "NaN magnitudes": lambda s: s.tabulate(_odd(s, v=pl.when(pl.col("pid") < 40).then(float("nan"))
+                                                .otherwise(pl.col("v"))), pt.TableSpec({"muni": None}, sums=["v"]), top_k=2),
+    "infinite magnitudes": lambda s: s.cell_key(_odd(s, v=pl.when(pl.col("pid") == 9).then(float("-inf"))
+                                                     .otherwise(pl.col("v"))), pt.TableSpec({"muni": None}, sums=["v"]),
+                                                COUNTS, magnitude=MAGNITUDES["flex"]),
+    "sums too large": lambda s: s.tabulate(_odd(s, v=pl.when(pl.col("pid") < 30).then(9e29).otherwise(pl.col("v"))),
+                                           pt.TableSpec({"muni": None}, sums=["v"]), top_k=2),
+    "negative values under tau-ARGUS rules": lambda s: s.sensitivity("persons", SPECS["tree"], RULES["argus"]),
+    "top_k out of range": lambda s: s.tabulate("persons", SPECS["flat"], top_k=7),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_magnitude_errors_are_duckdbs(engines, name):
+    """The same protab error with the same message on both engines."""
+    messages = []
+    for s in engines:
+        with pytest.raises(pt.ProtabError) as info:
+            ERRORS[name](s)
+        messages.append((type(info.value).__name__, str(info.value)))
+    assert messages[0] == messages[1]
