@@ -32,6 +32,9 @@ PIECES = {
         "list_sort(l, 'DESC') AS down, list_sort(l, 'ASC') AS up, list_concat(l, [1.5]) AS more, "
         "list_slice(l, 2, 3) AS mid, l[1] AS first, l[9] AS far FROM (SELECT g, max(x, 3) AS l FROM v GROUP BY g) "
         "ORDER BY g",
+    "sorts with NULLs, where DuckDB puts them":
+        "SELECT list_sort(l, 'DESC') AS a, list_sort(l) AS b, list_sort(l, 'DESC', 'NULLS FIRST') AS c, "
+        "list_sort(l, 'ASC', 'NULLS FIRST') AS d FROM (SELECT [CAST(3 AS DOUBLE), NULL, CAST(1 AS DOUBLE)] AS l)",
     "structs of |x| and x sorted, sliced and read back":
         "SELECT g, list_transform(list_slice(list_sort(list_transform(coalesce(l, []), lambda v: {'a': abs(v), "
         "'x': v}), 'DESC'), 1, 2), lambda e: e.x) AS top FROM (SELECT g, min(x, 4) AS l FROM v GROUP BY g) ORDER BY g",

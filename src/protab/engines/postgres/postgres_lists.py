@@ -110,7 +110,8 @@ def _per_element(tree: Any, exp: Any, names: Any) -> None:
             inner = inner.where(_bound(node.expression, element, exp))
         if isinstance(node, exp.ArraySort):
             desc = node.args.get("asc") is not None and not node.args["asc"].this
-            inner = inner.order_by(exp.Ordered(this=element.copy(), desc=desc, nulls_first=False))
+            first = node.args.get("nulls_first") is not None and bool(node.args["nulls_first"].this)
+            inner = inner.order_by(exp.Ordered(this=element.copy(), desc=desc, nulls_first=first))
         else:
             inner = inner.order_by(exp.Ordered(this=exp.column(pos), desc=False))
         case = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column(lst), expression=exp.Null()), true=exp.Null())],
