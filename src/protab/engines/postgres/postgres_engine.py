@@ -58,6 +58,8 @@ _UNITS_AS_DECIMAL8 = "CAST({units} * 0.00000001 AS DECIMAL(38, 8))"
 #:   decimal once per group;
 #: - ``decimal8_sum_finish``: PostgreSQL's sum of NUMERIC(38, 8) is an unbounded NUMERIC: cast
 #:   back to DECIMAL(38, 8), which overflows where DuckDB's sum does (past 38 digits);
+#: - ``merged_list``: DuckDB's own text, rendered by postgres_lists (``flatten(list(l))`` as the
+#:   pg_temp aggregate protab_concat, the sort and slice over the array's positions);
 #: - ``hex_integer``: the digits as a bit string, read as a BIGINT (15 digits fit).
 _TEMPLATES: dict[str, str | Refused] = {
     "decimal8": "CAST(CASE WHEN abs({expr}) < 1e30 THEN {expr} END AS DECIMAL(38, 8))",
