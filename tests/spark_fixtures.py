@@ -20,8 +20,8 @@ from protab.engines import engines
 REFERENCE = "duckdb"
 #: registered engines that answer only part of the matrix yet, and where their own comparison
 #: with DuckDB lives (left out of engines_under_test with that reason)
-PARTIAL = {"postgres": "answers count tables only so far (no top-k lists, no swap): tests/postgres compares "
-                       "them with DuckDB on a server of its own"}
+PARTIAL = {"postgres": "answers count and magnitude tables but no holdings and no swap so far: tests/postgres "
+                       "compares them with DuckDB on a server of its own"}
 
 
 def require_spark() -> None:

@@ -1,5 +1,6 @@
 """The PostgreSQL engine's own behaviour: a DSN that does not connect, a table without record
-keys, options of other engines, and what it does not support yet — each one protab error
+keys, options of other engines, and what it does not support yet (holdings, the swap, the
+ckm() macro, list pieces it does not render) — each one protab error
 that says what to do, before any work (never a psycopg traceback, never another table)."""
 
 from __future__ import annotations
@@ -62,15 +63,25 @@ def test_record_keys_are_remembered_by_the_engine(pg):
     assert "t" in pg.tables() and pg.columns("t")["rkey"] == "BIGINT"
 
 
-def test_top_k_lists_are_refused_up_front(pg):
-    ckm = MagnitudeCKM(MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]), fp=100)
+def test_holdings_are_refused_up_front(pg):
+    """Top-k lists are answered (test_postgres_magnitudes_agree_with_duckdb.py); holdings not yet."""
     spec = pt.TableSpec({"sex": None}, sums=["v"])
-    with pytest.raises(SpecError, match="top-k lists .* not supported on the PostgreSQL engine yet"):
-        pg.cell_key("t", spec, P, magnitude=ckm)
-    with pytest.raises(SpecError, match="not supported on the PostgreSQL engine yet"):
-        pg.sensitivity("t", spec, SensitivityRules(dominance=[(1, 60)]))
-    with pytest.raises(SpecError, match="not supported on the PostgreSQL engine yet"):
-        pg.tabulate("t", spec, top_k=2)
+    rules = SensitivityRules(dominance=[(1, 60)], holding="hh")
+    with pytest.raises(SpecError, match="holdings \\(holding=\\) are not supported on the PostgreSQL engine yet"):
+        pg.sensitivity("t", spec, rules)
+    ckm = MagnitudeCKM(MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]), fp=100)
+    with pytest.raises(SpecError, match="holdings \\(holding=\\) are not supported"):
+        pg.cell_key("t", spec, P, magnitude=ckm, rules=rules)
+
+
+def test_a_list_piece_postgres_lacks_is_refused_by_name(pg):
+    """What the list rewriting does not render is a SpecError, never other SQL."""
+    with pytest.raises(SpecError, match="arg_max.* not supported on the PostgreSQL engine"):
+        pg.engine.rows("SELECT arg_max(pid, v, 2) FROM t")
+    with pytest.raises(SpecError, match="list index below 1"):
+        pg.engine.rows("SELECT [1, 2][-1]")
+    with pytest.raises(SpecError, match="structs of fields"):
+        pg.engine.rows("SELECT {'q': 1}")
 
 
 def test_the_swap_is_refused_up_front(pg):

@@ -220,7 +220,7 @@ class Keys(SessionState):
         new ``table`` (register) drop it; other changes to ``table`` are not seen.
         ``table`` may itself be a key-sum table (its counts and key sums are summed).
 
-        ``sums`` (DuckDB): also keep, per sums column, what magnitude tables read of its
+        ``sums`` (DuckDB and PostgreSQL): also keep, per sums column, what magnitude tables read of its
         records — the exact DECIMAL sum, the non-zero contributors and their key sum, the
         ``top_k`` (1..6) largest and smallest values, the checks — merged per cell by
         :meth:`cell_key` and :meth:`tabulate` with ``top_k`` up to that many, unweighted, with

@@ -2,10 +2,12 @@
 (:func:`~protab.engines.postgres.postgres_sql.to_postgres`) and run through psycopg 3 on one
 connection of a DSN; the catalog is the database's, record keys are remembered by the engine
 (as on Spark), temporary relations are TEMP tables, results come back as Arrow tables
-(docs/postgres.md). Count tables are answered as DuckDB answers them, and ``install_ptable``
-makes the ``ckm()`` SQL function of DuckDB's macro (postgres_ptable); what is not supported yet
-(top-k lists, holdings, the swap, key sums with sums, float, decimal and time dimensions) is
-refused before any work."""
+(docs/postgres.md). Count tables and magnitude tables with top-k lists (sensitivity rules, the
+cell key method for magnitudes, ``tabulate(top_k=)``, key sums with sums: the lists rendered by
+:mod:`~protab.engines.postgres.postgres_lists`) are answered as DuckDB answers them, and
+``install_ptable`` makes the ``ckm()`` SQL function of DuckDB's macro (postgres_ptable); what is
+not supported yet (holdings, the swap, float, decimal and time dimensions) is refused before any
+work."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pyarrow as pa
 
 from protab.engines.base import Engine, Refuse, Refused, _plain
 from protab.engines.postgres.postgres_ptable import ckm_refusal, install_ptable
-from protab.engines.postgres.postgres_sql import to_postgres
+from protab.engines.postgres.postgres_sql import needs_columns, to_postgres, to_postgres_with_columns
 from protab.engines.postgres.postgres_support import (
     PG_FUNCTIONS,
     arrow_from_csv,
@@ -59,6 +61,8 @@ _UNITS_AS_DECIMAL8 = "CAST({units} * 0.00000001 AS DECIMAL(38, 8))"
 #:   decimal once per group;
 #: - ``decimal8_sum_finish``: PostgreSQL's sum of NUMERIC(38, 8) is an unbounded NUMERIC: cast
 #:   back to DECIMAL(38, 8), which overflows where DuckDB's sum does (past 38 digits);
+#: - ``merged_list``: DuckDB's own text, rendered by postgres_lists (``flatten(list(l))`` as the
+#:   pg_temp aggregate protab_concat, the sort and slice over the array's positions);
 #: - ``hex_integer``: the digits as a bit string, read as a BIGINT (15 digits fit).
 _TEMPLATES: dict[str, str | Refused] = {
     "decimal8": "CAST(CASE WHEN abs({expr}) < 1e30 THEN {expr} END AS DECIMAL(38, 8))",
@@ -68,8 +72,8 @@ _TEMPLATES: dict[str, str | Refused] = {
     "decimal8_sum_float": "sum(" + _UNITS + ")",
     "decimal8_sum_float_finish": _UNITS_AS_DECIMAL8.format(units="{{}}"),
     "decimal_times": "CAST({value} * {coef} AS DECIMAL(38, 8))",
-    "merged_list": Refused("key sums with sums (Session.key_sums(..., sums=...)) are not supported on the "
-                           "PostgreSQL engine yet; ask the records' table for magnitudes"),
+    "merged_list": ("list_slice(list_sort(flatten(list({lists}) FILTER (WHERE {lists} IS NOT NULL)), '{order}'), "
+                    "1, {n})"),
     "hex_integer": "CAST(CAST('x' || lpad({digits}, 16, '0') AS BIT(64)) AS BIGINT)",
 }
 
@@ -133,13 +137,22 @@ class PostgresEngine(Engine):
         args = [_plain(v) for v in (params or [])]
         if not render:
             return sql, (args or None)
-        text, order = to_postgres(sql)
+        if needs_columns(sql):
+            text, order = to_postgres_with_columns(sql, lambda probe, used: self._columns_of(probe, used, args))
+        else:
+            text, order = to_postgres(sql)
         if len(set(order)) != len(args) or (order and max(order) >= len(args)):
             raise ValueError(f"statement has {len(set(order))} parameters, {len(args)} given")
-        for k, v in enumerate(args):  # a float is a double (a bare literal would be NUMERIC)
-            if isinstance(v, float):
-                text = text.replace(f"%(p{k})s", f"CAST(%(p{k})s AS DOUBLE PRECISION)")
-        return text, {f"p{k}": v for k, v in enumerate(args)}
+        if not args:  # no placeholder: the text as it is (psycopg's copy() undoubles no % without parameters)
+            return text.replace("%%", "%"), None
+        return _doubles(text, args), {f"p{k}": v for k, v in enumerate(args)}
+
+    def _columns_of(self, text: str, order: tuple[int, ...], args: list[Any]) -> list[str]:
+        """The names of the result columns of the rendered query ``text`` (planned, not run:
+        it has ``LIMIT 0``), its parameters those of the statement being bound."""
+        with self._refusals():
+            desc = self.con.execute(_doubles(text, args), {f"p{k}": args[k] for k in set(order)}).description
+        return [str(c.name) for c in desc]
 
     @contextmanager
     def _refusals(self) -> Iterator[None]:
@@ -377,9 +390,6 @@ class PostgresEngine(Engine):
     # -- checks ---------------------------------------------------------------------------------
     def check_request(self, table: str, cols: dict[str, str], columns: Sequence[str], *,
                       top_k: int | None, holding: str | None) -> None:
-        if top_k is not None:
-            raise SpecError(f"table {table!r}: top-k lists of magnitude tables (sensitivity rules, the cell key "
-                            "method for sums) are not supported on the PostgreSQL engine yet; use DuckDB or Spark")
         if holding is not None:
             raise SpecError(f"table {table!r}: holdings (holding=) are not supported on the PostgreSQL engine yet")
         self._text_alike(table, cols, columns, "dimension or where column")
@@ -441,6 +451,14 @@ class PostgresEngine(Engine):
 
 
 _NO_SWAP = "record swapping is not supported on the PostgreSQL engine yet; swap on DuckDB or Spark"
+
+
+def _doubles(text: str, args: Sequence[Any]) -> str:
+    """``text`` with each float parameter cast to a double (a bare literal would be NUMERIC)."""
+    for k, v in enumerate(args):
+        if isinstance(v, float):
+            text = text.replace(f"%(p{k})s", f"CAST(%(p{k})s AS DOUBLE PRECISION)")
+    return text
 
 
 def _first(exc: BaseException) -> str:

@@ -1,21 +1,26 @@
 """protab's DuckDB-dialect statements rendered for PostgreSQL with sqlglot (after
 :mod:`protab.engines.spark_sql`: parsed as DuckDB, written as PostgreSQL, the DuckDB-only pieces
-rewritten on the syntax tree). What sqlglot cannot render is refused (a SpecError naming it),
+rewritten on the syntax tree; the list and struct pieces of magnitude tables in
+:mod:`~protab.engines.postgres.postgres_lists`). What sqlglot cannot render is refused (a SpecError naming it),
 never sent as something else."""
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
+from protab.engines.postgres.postgres_lists import materialize_ctes, rewrite_lists
+from protab.engines.postgres.postgres_stars import expand_excludes, has_excludes
 from protab.errors import SpecError
 
 #: the mark a ``?`` of protab's SQL becomes in the rendered text, before the driver's placeholder
 _MARK = "__protab_param_{}__"
 _MARKS = re.compile(r"__protab_param_(\d+)__")
 #: protab's SQL functions, installed per connection as pg_temp functions (postgres_support.PG_FUNCTIONS)
-_OWN_FUNCTIONS = ("protab_record_key", "protab_row_class", "protab_round", "protab_units")
+_OWN_FUNCTIONS = ("protab_record_key", "protab_row_class", "protab_round", "protab_units",
+                  "protab_dominance_ratio", "protab_weighted_largest", "protab_frequency_rule")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -23,7 +28,33 @@ def to_postgres(sql: str) -> tuple[str, tuple[int, ...]]:
     """A DuckDB statement of protab as PostgreSQL text with psycopg's named placeholders
     ``%(p0)s``, ``%(p1)s``, … (every other ``%`` doubled), and the position in the statement's
     parameters of each placeholder, in text order."""
+    return render(postgres_tree(sql))
+
+
+@functools.lru_cache(maxsize=4096)
+def needs_columns(sql: str) -> bool:
+    """Whether ``sql`` holds a ``SELECT * EXCLUDE (…)``, which :func:`to_postgres_with_columns`
+    renders with the columns PostgreSQL reports."""
+    from sqlglot import exp
+
+    return "exclude" in sql.lower() and has_excludes(postgres_tree(sql), exp)
+
+
+def to_postgres_with_columns(sql: str, columns: Callable[[str, tuple[int, ...]], list[str]]) -> tuple[str, tuple[int, ...]]:
+    """:func:`to_postgres` of a statement with ``* EXCLUDE (…)``: each such star as the columns
+    of its source but the excluded ones; ``columns(text, order)``: the names of the columns
+    of a rendered query (its parameters those of ``sql``), by PostgreSQL (never cached: the
+    columns of the tables may change)."""
+    from sqlglot import exp
+
     tree = postgres_tree(sql)
+    materialize_ctes(tree, exp)  # a chain of steps, each read once (the cell key method's)
+    expand_excludes(tree, exp, lambda probe: columns(*render(probe)))
+    return render(tree)
+
+
+def render(tree: Any) -> tuple[str, tuple[int, ...]]:
+    """The text and placeholder order (:func:`to_postgres`) of a rewritten tree."""
     try:
         text = tree.sql(dialect="postgres", unsupported_level=_raise_level())
     except Exception as exc:  # sqlglot's UnsupportedError: a piece PostgreSQL lacks
@@ -54,9 +85,10 @@ def postgres_tree(sql: str) -> Any:
         tree = sqlglot.parse_one("".join(parts) + sql[last:], read="duckdb")
     except sqlglot.errors.ParseError as exc:
         raise SpecError(f"a statement could not be rendered for PostgreSQL: {str(exc).splitlines()[0]}") from None
+    _group_by_all(tree, exp)  # first: DuckDB's rule reads DuckDB's aggregates
     _types(tree, exp)
     _functions(tree, exp)
-    _group_by_all(tree, exp)
+    rewrite_lists(tree, exp)
     _subquery_aliases(tree, exp)
     return tree
 
@@ -85,7 +117,7 @@ def _types(tree: Any, exp: Any) -> None:
 def _functions(tree: Any, exp: Any) -> None:
     """protab's own functions from pg_temp (the id of a record key as text); ``isnan``,
     ``isinf``, ``isfinite`` as comparisons; ``round`` of one argument half away from zero;
-    ``unnest(range(a, b))`` as the series itself; top-k lists refused."""
+    ``unnest(range(a, b))`` as the series itself."""
     inf = exp.cast(exp.Literal.string("Infinity"), "DOUBLE")
     nan = exp.cast(exp.Literal.string("NaN"), "DOUBLE")
     for node in list(tree.find_all(exp.Anonymous)):
@@ -111,9 +143,6 @@ def _functions(tree: Any, exp: Any) -> None:
     for node in list(tree.find_all(exp.Explode)):  # unnest(range(a, b)): a set already in PostgreSQL
         if isinstance(node.this, exp.GenerateSeries):
             node.replace(node.this.copy())
-    for node in list(tree.find_all(exp.Max, exp.Min, exp.ArgMax, exp.ArgMin)):
-        if node.args.get("count") is not None:
-            raise SpecError("top-k lists (max(x, n), arg_max(x, y, n)) are not supported on the PostgreSQL engine yet")
 
 
 def _group_by_all(tree: Any, exp: Any) -> None:

@@ -22,8 +22,32 @@ from protab.errors import InputError
 #: - ``protab_units``: a double as the whole number of 10^-8 DuckDB's cast to DECIMAL(38, 8) gives
 #:   (x·10^8 rounded half away from zero in binary, that double's exact value), NULL for NaN,
 #:   ±inf and |x| ≥ 1e30; ``protab_exact`` writes an integral double exactly as a NUMERIC in
-#:   three limbs (2^64, 2^32, 1), each an exact operation (PostgreSQL's own cast keeps 15 digits).
+#:   three limbs (2^64, 2^32, 1), each an exact operation (PostgreSQL's own cast keeps 15 digits);
+#: - ``protab_awx``, ``protab_ax``: the composite types of protab's structs ``{'a', 'w', 'x'}``
+#:   and ``{'a', 'x'}`` of top-k lists (postgres_lists.STRUCT_TYPES), ordered field by field as
+#:   DuckDB orders structs; ``protab_concat``: the lists of a group one after the other
+#:   (DuckDB's ``flatten(list(l))``);
+#: - ``protab_largest``, ``protab_dominance_ratio``, ``protab_weighted_largest``,
+#:   ``protab_frequency_rule``: the sensitivity rules' macros of sql/protab.sql, their sums
+#:   added one element after the other in the list's order, NULLs skipped (DuckDB's list_sum).
 PG_FUNCTIONS = (
+    "CREATE TYPE pg_temp.protab_awx AS (a double precision, w double precision, x double precision)",
+    "CREATE TYPE pg_temp.protab_ax AS (a double precision, x double precision)",
+    """CREATE OR REPLACE AGGREGATE pg_temp.protab_concat(double precision[])
+       (SFUNC = array_cat, STYPE = double precision[])""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_largest(top double precision[], n bigint) RETURNS double precision
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+       SELECT coalesce((SELECT sum(top[i] ORDER BY i) FROM generate_subscripts(top, 1) AS i WHERE i <= n), 0) $$""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_dominance_ratio(top double precision[], total double precision,
+       n bigint) RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+       SELECT CASE WHEN total = 0 THEN 0.0 ELSE pg_temp.protab_largest(top, n) / total END $$""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_weighted_largest(xs double precision[], ws double precision[],
+       n bigint) RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+       SELECT coalesce((SELECT sum(xs[i] * greatest(0, least(ws[i], n - coalesce(
+                  (SELECT sum(ws[j] ORDER BY j) FROM generate_subscripts(ws, 1) AS j WHERE j <= i - 1), 0)))
+                  ORDER BY i) FROM generate_subscripts(xs, 1) AS i WHERE i <= n), 0) $$""",
+    """CREATE OR REPLACE FUNCTION pg_temp.protab_frequency_rule(contributors bigint, n bigint) RETURNS boolean
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT contributors > 0 AND contributors < n $$""",
     """CREATE OR REPLACE FUNCTION pg_temp.protab_record_key(seed text, id text, bits integer) RETURNS bigint
        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
        SELECT (('x' || substr(encode(sha256(convert_to(seed || chr(31) || id, 'UTF8')), 'hex'), 1, 8))::bit(32)::bigint)
@@ -88,6 +112,8 @@ _DUCKDB_NAMES = {
 def duckdb_type(pg_type: str) -> str:
     """The DuckDB name of a PostgreSQL column type (``numeric(p,s)`` → ``DECIMAL(p,s)``)."""
     t = pg_type.lower()
+    if t.endswith("[]"):
+        return duckdb_type(t[:-2]) + "[]"
     if t.startswith("numeric("):
         return "DECIMAL" + t[len("numeric"):].replace(" ", "")
     if t.startswith(("character varying", "character", "varchar")):
@@ -117,7 +143,8 @@ def pg_column_type(t: pa.DataType) -> str | None:
 #: result type OIDs (pg_type) → Arrow types; numeric is read with the column's precision and scale
 _ARROW_OF_OID = {16: pa.bool_(), 20: pa.int64(), 21: pa.int16(), 23: pa.int32(), 26: pa.int64(), 25: pa.string(),
                  1043: pa.string(), 1042: pa.string(), 705: pa.string(), 19: pa.string(), 700: pa.float32(),
-                 701: pa.float64(), 1082: pa.date32(), 1114: pa.timestamp("us"), 1184: pa.timestamp("us", tz="UTC")}
+                 701: pa.float64(), 1082: pa.date32(), 1114: pa.timestamp("us"), 1184: pa.timestamp("us", tz="UTC"),
+                 1022: pa.list_(pa.float64()), 1016: pa.list_(pa.int64()), 1007: pa.list_(pa.int32())}
 
 
 def arrow_result(description: Sequence[Any], rows: list[tuple[Any, ...]]) -> pa.Table:
