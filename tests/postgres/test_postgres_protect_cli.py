@@ -167,13 +167,13 @@ def _fails(argv: list[str], capsys) -> str:
     return last
 
 
-def test_sums_need_top_k_lists_and_are_refused_before_any_file(tmp_path, pg_census, capsys):
+def test_sums_with_the_cell_key_method_for_magnitudes_are_duckdbs_files(tmp_path, pg_census):
     request = _census(tmp_path, SUMS)
-    err = _fails(["protect", str(request), "--engine", "postgres", "--pg-dsn", pg_census,
-                  "--out", str(tmp_path / "pg")], capsys)
-    assert "table 'census': top-k lists of magnitude tables" in err
-    assert "not supported on the PostgreSQL engine yet" in err
-    assert not (tmp_path / "pg").exists()
+    protect(str(request), out=str(tmp_path / "duck"))
+    protect(str(request), out=str(tmp_path / "pg"), engine="postgres", pg_dsn=pg_census)
+    assert _same_files(tmp_path / "duck", tmp_path / "pg") == ["counts_first.csv", "w_sums.csv"]
+    lines = (tmp_path / "pg" / "w_sums.csv").read_text().splitlines()
+    assert lines[0] == "muni,sex,muni_level,sex_level,n_pert,w_pert,w_mean_pert" and len(lines) > 10
 
 
 def test_the_swap_is_refused_before_any_file(tmp_path, pg_census, capsys, monkeypatch):
