@@ -235,7 +235,7 @@ def test_key_sums_on_both_engines(engines, table):
         s.drop_key_sums(fine)
         assert not s.exists(fine)
     if sp.engine.name == "spark":  # sums kept in key sums: DuckDB's list merge, refused on Spark
-        with pytest.raises(SpecError, match="made on DuckDB only"):
+        with pytest.raises(SpecError, match="made on DuckDB and PostgreSQL only"):
             sp.key_sums(table, ["muni"], sums=["w"])
 
 

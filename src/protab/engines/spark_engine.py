@@ -78,7 +78,7 @@ _TEMPLATES: dict[str, str | Refused] = {
     "decimal8_sum_float": "sum(" + _UNITS + ")",
     "decimal8_sum_float_finish": _UNITS_AS_DECIMAL8.format(units="{{}}"),
     "decimal_times": "CAST({value} AS DECIMAL(29, 8)) * CAST({coef} AS DECIMAL(8, 0))",
-    "merged_list": Refused("key sums with sums (Session.key_sums(..., sums=...)) are made on DuckDB only; "
+    "merged_list": Refused("key sums with sums (Session.key_sums(..., sums=...)) are made on DuckDB and PostgreSQL only; "
                            "on Spark ask the records' table for magnitudes"),
     "hex_integer": "CAST(conv({digits}, 16, 10) AS BIGINT)",
 }
