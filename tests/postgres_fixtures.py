@@ -95,3 +95,19 @@ def start_server() -> Server:
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"could not start PostgreSQL: {exc.stderr.decode(errors='replace')}") from None
+
+
+def duckdb_and_postgres(dsn: str, prepare):
+    """The body of a module's ``engines`` fixture: a DuckDB Session in memory and a Session on
+    the PostgreSQL database ``dsn``, each prepared by ``prepare(session)``; yields (duckdb,
+    postgres) and closes both."""
+    import protab as pt
+
+    duck, pg = pt.Session(":memory:", progress=False), pt.Session.postgres(dsn)
+    try:
+        for s in (duck, pg):
+            prepare(s)
+        yield duck, pg
+    finally:
+        pg.close()
+        duck.close()

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from postgres_fixtures import duckdb_and_postgres
 from spark_fixtures import age_hierarchy, geo_hierarchy
 
 import protab as pt
@@ -73,14 +74,7 @@ def _prepare(s: pt.Session) -> None:
 
 @pytest.fixture(scope="module")
 def engines(pg_dsn):
-    duck, pg = pt.Session(":memory:"), pt.Session.postgres(pg_dsn)
-    try:
-        for s in (duck, pg):
-            _prepare(s)
-        yield duck, pg
-    finally:
-        pg.close()
-        duck.close()
+    yield from duckdb_and_postgres(pg_dsn, _prepare)
 
 
 def _same(engines, fn):

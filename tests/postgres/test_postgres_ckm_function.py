@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from postgres_fixtures import duckdb_and_postgres
 
 import protab as pt
 from protab.errors import InputError
@@ -64,14 +65,7 @@ def _prepare(s: pt.Session) -> None:
 
 @pytest.fixture(scope="module")
 def engines(pg_dsn):
-    duck, pg = pt.Session(":memory:", progress=False), pt.Session.postgres(pg_dsn)
-    try:
-        for s in (duck, pg):
-            _prepare(s)
-        yield duck, pg
-    finally:
-        pg.close()
-        duck.close()
+    yield from duckdb_and_postgres(pg_dsn, _prepare)
 
 
 @pytest.fixture(scope="module")

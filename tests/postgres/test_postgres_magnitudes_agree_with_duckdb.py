@@ -8,18 +8,17 @@ Holdings stay refused."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import polars as pl
 import pytest
+from magnitude_engine_cases import COUNTS, MAGNITUDES, RULES
 from polars.testing import assert_frame_equal
+from postgres_fixtures import duckdb_and_postgres
 from spark_fixtures import age_hierarchy
 
 import protab as pt
 from protab.errors import SpecError
-from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.magnitude_ptable import MagnitudePTable
+from protab.magnitude import SensitivityRules
 
 N = 500
 SEED = "postgres-magnitudes"
@@ -47,11 +46,6 @@ def _records() -> pl.DataFrame:
 
 RECORDS = _records()
 MUNI = pt.Hierarchy.from_code_lengths(RECORDS["muni"].unique().to_list(), [2, 2])
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    COUNTS = pt.PTable.maximum_entropy(D=3, V=1.0)
-ALL = MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
-SMALL = MagnitudePTable.maximum_entropy(5, 1, step=5, icat=[1, 3, 5], optim=[4, 1, 1], type="small_cells")
 
 SPECS = {
     "flat": pt.TableSpec({"muni": None, "sex": None}, sums=["v", "e"]),
@@ -63,22 +57,6 @@ SPECS = {
     # cells where one variable has no value at all: its lists are NULL, the other's not
     "two_omit": pt.TableSpec({"muni": MUNI, "sex": None}, sums=["v", "fn"], null_sums="omit"),
     "two_omit_w": pt.TableSpec({"muni": MUNI, "sex": None}, sums=["fn", "e"], null_sums="omit", weight="w"),
-}
-MAGNITUDES = {
-    "flex": MagnitudeCKM(ALL, fp=100, p=(0.25, 0.05), q=3, epsilon=[1, 0.5, 0.2]),
-    "small": MagnitudeCKM(ALL, fp=50, small_cells=SMALL, epsilon=[1, 0.6]),
-    "simple": MagnitudeCKM(ALL, p=0.1),
-    "mean": MagnitudeCKM(ALL, fp=100, variant="mean"),
-    "range": MagnitudeCKM(ALL, fp=100, variant="range", small_cells=SMALL),
-    "sum": MagnitudeCKM(ALL, fp=100, variant="sum", same_key=False, zero_keys=True),
-    "evenodd": MagnitudeCKM({"even": ALL.as_type("even"), "odd": ALL.as_type("odd")}, fp=100),
-    "mu": MagnitudeCKM(ALL, fp=100, mu_c=3, epsilon=[1, 0.5]),
-}
-RULES = {
-    "gauss": SensitivityRules(min_frequency=3, dominance=[(1, 60), (2, 85)], p_percent=15),
-    "argus": SensitivityRules(min_frequency=3, dominance=[(1, 60)], convention="argus", zero=True),
-    "pq": SensitivityRules(pq=(10, 50), dominance=[(2, 80)]),
-    "argus_weights": SensitivityRules(dominance=[(2, 70)], p_percent=10, convention="argus", weights="tauargus"),
 }
 TABLES = {"sha": "persons", "ons": "persons_ons", "decimal": "persons_dec"}
 
@@ -119,14 +97,7 @@ def _prepare(s: pt.Session) -> None:
 
 @pytest.fixture(scope="module")
 def engines(pg_dsn):
-    duck, pg = pt.Session(":memory:"), pt.Session.postgres(pg_dsn)
-    try:
-        for s in (duck, pg):
-            _prepare(s)
-        yield duck, pg
-    finally:
-        pg.close()
-        duck.close()
+    yield from duckdb_and_postgres(pg_dsn, _prepare)
 
 
 def _run(s: pt.Session, case: tuple) -> pl.DataFrame:

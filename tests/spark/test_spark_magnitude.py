@@ -15,17 +15,15 @@ GaussSuppression and brute force elsewhere (tests/test_magnitude_*.py).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import polars as pl
 import pytest
+from magnitude_engine_cases import ALL, COUNTS, MAGNITUDES, RULES
 from polars.testing import assert_frame_equal
 from spark_fixtures import age_hierarchy, engine_pair, engines_under_test, geo_hierarchy, only_on
 
 import protab as pt
-from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.magnitude_ptable import MagnitudePTable
+from protab.magnitude import SensitivityRules
 
 N = 1500
 SEED = "spark-magnitude-tests"
@@ -57,12 +55,6 @@ RECORDS = _records()
 MUNI = pt.Hierarchy.from_code_lengths(RECORDS["muni"].unique().to_list(), [2, 2])
 GEO = geo_hierarchy()  # not a tree: EU = Europe − nonEU
 AGE = age_hierarchy()
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    COUNTS = pt.PTable.maximum_entropy(D=3, V=1.0)
-# R ptable's pt_ex_nums() tables (the parameters of R cellKey's examples)
-ALL = MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
-SMALL = MagnitudePTable.maximum_entropy(5, 1, step=5, icat=[1, 3, 5], optim=[4, 1, 1], type="small_cells")
 
 SPECS = {
     "flat": pt.TableSpec({"muni": None, "sex": None}, sums=["v", "e"]),
@@ -80,24 +72,6 @@ SPECS = {
     "empty": pt.TableSpec({"muni": MUNI, "age": None}, sums=["e"], where=[("sex", "in", ["f"]), ("age", "in", [1])]),
 }
 
-MAGNITUDES = {
-    "flex": MagnitudeCKM(ALL, fp=100, p=(0.25, 0.05), q=3, epsilon=[1, 0.5, 0.2]),
-    "small": MagnitudeCKM(ALL, fp=50, small_cells=SMALL, epsilon=[1, 0.6]),
-    "simple": MagnitudeCKM(ALL, p=0.1),
-    "mean": MagnitudeCKM(ALL, fp=100, variant="mean"),
-    "range": MagnitudeCKM(ALL, fp=100, variant="range", small_cells=SMALL),
-    "sum": MagnitudeCKM(ALL, fp=100, variant="sum", same_key=False, zero_keys=True),
-    "evenodd": MagnitudeCKM({"even": ALL.as_type("even"), "odd": ALL.as_type("odd")}, fp=100),
-    "mu": MagnitudeCKM(ALL, fp=100, mu_c=3, epsilon=[1, 0.5]),
-}
-
-RULES = {
-    "gauss": SensitivityRules(min_frequency=3, dominance=[(1, 60), (2, 85)], p_percent=15),
-    "argus": SensitivityRules(min_frequency=3, dominance=[(1, 60)], convention="argus", zero=True),
-    "pq": SensitivityRules(pq=(10, 50), dominance=[(2, 80)]),
-    "holding": SensitivityRules(min_frequency=3, dominance=[(1, 60)], holding="firm"),
-    "argus_weights": SensitivityRules(dominance=[(2, 70)], p_percent=10, convention="argus", weights="tauargus"),
-}
 
 # (spec, record keys, method, parameters)
 CASES = [
