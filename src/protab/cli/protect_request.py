@@ -43,7 +43,9 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
   database = "protab.duckdb"          # optional (--db overrides)
   output = "protab_output"            # optional (--out overrides)
   formats = ["csv", "parquet"]        # optional: csv, parquet, sdmx-csv (<name>.sdmx.csv, SDMX-CSV
-                                      # 2.0, dataflow PROTAB:<NAME>(1.0)), json-stat (<name>.stat.json)
+                                      # 2.0, dataflow PROTAB:<NAME>(1.0)), sdmx-structure
+                                      # (<name>.structure.xml, its SDMX-ML 2.1 structure; needs
+                                      # protab[sdmx]), json-stat (<name>.stat.json)
 
   [ptable]                            # the cell key method's p-table: one of
   maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
@@ -246,8 +248,13 @@ def _check_engine_flags(engine: str, given: list[str]) -> None:
 
 
 def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
-    """SDMX-CSV and JSON-stat name each table's dataflow by its upper-case name: an SDMX id."""
-    if {"sdmx-csv", "json-stat"} & set(formats):
+    """SDMX-CSV, its structure and JSON-stat name each table's dataflow by its upper-case name:
+    an SDMX id. A structure message needs the sdmx1 library (the extra named before any work)."""
+    if "sdmx-structure" in formats:
+        from protab.exchange.sdmx_structure import library
+
+        library()
+    if {"sdmx-csv", "sdmx-structure", "json-stat"} & set(formats):
         from protab.exchange import check_id
 
         for n in names:

@@ -150,6 +150,10 @@ def _writer(name: str, frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:
         from protab.exchange import sdmx_csv_writer
 
         return sdmx_csv_writer(frame, name.upper())
+    if fmt == "sdmx-structure":
+        from protab.exchange import sdmx_structure_writer
+
+        return sdmx_structure_writer(frame, name.upper())
     if fmt == "json-stat":
         from protab.exchange import json_stat_writer
 

@@ -1,6 +1,7 @@
 """A hypercube as one exchange dataset (docs/census.md, docs/exchange.md): its tables' cells
-in one frame over all its dimensions, written as one SDMX-CSV 2.0 dataflow or one JSON-stat
-2.0 dataset named by the hypercube, as Eurostat's Census Hub takes them.
+in one frame over all its dimensions, written as one SDMX-CSV 2.0 dataflow (and its SDMX-ML
+structure message) or one JSON-stat 2.0 dataset named by the hypercube, as Eurostat's Census
+Hub takes them.
 
 A table without one of the hypercube's dimensions publishes that dimension's total, and so
 does a table's level-0 code (its classification's root): both become the total code ``_T``.
@@ -22,11 +23,11 @@ if TYPE_CHECKING:
     from protab.programme.definition import Hypercube
 
 #: the programme's exchange formats and the suffix of their one file per hypercube
-SUFFIXES = {"sdmx-csv": ".sdmx.csv", "json-stat": ".stat.json"}
+SUFFIXES = {"sdmx-csv": ".sdmx.csv", "sdmx-structure": ".structure.xml", "json-stat": ".stat.json"}
 
 
 def file_name(cube: Hypercube, fmt: str) -> str:
-    """``<hypercube>.sdmx.csv`` or ``<hypercube>.stat.json``."""
+    """``<hypercube>.sdmx.csv``, ``<hypercube>.structure.xml`` or ``<hypercube>.stat.json``."""
     return f"{cube.name}{SUFFIXES[fmt]}"
 
 
@@ -52,13 +53,15 @@ def cube_frame(cube: Hypercube, frames: dict[str, pl.DataFrame]) -> pl.DataFrame
 
 def write_dataflow(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], fmt: str) -> str:
     """Write the hypercube as one dataset of format ``fmt`` into ``folder``; its file name."""
-    from protab.exchange import write_json_stat, write_sdmx_csv
+    from protab.exchange import write_json_stat, write_sdmx_csv, write_sdmx_structure
 
     frame = cube_frame(cube, frames)
     dims = [d.variable for d in cube.dims]
     name = file_name(cube, fmt)
     if fmt == "sdmx-csv":
         write_sdmx_csv(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
+    elif fmt == "sdmx-structure":
+        write_sdmx_structure(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
     else:
         write_json_stat(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
     return name

@@ -82,6 +82,10 @@ class Programme:
         """The output folder can be written and replaces no input, before any work."""
         from protab._io import check_output_folder, database_files, protected_form, refuse_replacing
 
+        if "sdmx-structure" in formats:
+            from protab.exchange.sdmx_structure import library
+
+            library()  # the extra it needs is named before any work
         names = [f for c in self.cubes for f in file_names(c, formats)] + ["summary.csv"]
         check_output_folder(out_dir, names)
         inputs = [(p, f"the microdata database {db!r}") for p in database_files(db)]

@@ -28,8 +28,8 @@ DEFAULT_DATABASE = "protab.duckdb"
 SOURCE = Str()
 #: the output folder
 OUTPUT = Str()
-#: the output formats (default: every one)
-FORMATS = List(Str(choices=("csv", "parquet", "sdmx-csv", "json-stat")), unique=True)
+#: the output formats (default: csv and parquet)
+FORMATS = List(Str(choices=("csv", "parquet", "sdmx-csv", "sdmx-structure", "json-stat")), unique=True)
 #: the code of a category's margin (totals); SDMX outputs write it as ``_T``
 DEFAULT_TOTAL = "Total"
 
