@@ -24,7 +24,7 @@ from protab.cli.protect_checks import (
 )
 from protab.cli.protect_postgres import PG_DSN_ENV, postgres_options, postgres_session
 from protab.cli.protect_sources import spark_options, spark_session, swap
-from protab.cli.protect_tables import protect_tables, summary, write_all
+from protab.cli.protect_tables import protect_tables, summary, table_labels, write_all
 from protab.errors import InputError
 from protab.request.swap_section import keep_swap
 
@@ -225,9 +225,13 @@ def protect(
                      "protect: the output folder", OWN_FOLDER)
     spark = spark_options(spark_master, spark_remote, spark_data, spark_keys, spark_conf) if engine == "spark" else None
     pg = postgres_options(pg_dsn, pg_keys, pg_data) if engine == "postgres" else None
+    labels, languages = table_labels(cfg), cfg.get("label_columns", ())
+
+    def write(frames: dict[str, pl.DataFrame]) -> None:
+        write_all(frames, out_dir, formats, labels, languages)
+
     with output_lock((out_dir, "protect: the output folder"), command=f"protab protect {request}", wait=wait):
-        rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark,
-                                postgres=pg)
+        rows = _protect_request(path, cfg, database, write, spark=spark, postgres=pg)
     print(summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
@@ -251,9 +255,9 @@ def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
     """SDMX-CSV, its structure and JSON-stat name each table's dataflow by its upper-case name:
     an SDMX id. A structure message needs the sdmx1 library (the extra named before any work)."""
     if "sdmx-structure" in formats:
-        from protab.exchange.sdmx_structure import library
+        from protab.exchange import sdmx_library
 
-        library()
+        sdmx_library()
     if {"sdmx-csv", "sdmx-structure", "json-stat"} & set(formats):
         from protab.exchange import check_id
 
@@ -359,7 +363,7 @@ def _protect_request(
         if "swap" in cfg:
             swap(s, cfg["swap"], path.parent)
         check_sources(s, cfg["tables"], db)
-        frames, rows = protect_tables(s, cfg, path.parent, methods)
+        frames, rows = protect_tables(s, cfg, path.parent, methods, f"request {str(path)!r}")
         write(frames)
         if "swap" in cfg:
             keep_swap(s, cfg["swap"])

@@ -9,9 +9,10 @@ neutraliser every CSV of protab goes through (docs/exchange.md).
 from protab._io import spreadsheet_safe
 from protab.exchange.geopackage import grid_arrow, grid_csv, write_geopackage, write_grid_csv
 from protab.exchange.json_stat import json_stat, json_stat_text, json_stat_writer, write_json_stat
+from protab.exchange.labels import with_label_columns
 from protab.exchange.observations import check_id, observations
 from protab.exchange.sdmx_csv import sdmx_csv, sdmx_csv_writer, structure_id, write_sdmx_csv
-from protab.exchange.sdmx_structure import sdmx_structure, sdmx_structure_writer, write_sdmx_structure
+from protab.exchange.sdmx_structure import sdmx_library, sdmx_structure, sdmx_structure_writer, write_sdmx_structure
 
 #: media types of the two table formats
 SDMX_CSV_MEDIA_TYPE = "application/vnd.sdmx.data+csv;version=2.0.0"
@@ -29,10 +30,12 @@ __all__ = [
     "observations",
     "sdmx_csv",
     "sdmx_csv_writer",
+    "sdmx_library",
     "sdmx_structure",
     "sdmx_structure_writer",
     "spreadsheet_safe",
     "structure_id",
+    "with_label_columns",
     "write_geopackage",
     "write_grid_csv",
     "write_json_stat",

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from protab.errors import InputError, SpecError
+from protab.exchange.labels import Labels, Names
 from protab.exchange.observations import TOTAL, check_id, observations_and_totals, pick_columns
 from protab.exchange.sdmx_csv import structure_id
 
@@ -40,11 +41,9 @@ CONF_STATUS = {"F": "Free", "C": "Confidential statistical information",
 _CONCEPTS = {"OBS_VALUE": "Observation value", "OBS_STATUS": "Observation status",
              "CONF_STATUS": "Confidentiality status", "MEASURE": "Measure"}
 
-#: a code (or a dimension) → its names by language
-Labels = Mapping[str, Mapping[str, Mapping[str, str]]]
 
 
-def library() -> Any:
+def sdmx_library() -> Any:
     """The ``sdmx`` module of sdmx1, or an InputError naming the extra to install."""
     try:
         import sdmx
@@ -57,14 +56,14 @@ def library() -> Any:
 def sdmx_structure(
     frame: Any, dataflow: str, *, agency: str = "PROTAB", version: str = "1.0",
     dims: Sequence[str] | None = None, measures: Sequence[str] | None = None, structural_zeros: Any = None,
-    labels: Labels | None = None, names: Mapping[str, Mapping[str, str]] | None = None,
+    labels: Labels | None = None, names: Names | None = None,
     prepared: datetime | None = None,
 ) -> str:
     """The SDMX-ML 2.1 structure message (text) of the dataflow :func:`protab.exchange.sdmx_csv`
     writes for the same arguments; ``labels`` and ``names`` as in the module docstring."""
     from protab._frames import as_polars
 
-    sdmx = library()
+    sdmx = sdmx_library()
     try:
         structure_id(dataflow, agency, version)
     except SpecError as exc:
