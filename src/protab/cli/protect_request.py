@@ -46,6 +46,7 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
                                       # 2.0, dataflow PROTAB:<NAME>(1.0)), sdmx-structure
                                       # (<name>.structure.xml, its SDMX-ML 2.1 structure; needs
                                       # protab[sdmx]), json-stat (<name>.stat.json)
+  label_columns = ["en"]              # optional: CSV/Parquet columns <dim>_label_<lang> of the labels
 
   [ptable]                            # the cell key method's p-table: one of
   maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
@@ -55,6 +56,8 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
   columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
                                         # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total";
                                         # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
+                                        # optional labels = { en = { R1 = "North" } } and
+                                        # name = { en = "Municipality" } (docs/vocabulary.md)
   [swap]                              # optional: targeted record swapping first (docs/swapping.md)
   source = "persons"                  #   writes the swapped records to table `out` of the database
   out = "persons_swapped"             #   (replace = true to overwrite), kept only when every table
