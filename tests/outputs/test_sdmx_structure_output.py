@@ -135,3 +135,12 @@ def test_protect_writes_the_structure_beside_the_sdmx_csv(tmp_path, persons):
     assert sorted(p.name for p in out.iterdir()) == ["muni_sex.sdmx.csv", "muni_sex.structure.xml",
                                                      "protab_run.json"]
     check_structure(out / "muni_sex.structure.xml", (out / "muni_sex.sdmx.csv").read_bytes().decode("utf-8"))
+
+
+def test_a_code_that_is_no_sdmx_code_id_is_named_in_a_warning_and_kept():
+    frame = pl.DataFrame({"municipality": ["Oslo kommune", "R.1", "Bergen"], "n_pert": [4, 5, 6]})
+    with pytest.warns(UserWarning, match=r"'municipality'.*'Oslo kommune'.*'R\.1'") as caught:
+        xml = sdmx_structure(frame, "M")
+    assert "Bergen" not in str(caught[0].message)
+    _, lists = check_structure(xml, sdmx_csv(frame, "M"))  # read back: the codes as the CSV has them
+    assert {c.id for c in lists["MUNICIPALITY"]} == {"Oslo kommune", "R.1", "Bergen"}

@@ -21,17 +21,21 @@ The message is built and written by the ``sdmx1`` library (import name ``sdmx``;
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from protab.errors import InputError, SpecError
+from protab.errors import InputError, SpecError, show_values
 from protab.exchange.labels import Labels, Names
 from protab.exchange.observations import TOTAL, check_id, observations_and_totals, pick_columns
 from protab.exchange.sdmx_csv import structure_id
 
 MEDIA_TYPE = "application/vnd.sdmx.structure+xml;version=2.1"
+#: a code of an SDMX code list (IDType of SDMX-ML 2.1: letters, digits, _ @ $ -)
+CODE = re.compile(r"[A-Za-z0-9_@$\-]+")
 #: the language of names protab makes up (codes without a label, the flags' code lists)
 LANGUAGE = "en"
 #: the flags protab writes and their names in the SDMX code lists CL_OBS_STATUS and CL_CONF_STATUS
@@ -74,6 +78,13 @@ def sdmx_structure(
         frame, dataflow, dims=dims, measures=measures, structural_zeros=structural_zeros)
     columns = dict(zip(ids, dims))
     codes = {i: obs[i].unique(maintain_order=True).to_list() for i in ids}  # a code list each: small
+    for i in ids:  # written as they are (sdmx1 reads them back), but a registry validating the schema refuses them
+        bad = [c for c in codes[i] if not CODE.fullmatch(c)]
+        if bad:
+            warnings.warn(f"table {dataflow!r}: dimension {columns[i]!r} has codes that are no SDMX code ids "
+                          f"(letters, digits, '_', '@', '$', '-'): {show_values(bad)}; its structure message is "
+                          "not valid SDMX-ML 2.1 for a registry that checks the schema: recode them (e.g. "
+                          "'85+' as 'Y_GE85')", UserWarning, stacklevel=2)
     named = {i: _code_names(codes[i], (labels or {}).get(columns[i], {}), totals[i]) for i in ids}
     dim_names = {i: dict((names or {}).get(columns[i], {})) or {LANGUAGE: columns[i]} for i in ids}
     if len(measure_ids) > 1:
