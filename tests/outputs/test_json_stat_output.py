@@ -128,3 +128,14 @@ def test_the_protect_batch_writes_exchange_formats(tmp_path, keyed, h_muni):
     with pytest.raises(SpecError):
         write_all({"muni_sex": frame, "9bad": frame}, tmp_path / "out2", ["csv", "json-stat"])
     assert not (tmp_path / "out2").exists() or not any((tmp_path / "out2").iterdir())
+
+
+def test_labels_are_the_category_labels_in_the_language_asked_for():
+    frame = pl.DataFrame({"region": ["Total", "R1", "R2"], "region_level": [0, 1, 1], "n_pert": [9, 4, 5]})
+    labels = {"region": {"en": {"Total": "All", "R1": "North"}, "nb": {"Total": "Alle", "R1": "Nord"}}}
+    names = {"region": {"en": "Region", "nb": "Område"}}
+    nb = json_stat(frame, "R", labels=labels, names=names, language="nb")["dimension"]["REGION"]
+    assert nb["label"] == "Område"
+    assert nb["category"]["label"] == {"_T": "Alle", "R1": "Nord", "R2": "R2"}
+    first = json_stat(frame, "R", labels=labels)["dimension"]["REGION"]  # no language: the first given
+    assert first["category"]["label"] == {"_T": "All", "R1": "North", "R2": "R2"} and first["label"] == "REGION"

@@ -14,7 +14,8 @@ DEFAULT_DATABASE = "protab.duckdb"
 DEFAULT_OUTPUT = "protab_output"
 FORMATS = ("csv", "parquet")
 #: every format a protect request may ask for (the default is FORMATS), and its file suffix
-ALL_FORMATS = {"csv": ".csv", "parquet": ".parquet", "sdmx-csv": ".sdmx.csv", "json-stat": ".stat.json"}
+ALL_FORMATS = {"csv": ".csv", "parquet": ".parquet", "sdmx-csv": ".sdmx.csv", "sdmx-structure": ".structure.xml",
+               "json-stat": ".stat.json"}
 DB_HELP = f"the DuckDB database file (default {DEFAULT_DATABASE})"
 
 

@@ -24,7 +24,7 @@ from protab.cli.protect_checks import (
 )
 from protab.cli.protect_postgres import PG_DSN_ENV, postgres_options, postgres_session
 from protab.cli.protect_sources import spark_options, spark_session, swap
-from protab.cli.protect_tables import protect_tables, summary, write_all
+from protab.cli.protect_tables import protect_tables, summary, table_labels, write_all
 from protab.errors import InputError
 from protab.request.swap_section import keep_swap
 
@@ -43,7 +43,10 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
   database = "protab.duckdb"          # optional (--db overrides)
   output = "protab_output"            # optional (--out overrides)
   formats = ["csv", "parquet"]        # optional: csv, parquet, sdmx-csv (<name>.sdmx.csv, SDMX-CSV
-                                      # 2.0, dataflow PROTAB:<NAME>(1.0)), json-stat (<name>.stat.json)
+                                      # 2.0, dataflow PROTAB:<NAME>(1.0)), sdmx-structure
+                                      # (<name>.structure.xml, its SDMX-ML 2.1 structure; needs
+                                      # protab[sdmx]), json-stat (<name>.stat.json)
+  label_columns = ["en"]              # optional: CSV/Parquet columns <dim>_label_<lang> of the labels
 
   [ptable]                            # the cell key method's p-table: one of
   maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
@@ -53,6 +56,8 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
   columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
                                         # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total";
                                         # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
+                                        # optional labels = { en = { R1 = "North" } } and
+                                        # name = { en = "Municipality" } (docs/vocabulary.md)
   [swap]                              # optional: targeted record swapping first (docs/swapping.md)
   source = "persons"                  #   writes the swapped records to table `out` of the database
   out = "persons_swapped"             #   (replace = true to overwrite), kept only when every table
@@ -223,9 +228,13 @@ def protect(
                      "protect: the output folder", OWN_FOLDER)
     spark = spark_options(spark_master, spark_remote, spark_data, spark_keys, spark_conf) if engine == "spark" else None
     pg = postgres_options(pg_dsn, pg_keys, pg_data) if engine == "postgres" else None
+    labels, languages = table_labels(cfg), cfg.get("label_columns", ())
+
+    def write(frames: dict[str, pl.DataFrame]) -> None:
+        write_all(frames, out_dir, formats, labels, languages)
+
     with output_lock((out_dir, "protect: the output folder"), command=f"protab protect {request}", wait=wait):
-        rows = _protect_request(path, cfg, database, lambda frames: write_all(frames, out_dir, formats), spark=spark,
-                                postgres=pg)
+        rows = _protect_request(path, cfg, database, write, spark=spark, postgres=pg)
     print(summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
@@ -246,8 +255,13 @@ def _check_engine_flags(engine: str, given: list[str]) -> None:
 
 
 def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
-    """SDMX-CSV and JSON-stat name each table's dataflow by its upper-case name: an SDMX id."""
-    if {"sdmx-csv", "json-stat"} & set(formats):
+    """SDMX-CSV, its structure and JSON-stat name each table's dataflow by its upper-case name:
+    an SDMX id. A structure message needs the sdmx1 library (the extra named before any work)."""
+    if "sdmx-structure" in formats:
+        from protab.exchange import sdmx_library
+
+        sdmx_library()
+    if {"sdmx-csv", "sdmx-structure", "json-stat"} & set(formats):
         from protab.exchange import check_id
 
         for n in names:
@@ -352,7 +366,7 @@ def _protect_request(
         if "swap" in cfg:
             swap(s, cfg["swap"], path.parent)
         check_sources(s, cfg["tables"], db)
-        frames, rows = protect_tables(s, cfg, path.parent, methods)
+        frames, rows = protect_tables(s, cfg, path.parent, methods, f"request {str(path)!r}")
         write(frames)
         if "swap" in cfg:
             keep_swap(s, cfg["swap"])

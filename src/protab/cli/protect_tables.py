@@ -83,9 +83,11 @@ def _suppression_row(s: Session, t: dict[str, Any], spec: TableSpec, frame: pl.D
             "hellinger_utility": None}
 
 
-def specs(s: Session, cfg: dict[str, Any], base: Path) -> list[TableSpec]:
-    """The TableSpec of every table (hierarchies read), before any table is built."""
+def specs(s: Session, cfg: dict[str, Any], base: Path, file: str = "the request") -> list[TableSpec]:
+    """The TableSpec of every table (hierarchies read, their labels checked against their codes),
+    before any table is built."""
     from protab.table import TableSpec
+    from protab.vocabulary.labels import check_labels
 
     out = []
     for t in cfg["tables"]:
@@ -93,6 +95,8 @@ def specs(s: Session, cfg: dict[str, Any], base: Path) -> list[TableSpec]:
         for d in t["dims"]:
             h = cfg.get("hierarchies", {}).get(d)
             dims[d] = hierarchy(s, h, t["source"], d, base) if h else None
+            if h:
+                check_labels(h, dims[d].codes, file, f"[hierarchies.{d}]")
         out.append(TableSpec(
             dims, formula=t.get("formula"), weight=t.get("weight"),
             drop_empty=t.get("drop_empty", False), null_code=t.get("null_code"),
@@ -103,13 +107,13 @@ def specs(s: Session, cfg: dict[str, Any], base: Path) -> list[TableSpec]:
 
 
 def protect_tables(
-    s: Session, cfg: dict[str, Any], base: Path, methods: dict[str, Any]
+    s: Session, cfg: dict[str, Any], base: Path, methods: dict[str, Any], file: str = "the request"
 ) -> tuple[dict[str, pl.DataFrame], list[dict[str, Any]]]:
     """Every table protected in memory, by its method (the suppressed ones of a source together)."""
     from protab._progress import track
 
     tables = cfg["tables"]
-    table_specs = specs(s, cfg, base)
+    table_specs = specs(s, cfg, base, file)
     rows, frames = [], {}
     suppressed: dict[str, tuple[pl.DataFrame, dict[str, Any]]] = {}
     for k, (t, spec) in enumerate(track(list(zip(tables, table_specs)), "protecting tables",
@@ -129,31 +133,53 @@ def protect_tables(
     return frames, rows
 
 
-def write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str]) -> None:
+def table_labels(cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per table of a request, the ``labels`` and ``name`` of its dimensions' hierarchies
+    (``{"labels": {dim: …}, "names": {dim: …}}``, protab.exchange.labels)."""
+    hs = cfg.get("hierarchies", {})
+    return {t["name"]: {"labels": {d: hs[d]["labels"] for d in t["dims"] if "labels" in hs.get(d, {})},
+                        "names": {d: hs[d]["name"] for d in t["dims"] if "name" in hs.get(d, {})}}
+            for t in cfg["tables"]}
+
+
+def write_all(frames: dict[str, pl.DataFrame], out: Path, formats: Sequence[str],
+              labels: dict[str, dict[str, Any]] | None = None, label_columns: Sequence[str] = ()) -> None:
     """Write every table into ``out`` at once, after all were protected (see protab._io), with
     the run's manifest protab_run.json (protab._run_manifest) in the same batch. The
     exchange formats are made in memory first, so a table they refuse stops the batch before
-    any file is written."""
+    any file is written. ``labels`` (of :func:`table_labels`) name the codes of the SDMX
+    structure and JSON-stat; ``label_columns`` are the languages of CSV and Parquet label columns."""
     from protab._io import write_batch
     from protab._run_manifest import with_manifest
     from protab.cli.options import output_file
 
-    files = {output_file(name, fmt): _writer(name, frame, fmt) for name, frame in frames.items() for fmt in formats}
+    files = {output_file(name, fmt): _writer(name, frame, fmt, (labels or {}).get(name, {}), label_columns)
+             for name, frame in frames.items() for fmt in formats}
     write_batch(out, with_manifest(out, files, "protect"))
 
 
-def _writer(name: str, frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:
+def _writer(name: str, frame: pl.DataFrame, fmt: str, labels: dict[str, Any],
+            label_columns: Sequence[str]) -> Callable[[Path], None]:
     """The batch writer of one table in one format (SDMX dataflow / JSON-stat id: the upper-case name)."""
     from protab._io import frame_writer
 
+    named = {"labels": labels.get("labels") or None, "names": labels.get("names") or None}
     if fmt == "sdmx-csv":
         from protab.exchange import sdmx_csv_writer
 
         return sdmx_csv_writer(frame, name.upper())
+    if fmt == "sdmx-structure":
+        from protab.exchange import sdmx_structure_writer
+
+        return sdmx_structure_writer(frame, name.upper(), **named)
     if fmt == "json-stat":
         from protab.exchange import json_stat_writer
 
-        return json_stat_writer(frame, name.upper(), label=name)
+        return json_stat_writer(frame, name.upper(), label=name, language=next(iter(label_columns), None), **named)
+    if label_columns and named["labels"]:
+        from protab.exchange import with_label_columns
+
+        frame = with_label_columns(frame, named["labels"], label_columns)
     return frame_writer(frame, fmt)
 
 

@@ -2,8 +2,10 @@
 
 ``id`` and ``size`` list the dimensions (``MEASURE`` last when a table has several values per
 cell, with role ``metric``); each dimension's categories are its codes in publication order
-(``category.index`` a list, ``category.label`` code → code; the total is ``_T``, as in SDMX,
-labelled with its own name, e.g. "Total"). ``value`` is in row-major order
+(``category.index`` a list, ``category.label`` code → label: the code's label in ``labels`` in
+one language, else the code; the total is ``_T``, as in SDMX, labelled by its root's label,
+else with its own name, e.g. "Total"; a dimension's ``label`` its name in ``names``, else its
+column). ``value`` is in row-major order
 (the last dimension varies fastest): an array when at least half the positions hold a cell,
 else an object of position → value. Cells a table does not publish, and withheld cells, are
 null. ``status`` is an object of position → flag: the CONF_STATUS code of a withheld cell
@@ -21,7 +23,8 @@ import numpy as np
 import polars as pl
 
 from protab.errors import SpecError
-from protab.exchange.observations import TOTAL, check_id, observations_and_totals
+from protab.exchange.labels import Labels, Names, in_language
+from protab.exchange.observations import TOTAL, check_id, observations_and_totals, pick_columns
 
 MEDIA_TYPE = "application/json"
 #: the largest cube a value index addresses exactly (positions are JSON numbers, i.e. doubles)
@@ -50,14 +53,25 @@ def _numbers(values: pl.Series) -> list[Any]:
     return values.to_list()
 
 
-def json_stat(frame: Any, dataset: str, *, label: str | None = None, **kw: Any) -> dict[str, Any]:
+def json_stat(frame: Any, dataset: str, *, label: str | None = None, labels: Labels | None = None,
+              names: Names | None = None, language: str | None = None, **kw: Any) -> dict[str, Any]:
     """The JSON-stat 2.0 dataset of a protected table (``kw``: ``dims``, ``measures``,
-    ``structural_zeros`` as for :func:`protab.exchange.sdmx_csv`)."""
+    ``structural_zeros`` as for :func:`protab.exchange.sdmx_csv`); ``labels`` and ``names`` (by
+    dimension column, then language) in ``language``, by default each one's first language."""
+    from protab._frames import as_polars
+
     try:
         check_id(dataset, "JSON-stat dataset id")
     except SpecError as exc:
         raise SpecError(f"table {dataset!r}: {exc}") from None
-    obs, ids, measures, totals = observations_and_totals(frame, dataset, **kw)
+    frame = as_polars(frame, f"table {dataset!r}")
+    dims, kw["measures"] = pick_columns(frame, kw.pop("dims", None), kw.get("measures"), dataset)
+    obs, ids, measures, totals = observations_and_totals(frame, dataset, dims=dims, **kw)
+    column = dict(zip(ids, dims))
+    own = {i: dict(in_language((labels or {}).get(column[i], {}), language) or {}) for i in ids}
+    for i in ids:  # the total: its root's label, else the root's name
+        own[i][TOTAL] = own[i].get(totals[i], totals[i])
+    titles = {i: in_language((names or {}).get(column[i], {}), language) or i for i in ids}
     keys = ids + (["MEASURE"] if "MEASURE" in obs.columns else [])
     pos, cats = positions(obs, keys)
     total = int(np.prod([len(c) for c in cats]))
@@ -72,9 +86,8 @@ def json_stat(frame: Any, dataset: str, *, label: str | None = None, **kw: Any) 
         value = dict(zip(at.to_list(), _numbers(obs["OBS_VALUE"])))
     status = dict(zip(flag["pos"].to_list(), flag["flag"].to_list()))
     dimension = {
-        k: {"label": measures.get(k, k) if k != "MEASURE" else "measure",
-            "category": {"index": c, "label": {x: totals[k] if x == TOTAL and k in totals else measures.get(x, x)
-                                               for x in c}}}
+        k: {"label": titles.get(k, "measure"),
+            "category": {"index": c, "label": {x: own[k].get(x, x) if k in own else measures.get(x, x) for x in c}}}
         for k, c in zip(keys, cats)
     }
     out: dict[str, Any] = {

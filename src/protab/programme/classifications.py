@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from protab.errors import ProtabError, SpecError, show_values
 from protab.request.loaders import hierarchy
+from protab.vocabulary.labels import check_labels
 from protab.vocabulary.sections import code_texts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -16,12 +17,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.programme.definition import Hypercube
     from protab.session import Session
 
-_OWN_KEYS = ("flat", "codes", "levels")
+_OWN_KEYS = ("flat", "codes", "levels", "labels", "name")
 
 
-def build(s: Session, cfg: dict[str, Any], cubes: list[Hypercube], source: str, base: Path) -> dict[str, Hierarchy]:
+def build(s: Session, cfg: dict[str, Any], cubes: list[Hypercube], source: str, base: Path,
+          file: str = "programme") -> dict[str, Hierarchy]:
     """Every classification a hypercube uses, as a Hierarchy read from ``source`` (codes from
-    data are read from the first variable that uses the classification)."""
+    data are read from the first variable that uses the classification); its ``labels`` label
+    only its codes (a SpecError naming ``file``, the classification and the codes)."""
     from protab.hierarchy import Hierarchy
 
     first: dict[str, str] = {}
@@ -43,6 +46,7 @@ def build(s: Session, cfg: dict[str, Any], cubes: list[Hypercube], source: str, 
         except ProtabError as exc:
             msg = str(exc).replace(f"[hierarchies.{variable}] of the request", f"[classifications.{name}]")
             raise type(exc)(msg.replace(f"hierarchies.{variable}.", f"classifications.{name}.")) from None
+        check_labels(c, h.codes, file, f"[classifications.{name}]")
         names = level_names(name, c)
         if names is not None and len(names) != h.depth:
             raise SpecError(f"programme: [classifications.{name}] levels names {len(names)} levels "

@@ -150,8 +150,10 @@ def file_names(cube: Hypercube, formats: list[str]) -> list[str]:
     return tables + [file_name(cube, fmt) for fmt in formats if fmt in SUFFIXES]
 
 
-def write_cube(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], formats: list[str]) -> list[str]:
-    """The frames of a finished hypercube written into the staging folder (each file atomically)."""
+def write_cube(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], formats: list[str],
+               classifications: dict[str, Any] | None = None) -> list[str]:
+    """The frames of a finished hypercube written into the staging folder (each file atomically);
+    the ``labels`` and ``name`` of ``classifications`` name the codes of its exchange files."""
     from protab._io import write_frame
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -161,7 +163,7 @@ def write_cube(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], f
                 write_frame(frames[t.name], folder / f"{cube.name}.{t.name}.{fmt}")
     for fmt in formats:
         if fmt in SUFFIXES:
-            write_dataflow(folder, cube, frames, fmt)
+            write_dataflow(folder, cube, frames, fmt, classifications)
     return file_names(cube, formats)
 
 

@@ -1,6 +1,7 @@
 """A hypercube as one exchange dataset (docs/census.md, docs/exchange.md): its tables' cells
-in one frame over all its dimensions, written as one SDMX-CSV 2.0 dataflow or one JSON-stat
-2.0 dataset named by the hypercube, as Eurostat's Census Hub takes them.
+in one frame over all its dimensions, written as one SDMX-CSV 2.0 dataflow (and its SDMX-ML
+structure message) or one JSON-stat 2.0 dataset named by the hypercube, as Eurostat's Census
+Hub takes them.
 
 A table without one of the hypercube's dimensions publishes that dimension's total, and so
 does a table's level-0 code (its classification's root): both become the total code ``_T``.
@@ -11,8 +12,9 @@ values would be a defect of the programme and stops the writing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -22,11 +24,11 @@ if TYPE_CHECKING:
     from protab.programme.definition import Hypercube
 
 #: the programme's exchange formats and the suffix of their one file per hypercube
-SUFFIXES = {"sdmx-csv": ".sdmx.csv", "json-stat": ".stat.json"}
+SUFFIXES = {"sdmx-csv": ".sdmx.csv", "sdmx-structure": ".structure.xml", "json-stat": ".stat.json"}
 
 
 def file_name(cube: Hypercube, fmt: str) -> str:
-    """``<hypercube>.sdmx.csv`` or ``<hypercube>.stat.json``."""
+    """``<hypercube>.sdmx.csv``, ``<hypercube>.structure.xml`` or ``<hypercube>.stat.json``."""
     return f"{cube.name}{SUFFIXES[fmt]}"
 
 
@@ -50,15 +52,30 @@ def cube_frame(cube: Hypercube, frames: dict[str, pl.DataFrame]) -> pl.DataFrame
     return cells.unique(subset=names, keep="first", maintain_order=True)
 
 
-def write_dataflow(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], fmt: str) -> str:
-    """Write the hypercube as one dataset of format ``fmt`` into ``folder``; its file name."""
-    from protab.exchange import write_json_stat, write_sdmx_csv
+def cube_labels(cube: Hypercube, classifications: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``labels`` and ``names`` of the hypercube's variables, from their classifications."""
+    own = {d.variable: classifications.get(d.classification, {}) for d in cube.dims}
+    # a hypercube's totals are null codes, named "Total" by the writers: the root's labels are theirs
+    labels = {v: {lang: {**by, "Total": by[c.get("root", "Total")]} if c.get("root", "Total") in by else by
+                  for lang, by in c["labels"].items()} for v, c in own.items() if "labels" in c}
+    return {"labels": labels or None,
+            "names": {v: c["name"] for v, c in own.items() if "name" in c} or None}
+
+
+def write_dataflow(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], fmt: str,
+                   classifications: Mapping[str, Any] | None = None) -> str:
+    """Write the hypercube as one dataset of format ``fmt`` into ``folder``; its file name. The
+    ``labels`` and ``name`` of the classifications name the codes and dimensions."""
+    from protab.exchange import write_json_stat, write_sdmx_csv, write_sdmx_structure
 
     frame = cube_frame(cube, frames)
     dims = [d.variable for d in cube.dims]
     name = file_name(cube, fmt)
+    named = cube_labels(cube, classifications or {})
     if fmt == "sdmx-csv":
         write_sdmx_csv(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
+    elif fmt == "sdmx-structure":
+        write_sdmx_structure(frame, folder / name, cube.name, dims=dims, measures=["n_pert"], **named)
     else:
-        write_json_stat(frame, folder / name, cube.name, dims=dims, measures=["n_pert"])
+        write_json_stat(frame, folder / name, cube.name, dims=dims, measures=["n_pert"], **named)
     return name

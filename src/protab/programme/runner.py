@@ -82,6 +82,10 @@ class Programme:
         """The output folder can be written and replaces no input, before any work."""
         from protab._io import check_output_folder, database_files, protected_form, refuse_replacing
 
+        if "sdmx-structure" in formats:
+            from protab.exchange import sdmx_library
+
+            sdmx_library()  # the extra it needs is named before any work
         names = [f for c in self.cubes for f in file_names(c, formats)] + ["summary.csv"]
         check_output_folder(out_dir, names)
         inputs = [(p, f"the microdata database {db!r}") for p in database_files(db)]
@@ -130,7 +134,8 @@ class Programme:
                 if column not in columns:
                     raise InputError(f"programme: hypercube {cube.name!r}: {key} names {column!r}, which is not a "
                                      f"column of {self.classified!r} (columns: {', '.join(columns)})")
-        hierarchies = cls.build(s, self.cfg, self.cubes, self.classified, self.path.parent)
+        hierarchies = cls.build(s, self.cfg, self.cubes, self.classified, self.path.parent,
+                                f"programme {str(self.path)!r}")
         depths = {}
         for cube in self.cubes:
             depths[cube.name] = cls.levels(self.cfg, cube, hierarchies)
@@ -151,6 +156,10 @@ class Programme:
         key = records_key(s, self.source, variables)
         common = {k: self.cfg.get(k) for k in ("ptable", "threshold", "swap", "source", "formats")}
         common["ptable_file"] = _file_digest(self.path.parent, self.cfg["ptable"])
+        classes = self.cfg["classifications"]
+        named = {n: [c.get("labels"), c.get("name")] for n, c in classes.items() if "labels" in c or "name" in c}
+        if named:  # they are in the exchange files: a run with other labels redoes its hypercubes
+            common["labels"] = named
         digests = {c.name: cube_digest(key, common, c, depths[c.name], hierarchies) for c in self.cubes}
         state = State(folder)
         state.forget_others(digests)
@@ -163,7 +172,7 @@ class Programme:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}) …")
                 frames, row = protect_cube(s, self.source, cube, depths[cube.name], hierarchies, ptable,
                                            self.cfg.get("threshold"), columns, cut_cache)
-                state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats), row)
+                state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats, classes), row)
                 entry = state.cubes[cube.name]
             else:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}): finished by an earlier run, kept")

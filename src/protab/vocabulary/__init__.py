@@ -1,12 +1,14 @@
 """The one vocabulary of protab's TOML fronts (protect requests, programmes, serve.toml, report
 requests): the value types (:mod:`.types`), the shared sections with their keys, types and
-defaults (:mod:`.sections`), and ``include = [...]`` of shared files (:mod:`.include`).
+defaults (:mod:`.sections`), the labels of classifications (:mod:`.labels`), and
+``include = [...]`` of shared files (:mod:`.include`).
 Reference: docs/vocabulary.md."""
 
 from protab.vocabulary.include import (
     expand,
     read_with_includes,
 )
+from protab.vocabulary.labels import Labels, Language, Names, check_labels
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
@@ -15,6 +17,7 @@ from protab.vocabulary.sections import (
     FORMATS,
     FRONT_NAMES,
     HIERARCHY,
+    LABEL_COLUMNS,
     MAGNITUDE,
     NAMED_SECTIONS,
     NAMES,
@@ -62,6 +65,9 @@ __all__ = [
     "FRONT_NAMES",
     "HIERARCHY",
     "Int",
+    "LABEL_COLUMNS",
+    "Labels",
+    "Language",
     "List",
     "MAGNITUDE",
     "NAMED_SECTIONS",
@@ -69,6 +75,7 @@ __all__ = [
     "NULL_CODE",
     "NULL_SUMS",
     "NUM_PTABLE",
+    "Names",
     "Num",
     "OUTPUT",
     "OWN_KEYS",
@@ -83,6 +90,7 @@ __all__ = [
     "Table",
     "Type",
     "check",
+    "check_labels",
     "code_texts",
     "expand",
     "fail",

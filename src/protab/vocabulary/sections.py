@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from protab.errors import SpecError
+from protab.vocabulary.labels import Labels, Language, Names
 from protab.vocabulary.types import AnyOf, Bool, Dict, Int, List, Num, Str, Table, Type, fail
 
 #: a list of distinct names (columns, dimensions)
@@ -28,8 +29,8 @@ DEFAULT_DATABASE = "protab.duckdb"
 SOURCE = Str()
 #: the output folder
 OUTPUT = Str()
-#: the output formats (default: every one)
-FORMATS = List(Str(choices=("csv", "parquet", "sdmx-csv", "json-stat")), unique=True)
+#: the output formats (default: csv and parquet)
+FORMATS = List(Str(choices=("csv", "parquet", "sdmx-csv", "sdmx-structure", "json-stat")), unique=True)
 #: the code of a category's margin (totals); SDMX outputs write it as ``_T``
 DEFAULT_TOTAL = "Total"
 
@@ -57,6 +58,8 @@ PTABLE = Table(
 
 
 # -- classifications ---------------------------------------------------------------------------
+#: the languages whose label columns protect's CSV and Parquet tables get (``<dim>_label_<lang>``)
+LABEL_COLUMNS = List(Language(), unique=True)
 HIERARCHY = Table(
     {
         "columns": _NAMES,
@@ -67,6 +70,8 @@ HIERARCHY = Table(
         "grid": List(Str(choices=("100m", "1km", "10km", "100km"))),
         "grid_form": Str(choices=("short", "long")),
         "root": Str(),
+        "labels": Labels(),
+        "name": Names(),
     },
     one_of=("columns", "code_lengths", "hrc", "parent_child", "ssb_frame", "grid"),
     doc="columns, code_lengths, hrc, parent_child, ssb_frame or grid",
@@ -200,7 +205,7 @@ SHARED_KEYS: dict[str, tuple[str, ...]] = {
 NAMED_SECTIONS = ("hierarchies", "classifications")
 #: the top-level keys only one front reads (they stay in its own file)
 OWN_KEYS: dict[str, tuple[str, ...]] = {
-    "protect": ("tables",),
+    "protect": ("tables", "label_columns"),
     "programme": ("hypercubes", "max_cells"),
     "serve": ("datasets", "users", "audit_log", "tokens_file", "rules_file"),
     "report": ("original", "protected", "measures", "dims", "total", "title"),

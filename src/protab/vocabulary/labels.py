@@ -1,0 +1,87 @@
+"""Labels of a classification's codes, and its own name, in one or more languages
+(docs/vocabulary.md, "Labels")::
+
+    [hierarchies.region]                # or [classifications.region] of a programme
+    columns = ["region"]
+    name = { en = "Region", nb = "Region" }
+    labels = { en = { Total = "All regions", R1 = "North" }, nb = { Total = "Alle", R1 = "Nord" } }
+
+A language is a tag such as ``en``, ``nb`` or ``en-GB``; a label is a non-empty string; a code
+is a TOML key (``1 = "One"`` labels the code ``"1"``). The types are checked with the file
+(:class:`Labels`, :class:`Names`); that every labelled code is a code of the classification
+(its root among them) is checked once its codes are known (:func:`check_labels`). The SDMX
+structure message names codes by them, JSON-stat takes them as ``category.label``, and
+``protab protect`` writes them as label columns (``label_columns``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from protab.errors import SpecError, show_values
+from protab.vocabulary.types import Str, Type, fail
+
+#: a language tag (BCP 47 in its simple forms: a two- or three-letter language, then subtags: en, nb, en-GB, sr-Latn)
+LANGUAGE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*")
+
+
+def _language(key: Any, path: str) -> None:
+    if not isinstance(key, str) or not LANGUAGE.fullmatch(key):
+        raise SpecError(f"request: {path}: {key!r} is not a language tag (such as 'en', 'nb' or 'en-GB')")
+
+
+class Language(Type):
+    """A language tag such as ``en``, ``nb`` or ``en-GB``."""
+
+    name = "a language tag (such as 'en', 'nb' or 'en-GB')"
+
+    def check(self, value: Any, path: str) -> None:
+        if not isinstance(value, str):
+            raise fail(path, self.name, value)
+        _language(value, path)
+
+
+class Names(Type):
+    """``name = { en = "Region", nb = "Region" }``: a name per language."""
+
+    name = "a table of language = name (such as { en = \"Region\" })"
+
+    def check(self, value: Any, path: str) -> None:
+        if not isinstance(value, dict) or not value:
+            raise fail(path, self.name, value)
+        for lang, text in value.items():
+            _language(lang, path)
+            Str().check(text, f"{path}.{lang}")
+
+
+class Labels(Type):
+    """``labels = { en = { CODE = "label", … }, … }``: per language, labels by code."""
+
+    name = "a table of language = { code = label, … }"
+
+    def check(self, value: Any, path: str) -> None:
+        if not isinstance(value, dict) or not value:
+            raise fail(path, self.name, value)
+        for lang, by_code in value.items():
+            _language(lang, path)
+            if not isinstance(by_code, dict) or not by_code:
+                raise fail(f"{path}.{lang}", "a table of code = label", by_code)
+            for code, text in by_code.items():
+                Str().check(text, f"{path}.{lang}.{code}")
+
+
+def check_labels(section: Mapping[str, Any], codes: Iterable[str], file: str, where: str) -> None:
+    """A SpecError naming ``file``, the classification ``where`` and the codes when ``labels``
+    of ``section`` labels a code that ``codes`` (the classification's, root included) lacks."""
+    labels = section.get("labels")
+    if not labels:
+        return
+    known = set(codes)
+    for lang, by_code in labels.items():
+        unknown = [c for c in by_code if c not in known]
+        if unknown:
+            raise SpecError(f"{file}: {where} labels.{lang} labels {show_values(unknown)}, which "
+                            f"{'is no code' if len(unknown) == 1 else 'are no codes'} of the classification "
+                            f"(its codes: {show_values(sorted(known))})")
