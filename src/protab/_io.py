@@ -422,6 +422,16 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def text_writer(text: str) -> Callable[[Path], None]:
+    """A writer for :func:`write_batch`: ``text`` as a UTF-8 file, newlines as given."""
+
+    def write(path: Path) -> None:
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+
+    return write
+
+
 def frame_writer(frame: pl.DataFrame, fmt: str) -> Callable[[Path], None]:
     """A writer for :func:`write_batch`: ``frame`` as CSV (spreadsheet-safe) or Parquet,
     deterministically."""

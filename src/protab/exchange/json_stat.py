@@ -108,12 +108,9 @@ def json_stat_text(frame: Any, dataset: str, **kw: Any) -> str:
 
 def json_stat_writer(frame: Any, dataset: str, **kw: Any) -> Callable[[Path], None]:
     """A writer for ``protab._io.write_batch``: the text is made first (errors before any file)."""
-    text = json_stat_text(frame, dataset, **kw)
+    from protab._io import text_writer
 
-    def write(path: Path) -> None:
-        Path(path).write_text(text, encoding="utf-8")
-
-    return write
+    return text_writer(json_stat_text(frame, dataset, **kw))
 
 
 def write_json_stat(frame: Any, path: str | Path, dataset: str, **kw: Any) -> Path:

@@ -58,13 +58,9 @@ def sdmx_csv(
 
 def sdmx_csv_writer(frame: Any, dataflow: str, **kw: Any) -> Callable[[Path], None]:
     """A writer for ``protab._io.write_batch``: the text is made first (errors before any file)."""
-    text = sdmx_csv(frame, dataflow, **kw)
+    from protab._io import text_writer
 
-    def write(path: Path) -> None:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-
-    return write
+    return text_writer(sdmx_csv(frame, dataflow, **kw))
 
 
 def write_sdmx_csv(frame: Any, path: str | Path, dataflow: str, **kw: Any) -> Path:

@@ -157,13 +157,9 @@ def _named(flags: Mapping[str, str]) -> dict[str, dict[str, str]]:
 
 def sdmx_structure_writer(frame: Any, dataflow: str, **kw: Any) -> Callable[[Path], None]:
     """A writer for ``protab._io.write_batch``: the message is made first (errors before any file)."""
-    text = sdmx_structure(frame, dataflow, **kw)
+    from protab._io import text_writer
 
-    def write(path: Path) -> None:
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-
-    return write
+    return text_writer(sdmx_structure(frame, dataflow, **kw))
 
 
 def write_sdmx_structure(frame: Any, path: str | Path, dataflow: str, **kw: Any) -> Path:
