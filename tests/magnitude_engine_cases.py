@@ -1,10 +1,13 @@
 """The p-tables, cell key parameters and sensitivity rules of the cross-engine magnitude tests
 (tests/spark/test_spark_magnitude.py, tests/postgres/test_postgres_magnitudes_agree_with_duckdb.py):
-one set, so that every engine is held to the same cases."""
+one set, so that every engine is held to the same cases, and the records they run on."""
 
 from __future__ import annotations
 
 import warnings
+
+import numpy as np
+import polars as pl
 
 import protab as pt
 from protab.magnitude import MagnitudeCKM, SensitivityRules
@@ -36,3 +39,28 @@ RULES = {
     "holding": SensitivityRules(min_frequency=3, dominance=[(1, 60)], holding="firm"),
     "argus_weights": SensitivityRules(dominance=[(2, 70)], p_percent=10, convention="argus", weights="tauargus"),
 }
+
+
+def magnitude_records(n: int, seed: int, firms: int) -> pl.DataFrame:
+    """``n`` records of the cross-engine magnitude tests: municipalities ``muni`` (two levels of
+    two digits), ``sex``, ``age`` (0–3), enterprise groups ``firm`` (``firms`` of them), a
+    skewed variable ``v`` with negative values, a non-negative ``e`` with zero contributions, a
+    weight ``w``, 8-bit keys ``k8`` and 7-digit decimal keys ``kdec`` (R cellKey's), and ``fn``:
+    ``e`` missing for every record of municipality 0203 and ``-0.0`` for its zeros."""
+    rng = np.random.default_rng(seed)
+    v = np.round(rng.pareto(1.2, n) * 100 - 30, 2)
+    e = np.round(rng.exponential(50, n), 1)
+    e[rng.random(n) < 0.1] = 0.0
+    return pl.DataFrame({
+        "pid": np.arange(1, n + 1) * 3,
+        "muni": rng.choice(["0101", "0102", "0201", "0202", "0203"], n),
+        "sex": rng.choice(["f", "m"], n),
+        "age": rng.integers(0, 4, n).astype(np.int32),
+        "firm": rng.integers(0, firms, n),
+        "v": v,
+        "e": e,
+        "w": np.round(rng.uniform(0.5, 4.0, n), 3),
+        "k8": rng.integers(0, 256, n),
+        "kdec": np.round(rng.integers(0, 10**7, n) / 10**7, 7),
+    }).with_columns(
+        fn=pl.when(pl.col("muni") == "0203").then(None).when(pl.col("e") == 0).then(-0.0).otherwise(pl.col("e")))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from magnitude_engine_cases import COUNTS, MAGNITUDES, RULES
+from magnitude_engine_cases import COUNTS, MAGNITUDES, RULES, magnitude_records
 from polars.testing import assert_frame_equal
 from postgres_fixtures import duckdb_and_postgres
 from spark_fixtures import age_hierarchy
@@ -24,27 +24,7 @@ N = 500
 SEED = "postgres-magnitudes"
 
 
-def _records() -> pl.DataFrame:
-    rng = np.random.default_rng(3911)
-    v = np.round(rng.pareto(1.2, N) * 100 - 30, 2)  # skewed, some negative
-    e = np.round(rng.exponential(50, N), 1)
-    e[rng.random(N) < 0.1] = 0.0  # zero contributions
-    return pl.DataFrame({
-        "pid": np.arange(1, N + 1) * 3,
-        "muni": rng.choice(["0101", "0102", "0201", "0202", "0203"], N),
-        "sex": rng.choice(["f", "m"], N),
-        "age": rng.choice(["0", "1", "2", "3"], N),
-        "firm": rng.integers(0, 100, N),
-        "v": v,
-        "e": e,
-        "w": np.round(rng.uniform(0.5, 4.0, N), 3),
-        "k8": rng.integers(0, 256, N),
-        "kdec": np.round(rng.integers(0, 10**7, N) / 10**7, 7),
-    }).with_columns(  # missing for every record of municipality 0203, -0.0 for the zeros
-        fn=pl.when(pl.col("muni") == "0203").then(None).when(pl.col("e") == 0).then(-0.0).otherwise(pl.col("e")))
-
-
-RECORDS = _records()
+RECORDS = magnitude_records(N, 3911, firms=100).with_columns(pl.col("age").cast(pl.String))  # codes as text
 MUNI = pt.Hierarchy.from_code_lengths(RECORDS["muni"].unique().to_list(), [2, 2])
 
 SPECS = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from magnitude_engine_cases import ALL, COUNTS, MAGNITUDES, RULES
+from magnitude_engine_cases import ALL, COUNTS, MAGNITUDES, RULES, magnitude_records
 from polars.testing import assert_frame_equal
 from spark_fixtures import age_hierarchy, engine_pair, engines_under_test, geo_hierarchy, only_on
 
@@ -30,25 +30,12 @@ SEED = "spark-magnitude-tests"
 
 
 def _records() -> pl.DataFrame:
-    rng = np.random.default_rng(11)
-    v = np.round(rng.pareto(1.2, N) * 100 - 30, 2)  # skewed, some negative
-    e = np.round(rng.exponential(50, N), 1)
-    e[rng.random(N) < 0.1] = 0.0  # zero contributions
-    return pl.DataFrame({
-        "pid": np.arange(1, N + 1) * 3,
-        "muni": rng.choice(["0101", "0102", "0201", "0202", "0203"], N),
-        "sex": rng.choice(["f", "m"], N),
-        "age": rng.integers(0, 4, N).astype(np.int32),
-        "geo": rng.choice(["Spain", "Iceland", "Portugal"], N),
-        "firm": rng.integers(0, 300, N),  # holdings: enterprise groups of about 5 records
-        "v": v,
-        "e": e,
-        "en": pl.Series([None if m else x for m, x in zip(rng.random(N) < 0.05, e)], dtype=pl.Float64),  # NULLs
-        "w": np.round(rng.uniform(0.5, 4.0, N), 3),
-        "k8": rng.integers(0, 256, N),
-        "kdec": np.round(rng.integers(0, 10**7, N) / 10**7, 7),  # R cellKey's 7-digit keys
-    }).with_columns(  # missing for every record of municipality 0203, -0.0 for the zeros
-        fn=pl.when(pl.col("muni") == "0203").then(None).when(pl.col("e") == 0).then(-0.0).otherwise(pl.col("e")))
+    rng = np.random.default_rng(12)
+    base = magnitude_records(N, 11, firms=300)  # holdings: enterprise groups of about 5 records
+    return base.with_columns(
+        geo=pl.Series(rng.choice(["Spain", "Iceland", "Portugal"], N)),
+        en=pl.when(pl.Series(rng.random(N) < 0.05)).then(None).otherwise(pl.col("e")),  # NULLs
+    )
 
 
 RECORDS = _records()
