@@ -4,6 +4,7 @@ key sum on the same table, in one run (issue 39, item 4).
     python benchmarks/postgres_scale.py                      # 1e5 records, a server of its own
     python benchmarks/postgres_scale.py --sizes 1e5 1e6
     python benchmarks/postgres_scale.py --dsn "host=... dbname=... user=..."
+    python benchmarks/postgres_scale.py --magnitudes         # adds a magnitude table (1e4 records)
 
 Without ``--dsn`` a throwaway server is started in a temporary folder with Debian's initdb
 and pg_ctl (``make postgres``; as root it runs as the ``postgres`` user) and removed at the end.
@@ -16,7 +17,17 @@ each the best of ``--repeat`` runs after a warm-up:
   modulo 2^32, fetched to the client;
 - protab's ``Session.cell_key`` of the count table with every margin (the scan, the roll-up,
   the p-table join, the frame) and its ratio to the floor;
-- the same table on DuckDB in memory, and the frames checked equal.
+- the same table on DuckDB in memory, and the frames checked equal;
+- the analyst's query ``SELECT m, a, o, ckm(count(*), sum(rkey)) FROM t GROUP BY m, a, o`` once
+  the p-table is installed as the SQL function ``ckm`` (``Session.install_ptable``), against the
+  same floor, its counts checked equal to the inner cells of protab's table.
+
+With ``--magnitudes`` (sizes ``--magnitude-sizes``, default 1e4: the PostgreSQL magnitude path
+is slow) a magnitude table too: the spec above with a skewed variable ``v`` (sums, sensitivity
+rules (minimum frequency, (1, 80) dominance, p%) and the cell key method for magnitudes), against
+the *top-k floor* on PostgreSQL: the GROUP BY with the key sum, the exact sum of ``v``, its
+non-zero contributors and its six largest contributions (``array_agg(v ORDER BY v DESC)``),
+fetched. Checked equal to DuckDB's frame.
 """
 
 from __future__ import annotations
@@ -33,13 +44,17 @@ from pathlib import Path
 
 import duckdb
 import measurements
+import polars as pl
 from polars.testing import assert_frame_equal
 from synthetic import best, population_sql
 
 import protab as pt
 
-GEN = population_sql("{n}")
 FLOOR = "SELECT m, a, o, count(*), sum(rkey) % 4294967296 FROM t GROUP BY m, a, o"
+CKM = "SELECT m, a, o, ckm(count(*), sum(rkey)) FROM t GROUP BY m, a, o"
+VALUE = ", round(1000 * pow((hash(range * 7) % 1000003) / 1000003.0 + 1e-6, -0.8), 2) AS v"
+TOPK_FLOOR = ("SELECT m, a, o, count(*), sum(rkey) % 4294967296, sum(v), count(*) FILTER (WHERE v <> 0), "
+              "(array_agg(v ORDER BY v DESC))[1:6] FROM t GROUP BY m, a, o")
 
 
 def spec() -> pt.TableSpec:
@@ -80,25 +95,85 @@ def start_server(root: Path) -> tuple[str, list[str], Path]:
 
 
 
-def run_size(dsn: str, n: int, repeat: int) -> dict[str, float]:
+def _ptable() -> pt.PTable:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ptable = pt.PTable.maximum_entropy(D=3, V=1.0)
-    records = duckdb.sql(GEN.format(n=n)).to_arrow_table()
-    table = spec()
-    with pt.Session.postgres(dsn) as pg, pt.Session(":memory:") as duck:
-        for s in (pg, duck):
-            s.register("t", records, replace=True)
-            s.add_record_keys("t", id_column="pid", seed="benchmark-seed")
-        pg.engine.execute("ANALYZE t")
+        return pt.PTable.maximum_entropy(D=3, V=1.0)
+
+
+def _sessions(dsn: str, n: int, extra: str = "") -> tuple[pt.Session, pt.Session]:
+    """A PostgreSQL and an in-memory DuckDB session, each with the same ``n`` keyed records ``t``."""
+    records = duckdb.sql(population_sql(str(n), extra=extra)).to_arrow_table()
+    pg, duck = pt.Session.postgres(dsn), pt.Session(":memory:")
+    for s in (pg, duck):
+        s.register("t", records, replace=True)
+        s.add_record_keys("t", id_column="pid", seed="benchmark-seed")
+    pg.engine.execute("ANALYZE t")
+    return pg, duck
+
+
+def _inner_counts(frame: pl.DataFrame, codes: pl.DataFrame) -> dict[tuple[str, str, str], int]:
+    """The perturbed counts of ``frame``'s inner cells (the codes the records hold)."""
+    inner = frame.join(codes, on=["m", "a", "o"], how="semi")
+    return {(m, a, o): c for m, a, o, c in inner.select("m", "a", "o", "n_pert").iter_rows()}
+
+
+def run_size(dsn: str, n: int, repeat: int) -> dict[str, float]:
+    ptable, table = _ptable(), spec()
+    pg, duck = _sessions(dsn, n)
+    with pg, duck:
         floor = best(lambda: pg.engine.con.execute(FLOOR).fetchall(), repeat)[0]
         inner = len(pg.engine.con.execute(FLOOR).fetchall())
         protab = best(lambda: pg.cell_key("t", table, ptable), repeat)[0]
         duck_s = best(lambda: duck.cell_key("t", table, ptable), repeat)[0]
         got, expected = pg.cell_key("t", table, ptable), duck.cell_key("t", table, ptable)
         assert_frame_equal(got, expected, check_exact=True)
+        pg.install_ptable(ptable, table="t")
+        ckm_s, rows = best(lambda: pg.engine.con.execute(CKM).fetchall(), repeat)
+        codes = pl.DataFrame([r[:3] for r in rows], schema=["m", "a", "o"], orient="row")
+        assert {r[:3]: r[3] for r in rows} == _inner_counts(got, codes), "ckm() disagrees with cell_key"
         return {"records": n, "inner": inner, "cells": got.height, "floor": floor, "postgres": protab,
-                "duckdb": duck_s}
+                "duckdb": duck_s, "ckm": ckm_s}
+
+
+def run_magnitudes(dsn: str, n: int, repeat: int) -> dict[str, float]:
+    table = pt.TableSpec(spec().dims, sums=["v"])
+    num = pt.MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1])
+    magnitude = pt.MagnitudeCKM(num, fp=1000, p=(0.3, 0.03), q=3, epsilon=[1, 0.6, 0.4])
+    rules = pt.SensitivityRules(min_frequency=3, dominance=[(1, 80)], p_percent=10)
+    ptable = _ptable()
+    pg, duck = _sessions(dsn, n, VALUE)
+    with pg, duck:
+        def protect(s: pt.Session) -> pl.DataFrame:
+            return s.cell_key("t", table, ptable, magnitude=magnitude, rules=rules)
+
+        floor = best(lambda: pg.engine.con.execute(TOPK_FLOOR).fetchall(), repeat)[0]
+        protab, got = best(lambda: protect(pg), repeat)
+        duck_s, expected = best(lambda: protect(duck), repeat)
+        assert_frame_equal(got, expected, check_exact=True)
+        return {"records": n, "cells": got.height, "floor": floor, "postgres": protab, "duckdb": duck_s}
+
+
+def _print_counts(r: dict[str, float], record: str | None) -> None:
+    print(f"{r['records']:>10,}{r['inner']:>8,}{r['cells']:>8,}{r['floor']:>9.3f}{r['postgres']:>10.3f}"
+          f"{r['postgres'] / r['floor']:>8.2f}{r['duckdb']:>10.3f}{r['ckm']:>9.3f}{r['ckm'] / r['floor']:>8.2f}",
+          flush=True)
+    if record:
+        measurements.append(record, [
+            measurements.row("postgres_scale", "counts", "postgres", r["records"], r["postgres"],
+                             "PostgreSQL GROUP BY + key sum", r["floor"], inner_cells=r["inner"],
+                             published_cells=r["cells"]),
+            measurements.row("postgres_scale", "ckm() in SQL, inner cells", "postgres", r["records"], r["ckm"],
+                             "PostgreSQL GROUP BY + key sum", r["floor"], inner_cells=r["inner"])])
+
+
+def _print_magnitudes(r: dict[str, float], record: str | None) -> None:
+    print(f"{r['records']:>10,}{r['cells']:>8,}{r['floor']:>9.3f}{r['postgres']:>10.3f}"
+          f"{r['postgres'] / r['floor']:>8.2f}{r['duckdb']:>10.3f}", flush=True)
+    if record:
+        measurements.append(record, [measurements.row(
+            "postgres_scale", "magnitudes", "postgres", r["records"], r["postgres"],
+            "PostgreSQL GROUP BY + key sum, sum, non-zero count, top-6", r["floor"], published_cells=r["cells"])])
 
 
 def main() -> None:
@@ -106,6 +181,8 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="*", type=float, default=[1e5])
     ap.add_argument("--dsn", default=None, help="a PostgreSQL database to use (default: a throwaway server)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--magnitudes", action="store_true", help="also a magnitude table against the top-k floor")
+    ap.add_argument("--magnitude-sizes", nargs="*", type=float, default=[1e4])
     measurements.add_option(ap)
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="protab-pg-bench-"))
@@ -115,15 +192,14 @@ def main() -> None:
         if dsn is None:
             dsn, as_user, pg_ctl = start_server(root)
             server = (as_user, pg_ctl)
-        print(f"{'records':>10}{'inner':>8}{'cells':>8}{'floor s':>9}{'protab s':>10}{'/floor':>8}{'duckdb s':>10}")
+        print(f"{'records':>10}{'inner':>8}{'cells':>8}{'floor s':>9}{'protab s':>10}{'/floor':>8}"
+              f"{'duckdb s':>10}{'ckm() s':>9}{'/floor':>8}")
         for size in args.sizes:
-            r = run_size(dsn, int(size), args.repeat)
-            print(f"{r['records']:>10,}{r['inner']:>8,}{r['cells']:>8,}{r['floor']:>9.3f}{r['postgres']:>10.3f}"
-                  f"{r['postgres'] / r['floor']:>8.2f}{r['duckdb']:>10.3f}", flush=True)
-            if args.record:
-                measurements.append(args.record, [measurements.row(
-                    "postgres_scale", "counts", "postgres", r["records"], r["postgres"],
-                    "PostgreSQL GROUP BY + key sum", r["floor"], inner_cells=r["inner"], published_cells=r["cells"])])
+            _print_counts(run_size(dsn, int(size), args.repeat), args.record)
+        if args.magnitudes:
+            print(f"magnitudes\n{'records':>10}{'cells':>8}{'floor s':>9}{'protab s':>10}{'/floor':>8}{'duckdb s':>10}")
+            for size in args.magnitude_sizes:
+                _print_magnitudes(run_magnitudes(dsn, int(size), args.repeat), args.record)
     finally:
         if server is not None:
             subprocess.run([*server[0], str(server[1]), "-D", str(root / "data"), "-m", "fast", "stop"],

@@ -84,3 +84,30 @@ def test_merged_lists_are_duckdbs(engines):
 def test_top_lists_with_a_bound_length_are_duckdbs(engines):
     duck, pg = (e.rows("SELECT g, max(x, ?) FROM v GROUP BY g ORDER BY g", [2]) for e in engines)
     assert pg == duck
+
+
+CHAIN = ("WITH a AS (SELECT g, max(x, 2) AS l FROM v GROUP BY g), b AS (SELECT *, l[1] AS top, "
+         "list_transform(l, lambda e: e * 2) AS l2 FROM a), "
+         "c AS (SELECT *, top * 2 AS twice FROM b), d AS (SELECT * FROM c ORDER BY g LIMIT 3) "
+         "SELECT c.g, c.twice, d.top, d.l2 FROM c LEFT JOIN d USING (g) UNION ALL SELECT g, twice, top, l2 FROM c "
+         "ORDER BY 1, 2, 3")
+
+
+def test_a_chain_of_steps_is_fenced_and_gives_duckdbs_rows(engines):
+    """In a statement with lambdas, a common table expression read once streams into its
+    reader as a subquery the planner keeps (NOT MATERIALIZED, OFFSET 0: no expression
+    substituted into the next step), one read twice is MATERIALIZED; a LIMIT stays the step's own."""
+    from protab.engines.postgres.postgres_sql import to_postgres
+
+    text = " ".join(to_postgres(CHAIN)[0].split())
+    for once in ("a", "b", "d"):
+        assert f"{once} AS NOT MATERIALIZED (" in text
+    assert "FROM a OFFSET 0)" in text and "GROUP BY g OFFSET 0)" in text
+    assert "c AS MATERIALIZED (" in text and "LIMIT 3)" in text and "LIMIT 3 OFFSET 0" not in text
+    duck, pg = (e.rows(CHAIN) for e in engines)
+    assert duck and pg == duck
+
+
+def test_the_connection_runs_without_jit(engines):
+    """JIT is off on protab's connection (LLVM took seconds per long statement)."""
+    assert engines[1].user_query("SHOW jit").item() == "off"

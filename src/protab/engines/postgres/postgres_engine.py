@@ -95,6 +95,10 @@ class PostgresEngine(Engine):
         self.label = f"postgres ({where})"
         self._where = where
         self._keys: dict[str, tuple[str, int]] = {}  # record-key columns of tables, remembered here
+        # JIT off for this connection: protab's statements over a table's cells are long expressions
+        # (top-k lists, the cell key method's lookups) that LLVM took seconds to compile for every
+        # statement, even for the LIMIT 0 that learns a result's columns (benchmarks/postgres_scale.py)
+        self.con.execute("SET jit = off")
         for statement in PG_FUNCTIONS:
             self.con.execute(statement)
 
