@@ -195,7 +195,7 @@ def read_rows(path: Path, context: str) -> tuple[list[str], list[list[str]]]:
 
 def _column(header: list[str], name: str, context: str, role: str) -> int:
     if name not in header:
-        hint = {"code": " (code = \"…\" names another)", "label": " (label = \"…\" names another)"}[role]
+        hint = f" (labels_file = {{ file = \"…\", {role} = \"…\" }} names another)"
         raise SpecError(f"{context}: no {role} column {name!r}{hint}; its columns: {show_values(header, 12)}")
     return header.index(name)
 
@@ -238,11 +238,15 @@ def table_labels(rows: list[list[str]], code: int, columns: Mapping[str, int], c
         raise SpecError(f"{context}: line{'s' if len(nameless) > 1 else ''} {show_values(nameless)} "
                         "of the file have labels but no code")
     if empty:
-        raise SpecError(f"{context}: the code{'s' if len(empty) > 1 else ''} {show_values(list(dict.fromkeys(empty)))} "
-                        "have an empty label; give each code a label or leave its row out")
+        empty = list(dict.fromkeys(empty))
+        raise SpecError(f"{context}: the code{'s' if len(empty) > 1 else ''} {show_values(empty)} "
+                        f"{'have' if len(empty) > 1 else 'has'} an empty label; give each code a label or leave "
+                        "its row out")
     if twice:
-        raise SpecError(f"{context}: the code{'s' if len(twice) > 1 else ''} {show_values(list(dict.fromkeys(twice)))} "
-                        "are labelled twice differently in the file; give each code one label per language")
+        twice = list(dict.fromkeys(twice))
+        raise SpecError(f"{context}: the code{'s' if len(twice) > 1 else ''} {show_values(twice)} "
+                        f"{'are' if len(twice) > 1 else 'is'} labelled twice differently in the file; give each code "
+                        "one label per language")
     return {lang: by for lang, by in labels.items() if by}, list(dict.fromkeys(codes))
 
 
