@@ -281,3 +281,32 @@ def test_any_labels_written_as_a_label_csv_are_read_back_the_same(tmp_path_facto
                     if any(c in labels[lang] for lang in langs))
     got, listed = read_labels_file(str(path), path.parent, "Total", "test")
     assert got == labels and listed == codes
+
+
+def test_without_sdmx1_an_sdmx_labels_file_names_the_extra(workdir, monkeypatch):
+    import sys
+
+    write(workdir, "CL_REGION.xml", "<Structure/>")
+    monkeypatch.setitem(sys.modules, "sdmx", None)  # import sdmx raises ImportError
+    with pytest.raises(SpecError, match=r"CL_REGION\.xml.*needs the sdmx1 library: pip install \"protab\[sdmx\]\""):
+        read_request(_request(workdir, 'labels_file = { sdmx = "CL_REGION.xml" }'))
+
+
+def test_a_file_that_is_no_sdmx_message_is_refused_naming_it(workdir):
+    pytest.importorskip("sdmx")
+    write(workdir, "CL_REGION.xml", "code,label_en\nR1,North\n")
+    with pytest.raises(SpecError, match=r"CL_REGION\.xml.*cannot read the file as an SDMX-ML structure message"):
+        read_request(_request(workdir, 'labels_file = { sdmx = "CL_REGION.xml" }'))
+
+
+def test_no_output_may_replace_a_labels_file(workdir):
+    from protab._io import protected_form
+    from protab.cli.protect_checks import request_inputs
+
+    for name in ("a.csv", "b.csv", "c.xml"):
+        write(workdir, name, "code,label_en\nR1,North\n" if name.endswith("csv") else "")
+    req = _request(workdir, 'labels_file = ["a.csv", { file = "b.csv", language = "en", label = "label_en" }]')
+    cfg = read_request(req)
+    cfg["hierarchies"]["region"]["labels_file"].append({"sdmx": "c.xml"})  # as the schema takes it
+    guarded = {p for p, _ in request_inputs(req, cfg, str(workdir / "demo.duckdb"))}
+    assert {protected_form(str(workdir / n)) for n in ("a.csv", "b.csv", "c.xml")} <= guarded
