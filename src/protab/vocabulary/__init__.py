@@ -1,6 +1,7 @@
 """The one vocabulary of protab's TOML fronts (protect requests, programmes, serve.toml, report
 requests): the value types (:mod:`.types`), the shared sections with their keys, types and
-defaults (:mod:`.sections`), the labels of classifications (:mod:`.labels`), and
+defaults (:mod:`.sections`), the labels of classifications (:mod:`.labels`, and read from code
+files: :mod:`.label_files`), and
 ``include = [...]`` of shared files (:mod:`.include`).
 Reference: docs/vocabulary.md."""
 
@@ -8,6 +9,7 @@ from protab.vocabulary.include import (
     expand,
     read_with_includes,
 )
+from protab.vocabulary.label_files import LabelsFile, read_labels_file, resolve_labels
 from protab.vocabulary.labels import Labels, Language, Names, check_labels
 from protab.vocabulary.sections import (
     CLASSIFICATION,
@@ -67,6 +69,7 @@ __all__ = [
     "Int",
     "LABEL_COLUMNS",
     "Labels",
+    "LabelsFile",
     "Language",
     "List",
     "MAGNITUDE",
@@ -96,5 +99,7 @@ __all__ = [
     "fail",
     "front_of",
     "is_code",
+    "read_labels_file",
     "read_with_includes",
+    "resolve_labels",
 ]

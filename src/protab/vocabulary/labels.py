@@ -9,7 +9,9 @@
 A language is a tag such as ``en``, ``nb`` or ``en-GB``; a label is a non-empty string; a code
 is a TOML key (``1 = "One"`` labels the code ``"1"``). The types are checked with the file
 (:class:`Labels`, :class:`Names`); that every labelled code is a code of the classification
-(its root among them) is checked once its codes are known (:func:`check_labels`). The SDMX
+(its root among them) is checked once its codes are known (:func:`check_labels`). Labels may
+also come from code files (``labels_file``, :mod:`protab.vocabulary.label_files`), merged into
+``labels`` when the file is read. The SDMX
 structure message names codes by them, JSON-stat takes them as ``category.label``, and
 ``protab protect`` writes them as label columns (``label_columns``).
 """
