@@ -9,8 +9,14 @@ from protab.vocabulary.include import (
     expand,
     read_with_includes,
 )
-from protab.vocabulary.label_files import LabelsFile, read_labels_file, resolve_labels
-from protab.vocabulary.labels import Labels, Language, Names, check_labels
+from protab.vocabulary.label_files import (
+    LabelsFile,
+    check_label_columns,
+    read_labels_file,
+    resolve_labels,
+    resolve_sections,
+)
+from protab.vocabulary.labels import LABEL_SOURCES, Labels, Language, Names, check_labels
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
@@ -68,6 +74,7 @@ __all__ = [
     "HIERARCHY",
     "Int",
     "LABEL_COLUMNS",
+    "LABEL_SOURCES",
     "Labels",
     "LabelsFile",
     "Language",
@@ -93,6 +100,7 @@ __all__ = [
     "Table",
     "Type",
     "check",
+    "check_label_columns",
     "check_labels",
     "code_texts",
     "expand",
@@ -102,4 +110,5 @@ __all__ = [
     "read_labels_file",
     "read_with_includes",
     "resolve_labels",
+    "resolve_sections",
 ]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from protab.errors import SpecError, show_values
-from protab.vocabulary.labels import LANGUAGE, SOURCES
+from protab.vocabulary.labels import LABEL_SOURCES, LANGUAGE
 from protab.vocabulary.types import Str, Type, fail
 
 #: the keys of a labels_file table: a CSV code list (``file``) or an SDMX structure message (``sdmx``)
@@ -102,7 +102,7 @@ def resolve_labels(section: dict[str, Any], base: Path, file: str, where: str) -
     merged = merge_labels(sources, f"{file}: {where}")
     if merged:
         section["labels"] = merged
-    section[SOURCES] = {name: codes for name, _, codes in sources}
+    section[LABEL_SOURCES] = {name: codes for name, _, codes in sources}
 
 
 def resolve_sections(cfg: dict[str, Any], key: str, path: Path, file: str) -> None:

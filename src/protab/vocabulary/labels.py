@@ -29,7 +29,7 @@ from protab.vocabulary.types import Str, Type, fail
 LANGUAGE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 #: the key of a section whose labels were merged from files (protab.vocabulary.label_files): the codes
 #: each source lists, by source (``labels`` for the inline ones); not a key of the vocabulary
-SOURCES = "_labels_from"
+LABEL_SOURCES = "_labels_from"
 
 
 def _language(key: Any, path: str) -> None:
@@ -81,7 +81,7 @@ def check_labels(section: Mapping[str, Any], codes: Iterable[str], file: str, wh
     """A SpecError naming ``file``, the classification ``where``, the source (``labels`` or a
     ``labels_file``) and the codes when a source labels (or lists) a code that ``codes`` (the
     classification's, root included) lacks."""
-    sources = section.get(SOURCES)
+    sources = section.get(LABEL_SOURCES)
     if sources is None:
         sources = {f"labels.{lang}": list(by_code) for lang, by_code in (section.get("labels") or {}).items()}
     known = set(codes)
