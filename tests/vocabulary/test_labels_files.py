@@ -310,3 +310,9 @@ def test_no_output_may_replace_a_labels_file(workdir):
     cfg["hierarchies"]["region"]["labels_file"].append({"sdmx": "c.xml"})  # as the schema takes it
     guarded = {p for p, _ in request_inputs(req, cfg, str(workdir / "demo.duckdb"))}
     assert {protected_form(str(workdir / n)) for n in ("a.csv", "b.csv", "c.xml")} <= guarded
+
+
+def test_a_labels_file_that_is_not_utf8_is_refused_naming_it(workdir):
+    (workdir / "latin1.csv").write_bytes("code;name\nR1;Sør\n".encode("latin-1"))
+    with pytest.raises(SpecError, match=r"r\.toml.*labels_file 'latin1\.csv': the file is not UTF-8 text"):
+        read_request(_request(workdir, 'labels_file = { file = "latin1.csv", language = "nb" }'))
