@@ -14,6 +14,7 @@ from protab.errors import InputError, SpecError
 from protab.request import schema
 from protab.request.loaders import check_decimals, load_magnitude, load_ptable, load_rules
 from protab.vocabulary.include import read_with_includes
+from protab.vocabulary.label_files import check_label_columns, resolve_sections
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.session import Session
@@ -31,7 +32,7 @@ _SHOWN = ("sums", "weight", "freq", "null_sums", "null_code", "drop_empty")
 OWN_FOLDER = ("outputs are swapped in as a whole folder, so give them a folder of their own "
               "(e.g. output = \"protab_output\")")
 _PUBLISH_RESERVED = ("protab_published", "protab_catalog", "protab_run")
-_FILE_KEYS = ("file", "hrc", "parent_child", "ssb_frame", "seed_file")
+_FILE_KEYS = ("file", "hrc", "parent_child", "ssb_frame", "seed_file", "labels_file", "sdmx")
 _VIEW_FILE = re.compile(r"'((?:[^']|'')+)'")
 _FILE_SUFFIX = re.compile(r"(\.(parquet|csv|tsv|json|ndjson|txt)(\.gz|\.zst)?|[*?\[].*)$", re.IGNORECASE)
 
@@ -42,6 +43,8 @@ def read_request(path: Path) -> dict[str, Any]:
         raise SpecError(f"the request {str(path)!r} is a folder, not a TOML file")
     cfg = read_with_includes(path, "protect")
     schema.check(cfg, schema.PROTECT)
+    resolve_sections(cfg, "hierarchies", path, f"request {str(path)!r}")
+    check_label_columns(cfg, f"request {str(path)!r}")
     return cfg
 
 
@@ -99,6 +102,8 @@ def request_inputs(path: Path, cfg: dict[str, Any], db: str) -> list[tuple[str, 
                     walk(v, f"{where}{k}.")
         elif isinstance(node, list):
             for k, v in enumerate(node):
+                if where.endswith("labels_file.") and isinstance(v, str):  # labels_file = ["a.csv", …]
+                    found.append((protected_form(str(path.parent / v)), f"the file of {where[:-1]}[{k}] ({v!r})"))
                 walk(v, f"{where[:-1]}[{k}].")
 
     walk(cfg, "")

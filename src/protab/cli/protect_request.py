@@ -56,7 +56,8 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
   columns = ["region", "municipality"]  # code_lengths = [2, 3], hrc = "x.hrc",
                                         # parent_child = "x.csv", ssb_frame = "x.csv"; root = "Total";
                                         # grid = ["10km", "100km"] (INSPIRE codes, grid_form = "short")
-                                        # optional labels = { en = { R1 = "North" } } and
+                                        # optional labels = { en = { R1 = "North" } },
+                                        # labels_file = "labels.csv" (code,label_en,…) and
                                         # name = { en = "Municipality" } (docs/vocabulary.md)
   [swap]                              # optional: targeted record swapping first (docs/swapping.md)
   source = "persons"                  #   writes the swapped records to table `out` of the database

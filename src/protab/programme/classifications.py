@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from protab.errors import ProtabError, SpecError, show_values
 from protab.request.loaders import hierarchy
-from protab.vocabulary.labels import check_labels
+from protab.vocabulary.labels import LABEL_SOURCES, check_labels
 from protab.vocabulary.sections import code_texts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from protab.programme.definition import Hypercube
     from protab.session import Session
 
-_OWN_KEYS = ("flat", "codes", "levels", "labels", "name")
+_OWN_KEYS = ("flat", "codes", "levels", "labels", "labels_file", LABEL_SOURCES, "name")
 
 
 def build(s: Session, cfg: dict[str, Any], cubes: list[Hypercube], source: str, base: Path,

@@ -14,6 +14,7 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.schema import Dict, Int, List, Str, Table
 from protab.vocabulary.include import read_with_includes
+from protab.vocabulary.label_files import resolve_sections
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
@@ -96,6 +97,7 @@ def read_programme(path: Path) -> dict[str, Any]:
         schema.check(cfg, PROGRAMME)
     except SpecError as exc:
         raise SpecError(str(exc).replace("request: ", "programme: ", 1).replace("the request", "the programme")) from None
+    resolve_sections(cfg, "classifications", path, f"programme {str(path)!r}")
     return cfg
 
 

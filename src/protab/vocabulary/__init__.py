@@ -1,6 +1,7 @@
 """The one vocabulary of protab's TOML fronts (protect requests, programmes, serve.toml, report
 requests): the value types (:mod:`.types`), the shared sections with their keys, types and
-defaults (:mod:`.sections`), the labels of classifications (:mod:`.labels`), and
+defaults (:mod:`.sections`), the labels of classifications (:mod:`.labels`, and read from code
+files: :mod:`.label_files`), and
 ``include = [...]`` of shared files (:mod:`.include`).
 Reference: docs/vocabulary.md."""
 
@@ -8,7 +9,14 @@ from protab.vocabulary.include import (
     expand,
     read_with_includes,
 )
-from protab.vocabulary.labels import Labels, Language, Names, check_labels
+from protab.vocabulary.label_files import (
+    LabelsFile,
+    check_label_columns,
+    read_labels_file,
+    resolve_labels,
+    resolve_sections,
+)
+from protab.vocabulary.labels import LABEL_SOURCES, Labels, Language, Names, check_labels
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
@@ -66,7 +74,9 @@ __all__ = [
     "HIERARCHY",
     "Int",
     "LABEL_COLUMNS",
+    "LABEL_SOURCES",
     "Labels",
+    "LabelsFile",
     "Language",
     "List",
     "MAGNITUDE",
@@ -90,11 +100,15 @@ __all__ = [
     "Table",
     "Type",
     "check",
+    "check_label_columns",
     "check_labels",
     "code_texts",
     "expand",
     "fail",
     "front_of",
     "is_code",
+    "read_labels_file",
     "read_with_includes",
+    "resolve_labels",
+    "resolve_sections",
 ]

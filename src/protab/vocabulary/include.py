@@ -118,6 +118,28 @@ def _rebase(sub: dict[str, Any], folder: Path, base: Path) -> None:
             for entry in entries.values():
                 for key in _ENTRY_PATH_KEYS:
                     move(entry, key)
+                _rebase_labels_files(entry, move)
+
+
+def _rebase_labels_files(entry: Any, move: Any) -> None:
+    """The paths of an entry's ``labels_file`` (a file name, a table, or a list of them)."""
+    if not isinstance(entry, dict) or "labels_file" not in entry:
+        return
+    value = entry["labels_file"]
+    if isinstance(value, list):
+        holder = {str(k): v for k, v in enumerate(value)}
+        for k, v in holder.items():
+            if isinstance(v, str):
+                move(holder, k)
+            else:
+                move(v, "file")
+                move(v, "sdmx")
+        entry["labels_file"] = list(holder.values())
+    elif isinstance(value, dict):
+        move(value, "file")
+        move(value, "sdmx")
+    else:
+        move(entry, "labels_file")
 
 
 def _merge(merged: dict[str, Any], origin: dict[str, Path], sub: Mapping[str, Any], path: Path) -> None:

@@ -9,7 +9,9 @@
 A language is a tag such as ``en``, ``nb`` or ``en-GB``; a label is a non-empty string; a code
 is a TOML key (``1 = "One"`` labels the code ``"1"``). The types are checked with the file
 (:class:`Labels`, :class:`Names`); that every labelled code is a code of the classification
-(its root among them) is checked once its codes are known (:func:`check_labels`). The SDMX
+(its root among them) is checked once its codes are known (:func:`check_labels`). Labels may
+also come from code files (``labels_file``, :mod:`protab.vocabulary.label_files`), merged into
+``labels`` when the file is read. The SDMX
 structure message names codes by them, JSON-stat takes them as ``category.label``, and
 ``protab protect`` writes them as label columns (``label_columns``).
 """
@@ -25,6 +27,9 @@ from protab.vocabulary.types import Str, Type, fail
 
 #: a language tag (BCP 47 in its simple forms: a two- or three-letter language, then subtags: en, nb, en-GB, sr-Latn)
 LANGUAGE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*")
+#: the key of a section whose labels were merged from files (protab.vocabulary.label_files): the codes
+#: each source lists, by source (``labels`` for the inline ones); not a key of the vocabulary
+LABEL_SOURCES = "_labels_from"
 
 
 def _language(key: Any, path: str) -> None:
@@ -73,15 +78,16 @@ class Labels(Type):
 
 
 def check_labels(section: Mapping[str, Any], codes: Iterable[str], file: str, where: str) -> None:
-    """A SpecError naming ``file``, the classification ``where`` and the codes when ``labels``
-    of ``section`` labels a code that ``codes`` (the classification's, root included) lacks."""
-    labels = section.get("labels")
-    if not labels:
-        return
+    """A SpecError naming ``file``, the classification ``where``, the source (``labels`` or a
+    ``labels_file``) and the codes when a source labels (or lists) a code that ``codes`` (the
+    classification's, root included) lacks."""
+    sources = section.get(LABEL_SOURCES)
+    if sources is None:
+        sources = {f"labels.{lang}": list(by_code) for lang, by_code in (section.get("labels") or {}).items()}
     known = set(codes)
-    for lang, by_code in labels.items():
-        unknown = [c for c in by_code if c not in known]
+    for source, listed in sources.items():
+        unknown = [c for c in listed if c not in known]
         if unknown:
-            raise SpecError(f"{file}: {where} labels.{lang} labels {show_values(unknown)}, which "
+            raise SpecError(f"{file}: {where} {source} labels {show_values(unknown)}, which "
                             f"{'is no code' if len(unknown) == 1 else 'are no codes'} of the classification "
                             f"(its codes: {show_values(sorted(known))})")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from protab.errors import SpecError
+from protab.vocabulary.label_files import LabelsFile
 from protab.vocabulary.labels import Labels, Language, Names
 from protab.vocabulary.types import AnyOf, Bool, Dict, Int, List, Num, Str, Table, Type, fail
 
@@ -71,6 +72,7 @@ HIERARCHY = Table(
         "grid_form": Str(choices=("short", "long")),
         "root": Str(),
         "labels": Labels(),
+        "labels_file": LabelsFile(),
         "name": Names(),
     },
     one_of=("columns", "code_lengths", "hrc", "parent_child", "ssb_frame", "grid"),
