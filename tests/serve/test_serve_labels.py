@@ -258,3 +258,48 @@ def test_answers_in_two_languages_have_two_etags_and_are_not_mixed_up(client):
     assert cached.status_code == 304
     for lang in ("en", "nb", "en"):  # from the answer cache too, each in its own language
         assert f"sex_label_{lang}" in table(client, lang).json()["columns"]
+
+
+def test_a_job_answer_keeps_its_labels(tmp_path, db):
+    """A table answered as a job (above job_cells) is stored with its label columns: its JSON has
+    them, its JSON-stat takes them as category labels, and the same request in another language
+    is another job."""
+    import time
+
+    from protab.serve.app import create_app
+
+    path = write_config(tmp_path, db)
+    path.write_text(path.read_text(encoding="utf-8").replace("sessions = 1\n", "sessions = 1\njob_cells = 5\n"),
+                    encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+        with TestClient(create_app(path)) as c:
+            jobs = {}
+            for lang in ("en", "nb"):
+                r = table(c, lang)
+                assert r.status_code == 202, r.text
+                jobs[lang] = r.json()["job"]["id"]
+            assert jobs["en"] != jobs["nb"]
+            for _ in range(300):
+                r = c.get(f"/v1/jobs/{jobs['nb']}", headers=AUTH)
+                if r.status_code != 202:
+                    break
+                time.sleep(0.1)
+            assert r.status_code == 200, r.text
+            assert "sex_label_nb" in r.json()["columns"]
+            stat = c.get(f"/v1/jobs/{jobs['nb']}?format=json-stat", headers=AUTH).json()
+            sex = {k.lower(): v for k, v in stat["dimension"].items()}["sex"]
+            assert sex["category"]["label"]["F"] == "Kvinne"
+
+
+def test_the_answers_version_changes_with_a_label(tmp_path, db):
+    from protab.serve import caching
+    from protab.serve.config import load_config
+
+    first = caching.version(load_config(write_config(tmp_path, db)), [])
+    assert caching.version(load_config(write_config(tmp_path, db, labels=LABELS.replace("Kvinne", "Kvinner"))),
+                           []) != first
+    assert caching.version(load_config(write_config(tmp_path, db, names=NAMES.replace("Kjønn", "Kjonn"))),
+                           []) != first
