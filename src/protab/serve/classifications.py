@@ -162,7 +162,7 @@ def _from_file(path: Path, levels: tuple[str, ...], where: str) -> pl.DataFrame:
         raise SpecError(f"{where}: the CSV has no column {show_values(missing)} (its header: "
                         f"{', '.join(frame.columns) or 'none'}); name the columns {', '.join(levels)}")
     labels = [c for c in frame.columns if c not in levels and is_label_column(c)]
-    return frame.select([pl.col(c).str.strip_chars() for c in levels] + labels)
+    return frame.select([*(pl.col(c).str.strip_chars() for c in levels), *(pl.col(c) for c in labels)])
 
 
 def _code_list(levels: tuple[str, ...], table: pl.DataFrame, source: str, where: str,

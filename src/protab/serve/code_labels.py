@@ -118,8 +118,8 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
     by_column: dict[str, ByLanguage] = {}
     for cl in code_lists.values():
         for column, by_lang in getattr(cl, "column_labels", {}).items():
-            for lang, labels in by_lang.items():
-                _merge(by_column.setdefault(column, {}), lang, labels, f"{where}: {cl.source}")
+            for lang, in_file in by_lang.items():
+                _merge(by_column.setdefault(column, {}), lang, in_file, f"{where}: {cl.source}")
     margins: dict[str, ByLanguage] = {}
     for dim, by_lang in given.items():
         _declared_labels(name, dim, code_lists[dim], by_lang, by_column, margins.setdefault(dim, {}), where)
