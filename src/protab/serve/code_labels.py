@@ -26,7 +26,7 @@ import polars as pl
 
 from protab.errors import SpecError, show_values
 from protab.request import schema
-from protab.vocabulary.labels import LANGUAGE, Labels, Names
+from protab.vocabulary import Labels, Language, Names
 
 #: the name protab gives margins (protab.serve.classifications.MARGIN)
 MARGIN = "Total"
@@ -71,7 +71,7 @@ def file_labels(frame: pl.DataFrame, levels: Sequence[str], where: str) -> dict[
         if level not in levels:
             raise SpecError(f"{where}: label column {column!r} names no level of the classification (its levels: "
                             f"{', '.join(levels)}); name it label_<lang> or <level>_label_<lang>")
-        if not LANGUAGE.fullmatch(lang):
+        if not _is_language(lang):
             raise SpecError(f"{where}: label column {column!r}: {lang!r} is not a language tag (such as 'en', 'nb' "
                             "or 'en-GB'); name it label_<lang> or <level>_label_<lang>")
         pairs = frame.select(pl.col(level).alias("code"), pl.col(column).str.strip_chars().alias("label"))
@@ -89,6 +89,14 @@ def file_labels(frame: pl.DataFrame, levels: Sequence[str], where: str) -> dict[
                             "give each code one label")
         _merge(out.setdefault(level, {}), lang, dict(pairs.rows()), f"{where}: label column {column!r}")
     return out
+
+
+def _is_language(tag: str) -> bool:
+    try:
+        Language().check(tag, "label column")
+    except SpecError:
+        return False
+    return True
 
 
 def _merge(into: ByLanguage, lang: str, labels: Mapping[str, str], where: str) -> None:
