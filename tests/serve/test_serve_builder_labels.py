@@ -2,7 +2,7 @@
 
 A dataset whose classifications carry labels in English and Norwegian (docs/serve.md, "Labels"):
 after sign-in the page offers the catalogue's languages in a labelled <select>; with one chosen,
-the form names the dimensions and the crosstab shows each code with its label ("0301 Oslo"),
+the form names the dimensions (their descriptions as the names' titles) and the crosstab shows each code with its label ("0301 Oslo"),
 the margins by their labels; switching the language relabels the answer without a new request;
 the choice is kept in localStorage and table requests carry it as ``lang``. The two screenshots
 of build/screenshots/ (``labels-en``, ``labels-nb``) are the ones in docs/img/.
@@ -60,6 +60,7 @@ labels.municipality = {{ en = {{ Total = "All of Norway" }}, nb = {{ Total = "He
 names.county = {{ en = "County", nb = "Fylke" }}
 names.municipality = {{ en = "Municipality", nb = "Kommune" }}
 names.sex = {{ en = "Sex", nb = "Kjønn" }}
+descriptions.sex = {{ en = "Sex as registered", nb = "Registrert kjønn" }}
 [users.lena]
 datasets = ["people"]
 token_sha256 = "{hashlib.sha256(TOKEN.encode()).hexdigest()}"
@@ -131,6 +132,7 @@ def test_switching_the_language_shows_the_labels_beside_the_codes(browser, serve
     assert shown["stub"] == "Kommune" and shown["cols"] == ["F Kvinne", "M Mann", "Begge kjønn"]
     assert "46 Vestland" in shown["rows"] and shown["rows"][-1] == "Hele landet"
     assert rows["sex"].find_element(By.CSS_SELECTOR, "label").text == "Kjønn"
+    assert rows["sex"].find_element(By.CSS_SELECTOR, "label").get_attribute("title") == "Registrert kjønn"
     _screenshot(browser, "labels-nb")
 
     # the choice is kept: after a reload (the token in sessionStorage signs in again) it is still nb

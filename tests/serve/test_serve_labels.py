@@ -36,7 +36,8 @@ R2,R2-1,South,Sør,Lakeside,Sjøkanten
 """
 LABELS = ('labels = { sex = { en = { F = "Female", M = "Male", Total = "Both sexes" }, '
           'nb = { F = "Kvinne", M = "Mann" } }, municipality = { en = { Total = "All municipalities" } } }')
-NAMES = 'names = { sex = { en = "Sex", nb = "Kjønn" }, municipality = { en = "Municipality" } }'
+NAMES = ('names = { sex = { en = "Sex", nb = "Kjønn" }, municipality = { en = "Municipality" } }\n'
+         'descriptions = { sex = { en = "Sex as registered", nb = "Registrert kjønn" } }')
 
 
 def build(path: Path) -> str:
@@ -109,6 +110,7 @@ def test_labels_come_from_serve_toml_and_the_code_files_label_columns(tmp_path, 
     ds = load_config(write_config(tmp_path, db)).datasets["persons"]
     muni, region, sex = (ds.labels[d] for d in ("municipality", "region", "sex"))
     assert sex.names == {"en": "Sex", "nb": "Kjønn"}
+    assert sex.descriptions == {"en": "Sex as registered", "nb": "Registrert kjønn"}
     assert sex.labels == {"en": {"F": "Female", "M": "Male", "Total": "Both sexes"}, "nb": {"F": "Kvinne", "M": "Mann"}}
     # label_<lang> labels the row's municipality, region_label_<lang> its region (in both dimensions)
     assert muni.labels["en"] == {"R1-0": "Northtown", "R1-1": "Fjordvik", "R2-0": "Southport", "R2-1": "Lakeside",
@@ -159,11 +161,12 @@ BAD_TOML = [
                                                                 "'R1'", "otherwise", "'North'"]),
     ('labels = { age = { en = { F = "x" } } }', ["datasets.persons.labels.age", "'age'", "not one of the dataset's dims"]),
     ('names = { sex = { en = "" } }', ["datasets.persons.names.sex.en", "must not be empty"]),
+    ('descriptions = { sex = { EN_x = "Sex" } }', ["datasets.persons.descriptions.sex", "not a language tag"]),
 ]
 
 
 @pytest.mark.parametrize(("labels", "named"), BAD_TOML,
-                         ids=["undeclared", "empty", "bad-tag", "two-ways", "no-dim", "empty-name"])
+                         ids=["undeclared", "empty", "bad-tag", "two-ways", "no-dim", "empty-name", "description-tag"])
 def test_bad_labels_in_serve_toml_stop_the_start_naming_dataset_dimension_and_codes(tmp_path, db, labels, named):
     from protab.serve.config import load_config
 
@@ -182,6 +185,7 @@ def test_the_catalogue_lists_names_labels_and_languages(client):
     assert cat["languages"] == ["en", "nb"]
     dims = {d["name"]: d for d in cat["datasets"][0]["dims"]}
     assert dims["sex"]["names"] == {"en": "Sex", "nb": "Kjønn"}
+    assert dims["sex"]["descriptions"]["nb"] == "Registrert kjønn"
     assert dims["sex"]["labels"]["nb"] == {"F": "Kvinne", "M": "Mann"}
     assert dims["municipality"]["labels"]["nb"]["R2-0"] == "Sørhavn"
     assert dims["municipality"]["labels"]["en"]["R1"] == "North"  # a level's codes too

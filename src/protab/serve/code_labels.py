@@ -7,6 +7,7 @@ Per dataset in serve.toml, with the vocabulary's types (:class:`protab.vocabular
 
     labels = { sex = { en = { F = "Female", M = "Male" }, nb = { F = "Kvinne", M = "Mann" } } }
     names = { sex = { en = "Sex", nb = "Kjønn" } }
+    descriptions = { sex = { en = "Sex as registered", nb = "Registrert kjønn" } }
 
 and in a ``codes_file`` CSV: a column ``label_<lang>`` labels the row's code of the dimension,
 ``<level>_label_<lang>`` the row's code of that level of its hierarchy. Checked at start-up: a
@@ -33,6 +34,8 @@ MARGIN = "Total"
 #: serve.toml's datasets.<name>.labels and .names: per dimension, as protect's labels and name
 LABELS = schema.Dict(Labels())
 NAMES = schema.Dict(Names())
+#: serve.toml's datasets.<name>.descriptions: per dimension, a text per language (as names)
+DESCRIPTIONS = schema.Dict(Names())
 #: a label column of a code file: ``label_<lang>`` or ``<level>_label_<lang>``
 _COLUMN = re.compile(r"(?:(?P<level>.+)_)?label_(?P<lang>.*)")
 
@@ -42,15 +45,17 @@ ByLanguage = dict[str, dict[str, str]]
 
 @dataclass(frozen=True)
 class DimensionLabels:
-    """A dimension's names (language → name) and its codes' labels (language → code → label;
-    the codes of every level of its hierarchy, and ``Total`` when the office labels it)."""
+    """A dimension's names and descriptions (language → text) and its codes' labels (language →
+    code → label; the codes of every level of its hierarchy, and ``Total`` when the office
+    labels it)."""
 
     names: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    descriptions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def languages(self) -> set[str]:
-        return set(self.names) | set(self.labels)
+        return set(self.names) | set(self.labels) | set(self.descriptions)
 
 
 def is_label_column(column: str) -> bool:
@@ -117,8 +122,8 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
     column (a region's label is the same in the region dimension and in the municipalities'
     hierarchy). SpecError naming serve.toml, the dataset, the dimension and the codes for a
     labelled code that is not declared, or a code labelled two ways."""
-    given, names = ds.get("labels", {}), ds.get("names", {})
-    for key, table in (("labels", given), ("names", names)):
+    given, names, texts = ds.get("labels", {}), ds.get("names", {}), ds.get("descriptions", {})
+    for key, table in (("labels", given), ("names", names), ("descriptions", texts)):
         stray = [d for d in table if d not in code_lists]
         if stray:
             raise SpecError(f"{where}: datasets.{name}.{key}.{stray[0]} names {stray[0]!r}, which is not one of "
@@ -139,8 +144,8 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
                 labels.setdefault(lang, {}).update(found)
         for lang, found in margins.get(dim, {}).items():
             labels.setdefault(lang, {}).update(found)
-        if labels or dim in names:
-            out[dim] = DimensionLabels(dict(names.get(dim, {})), labels)
+        if labels or dim in names or dim in texts:
+            out[dim] = DimensionLabels(dict(names.get(dim, {})), labels, dict(texts.get(dim, {})))
     return out
 
 
@@ -198,7 +203,8 @@ def catalog_labels(dl: DimensionLabels | None, codes: Iterable[str] | None) -> d
     shown = None if codes is None else set(codes) | {MARGIN}
     labels = {lang: {c: t for c, t in found.items() if shown is None or c in shown}
               for lang, found in sorted(dl.labels.items())}
-    return {"names": dict(sorted(dl.names.items())), "labels": {k: v for k, v in labels.items() if v}}
+    return {"names": dict(sorted(dl.names.items())), "labels": {k: v for k, v in labels.items() if v},
+            "descriptions": dict(sorted(dl.descriptions.items()))}
 
 
 @dataclass(frozen=True)

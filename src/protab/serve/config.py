@@ -22,7 +22,7 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.loaders import check_decimals
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
-from protab.serve.code_labels import LABELS, NAMES, DimensionLabels, dataset_labels
+from protab.serve.code_labels import DESCRIPTIONS, LABELS, NAMES, DimensionLabels, dataset_labels
 from protab.serve.rules import RULES, attach
 from protab.vocabulary.include import expand, read_with_includes
 from protab.vocabulary.sections import DATABASE, MAGNITUDE, NULL_CODE, NULL_SUMS, PTABLE, THRESHOLD
@@ -64,6 +64,7 @@ serve.toml (paths relative to the file):
                                    # (label columns label_<lang>, <level>_label_<lang>: labels)
   labels = { sex = { en = { F = "Female", M = "Male" } } }   # optional: per dim, as protect's labels
   names = { sex = { en = "Sex" } }  # optional: a dimension's own name per language
+  descriptions = { sex = { en = "Sex as registered" } }   # optional: and its description
   null_code = "Unknown"            # optional: NULL dimension values as this (declared) code
   [datasets.persons.magnitude]     # optional, secret: as [magnitude] of a protect request
   decimals = 0                     # published sums and means: decimals (default 2; or {income = 0})
@@ -151,6 +152,7 @@ DATASET = schema.Table(
         "codes_file": CODES_FILE,
         "labels": LABELS,
         "names": NAMES,
+        "descriptions": DESCRIPTIONS,
         "null_code": NULL_CODE,
         "null_sums": NULL_SUMS,
         "magnitude": MAGNITUDE,

@@ -69,7 +69,7 @@ function readCatalog(answer) {
     name: ds.name,
     description: ds.description || "",
     dims: ds.dims.map((d) => ({ name: d.name, levels: d.levels || [], codes: d.codes || [],
-      names: d.names || {}, labels: d.labels || {} })), // labels.js shows them
+      names: d.names || {}, labels: d.labels || {}, descriptions: d.descriptions || {} })), // labels.js shows them
     measures: (ds.functions || []).includes("sum") ? ds.measures : [],
   }));
 }
@@ -115,6 +115,7 @@ function renderDims() {
     const label = document.createElement("label");
     label.htmlFor = pick.id;
     label.textContent = dimName(dim.name); // labels.js: in the language chosen
+    label.title = dimDescription(dim.name);
     row.insertCell().append(pick, " ", label);
 
     const place = document.createElement("select");

@@ -26,6 +26,13 @@ function dimName(dim) {
   return (lang && entry && entry.names && entry.names[lang]) || dim;
 }
 
+// A dimension's description in the chosen language ("" without one): the title of its name on the form.
+function dimDescription(dim) {
+  const entry = dimEntry(dim);
+  const lang = chosenLang();
+  return (lang && entry && entry.descriptions && entry.descriptions[lang]) || "";
+}
+
 // A code as the page shows it: the code and its label ("0301 Oslo"); the margin by its label alone.
 function codeText(dim, code) {
   const entry = dimEntry(dim);
@@ -62,7 +69,10 @@ function relabelDims() {
   for (const row of document.querySelectorAll("#dims tbody tr")) {
     const dim = row.dataset.dim;
     const label = row.querySelector("label[for^='dim-']");
-    if (label) label.textContent = dimName(dim);
+    if (label) {
+      label.textContent = dimName(dim);
+      label.title = dimDescription(dim);
+    }
     for (const o of row.querySelectorAll(".dim-level option")) {
       if (o.value) o.textContent = dimName(o.value);
     }
