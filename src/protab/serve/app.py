@@ -263,7 +263,7 @@ class _Service:
     async def _render(self, result: Answer, fmt: str, headers: dict[str, str], seen: dict[str, Any]) -> Response:
         """An answer in format ``fmt`` with ``headers`` (and the areas the rules withheld)."""
         seen.update(query=result.summary, cells=result.cells, cached=result.cached)
-        content = await run_in_threadpool(formats.render, result.frame, fmt)
+        content = await run_in_threadpool(formats.render, result.frame, fmt, result.labels)
         if fmt != "json":
             headers["Content-Disposition"] = f'attachment; filename="protab-answer{formats.SUFFIXES[fmt]}"'
         if result.withheld:  # areas the disclosure rules withheld (protab.serve.rules), in every format

@@ -51,6 +51,7 @@ import polars as pl
 from protab.errors import ProtabError
 from protab.serve import snapshot
 from protab.serve.caching import state_folder
+from protab.serve.code_labels import Labelling, catalog_labels, labelled, languages
 from protab.serve.config import ServeConfig, UserConfig
 from protab.serve.fair_pool import FairPool
 from protab.serve.groups import Ledger, group_hierarchy
@@ -129,6 +130,8 @@ class Answer:
     withheld: dict[str, list[str]] = field(default_factory=dict)
     #: the same as text (the PostgreSQL front sends it as a NOTICE), or None
     notice: str | None = None
+    #: the dimensions' names in the language asked (protab.serve.code_labels; its label columns are in ``frame``)
+    labels: Labelling | None = None
 
     @property
     def cells(self) -> int:
@@ -283,6 +286,7 @@ class Broker:
                 entry: dict[str, Any] = {"name": d, "levels": levels, "n_codes": len(ds.codes[d])}
                 if len(ds.codes[d]) <= CATALOG_CODES:
                     entry["codes"] = ds.codes[d]
+                    entry.update(catalog_labels(ds.conf.labels.get(d), None if h is not None else ds.codes[d]))
                 dims.append(entry)
             measures = [m for m in ds.conf.measures if m in r.measures]
             out.append({
@@ -290,7 +294,8 @@ class Broker:
                 "functions": ["count", "sum", "avg"] if ds.magnitude is not None and measures else ["count"],
             })
         c = self.config
-        return {"datasets": out, "allowed_form": ALLOWED_FORM,
+        return {"datasets": out, "languages": languages(d.conf for d in self.datasets.values()),
+                "allowed_form": ALLOWED_FORM,
                 "limits": {"max_cells": c.max_cells, "max_limit": c.max_limit, "max_sql_length": c.max_sql_length}}
 
     # -- checks before a scan ----------------------------------------------------------------
@@ -498,4 +503,5 @@ class Broker:
 
         # the dimensions served with their hierarchy depend on the user's rights: part of the key
         served_with = tuple(d for d in dims if dims[d] is ds.hierarchies.get(d))
-        return self._noted(self._cached(("table", summary, served_with), compute, summary), ds, plan.note)
+        answer = self._noted(self._cached(("table", summary, served_with), compute, summary), ds, plan.note)
+        return labelled(answer, req.get("lang"), list(dims), ds.conf.labels)  # label columns beside the codes

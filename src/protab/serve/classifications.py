@@ -17,7 +17,7 @@ the columns). Hierarchies are built from it with :meth:`protab.hierarchy.Hierarc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ import polars as pl
 
 from protab.errors import ProtabError, SpecError, show_values
 from protab.request import schema
+from protab.serve.code_labels import file_labels, is_label_column
 from protab.vocabulary.sections import is_code as _is_code
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,6 +65,8 @@ class CodeList:
     table: pl.DataFrame
     source: str
     hierarchy: Hierarchy | None = None
+    #: the labels of a code file's label columns: level column → language → code → label
+    column_labels: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
 
     @property
     def codes(self) -> list[str]:
@@ -99,7 +102,8 @@ def declared(name: str, ds: Mapping[str, Any], hierarchies: Mapping[str, tuple[s
             table = _from_file(path, levels, f"{where}: {key}")
         else:
             continue
-        out[d] = _code_list(levels, table, key, f"{where}: {key}")
+        labels = file_labels(table, levels, f"{where}: {key}")
+        out[d] = _code_list(levels, table.select(levels), key, f"{where}: {key}", labels)
     for d in dims:
         if d not in out:
             out[d] = _level_of_another(d, out, name, where)
@@ -112,7 +116,8 @@ def _level_of_another(dim: str, out: Mapping[str, CodeList], name: str, where: s
     for other in out.values():
         if dim in other.levels[:-1]:
             table = other.table.select(dim).unique(maintain_order=True)
-            return CodeList((dim,), table, f"the {dim!r} level of {other.source}")
+            labels = {dim: other.column_labels[dim]} if dim in other.column_labels else {}
+            return CodeList((dim,), table, f"the {dim!r} level of {other.source}", column_labels=labels)
     raise SpecError(f"{where}: datasets.{name}: dimension {dim!r} has no declared code list; "
                     + HOW.format(dim=dim))
 
@@ -130,7 +135,8 @@ def _from_list(value: list[Any], levels: tuple[str, ...], where: str) -> pl.Data
 
 
 def _from_file(path: Path, levels: tuple[str, ...], where: str) -> pl.DataFrame:
-    """A CSV (``.csv``: a header naming the level columns; other columns are ignored) or a text
+    """A CSV (``.csv``: a header naming the level columns, and label columns ``label_<lang>``,
+    ``<level>_label_<lang>`` (protab.serve.code_labels); other columns are ignored) or a text
     file of one code per line (flat dimensions only; blank lines skipped). Codes are stripped of
     surrounding blanks."""
     try:
@@ -155,10 +161,12 @@ def _from_file(path: Path, levels: tuple[str, ...], where: str) -> pl.DataFrame:
     if missing:
         raise SpecError(f"{where}: the CSV has no column {show_values(missing)} (its header: "
                         f"{', '.join(frame.columns) or 'none'}); name the columns {', '.join(levels)}")
-    return frame.select(pl.col(c).str.strip_chars() for c in levels)
+    labels = [c for c in frame.columns if c not in levels and is_label_column(c)]
+    return frame.select([*(pl.col(c).str.strip_chars() for c in levels), *(pl.col(c) for c in labels)])
 
 
-def _code_list(levels: tuple[str, ...], table: pl.DataFrame, source: str, where: str) -> CodeList:
+def _code_list(levels: tuple[str, ...], table: pl.DataFrame, source: str, where: str,
+               labels: Mapping[str, Mapping[str, Mapping[str, str]]]) -> CodeList:
     """Check a declared table (codes non-empty, not the margin's name, each code of the dimension
     once) and build its hierarchy."""
     if table.height == 0:
@@ -173,14 +181,14 @@ def _code_list(levels: tuple[str, ...], table: pl.DataFrame, source: str, where:
     if twice.len():
         raise SpecError(f"{where}: codes listed more than once: {show_values(twice.to_list())}")
     if len(levels) == 1:
-        return CodeList(levels, table, source)
+        return CodeList(levels, table, source, column_labels=labels)
     from protab.hierarchy.level_columns import from_level_columns
 
     try:
         h = from_level_columns(table, levels, root=MARGIN, source=f"the code list of {where}")
     except ProtabError as exc:
         raise SpecError(f"{where}: not a hierarchy ({', '.join(levels)}): {exc}") from None
-    return CodeList(levels, table, source, h)
+    return CodeList(levels, table, source, h, labels)
 
 
 def check_data(s: Session, table: str, dims: Sequence[str], code_lists: Mapping[str, CodeList],

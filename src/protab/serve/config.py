@@ -22,6 +22,7 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.loaders import check_decimals
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
+from protab.serve.code_labels import DESCRIPTIONS, LABELS, NAMES, DimensionLabels, dataset_labels
 from protab.serve.rules import RULES, attach
 from protab.vocabulary.include import expand, read_with_includes
 from protab.vocabulary.sections import DATABASE, MAGNITUDE, NULL_CODE, NULL_SUMS, PTABLE, THRESHOLD
@@ -60,6 +61,10 @@ serve.toml (paths relative to the file):
   codes_file = { municipality = "municipalities.csv" }   # or a file: one code per line, or a CSV
                                    # whose header names the columns (a hierarchy: its levels)
                                    # region, a level of municipality's hierarchy, takes its codes
+                                   # (label columns label_<lang>, <level>_label_<lang>: labels)
+  labels = { sex = { en = { F = "Female", M = "Male" } } }   # optional: per dim, as protect's labels
+  names = { sex = { en = "Sex" } }  # optional: a dimension's own name per language
+  descriptions = { sex = { en = "Sex as registered" } }   # optional: and its description
   null_code = "Unknown"            # optional: NULL dimension values as this (declared) code
   [datasets.persons.magnitude]     # optional, secret: as [magnitude] of a protect request
   decimals = 0                     # published sums and means: decimals (default 2; or {income = 0})
@@ -145,6 +150,9 @@ DATASET = schema.Table(
         "hierarchies": schema.Dict(_NAMES),
         "codes": CODES,
         "codes_file": CODES_FILE,
+        "labels": LABELS,
+        "names": NAMES,
+        "descriptions": DESCRIPTIONS,
         "null_code": NULL_CODE,
         "null_sums": NULL_SUMS,
         "magnitude": MAGNITUDE,
@@ -220,6 +228,8 @@ class DatasetConfig:
     measures: tuple[str, ...] = ()
     hierarchies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     code_lists: Mapping[str, CodeList] = field(default_factory=dict, repr=False)
+    #: the dimensions' names and their codes' labels per language (protab.serve.code_labels)
+    labels: Mapping[str, DimensionLabels] = field(default_factory=dict, repr=False)
     null_code: str | None = None
     null_sums: str = "error"
     magnitude: Mapping[str, Any] | None = field(default=None, repr=False)
@@ -378,7 +388,8 @@ def _dataset(name: str, ds: Mapping[str, Any], base: Path, where: str) -> Datase
     code_lists = declared(name, ds, hierarchies, base, where)
     return DatasetConfig(
         name=name, table=ds.get("table", name), dims=dims, measures=measures, hierarchies=hierarchies,
-        code_lists=code_lists, null_code=ds.get("null_code"), null_sums=ds.get("null_sums", "error"),
+        code_lists=code_lists, labels=dataset_labels(name, ds, code_lists, where), null_code=ds.get("null_code"),
+        null_sums=ds.get("null_sums", "error"),
         magnitude=ds.get("magnitude"), sensitivity=ds.get("sensitivity"), description=ds.get("description", ""),
     )
 

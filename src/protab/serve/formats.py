@@ -7,6 +7,7 @@ written from the polars frame without a Python loop over cells."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import polars as pl
 
@@ -76,11 +77,17 @@ def _json_values(frame: pl.DataFrame) -> list[pl.Expr]:
     ]
 
 
-def to_json(frame: pl.DataFrame) -> bytes:
-    """``{"columns": [...], "rows": [[...], ...]}`` (non-finite numbers as null)."""
+def to_json(frame: pl.DataFrame, labels: Any = None) -> bytes:
+    """``{"columns": [...], "rows": [[...], ...]}`` (non-finite numbers as null); with ``labels``
+    (an answer's :class:`~protab.serve.code_labels.Labelling`) also ``"lang"`` and ``"names"``
+    (dimension → its name in that language)."""
     import json
 
-    head = '{"columns":' + json.dumps(frame.columns, ensure_ascii=False, separators=(",", ":")) + ',"rows":['
+    head = '{"columns":' + json.dumps(frame.columns, ensure_ascii=False, separators=(",", ":"))
+    if labels is not None:
+        head += ',"lang":' + json.dumps(labels.lang) + ',"names":' + json.dumps(
+            dict(labels.names), ensure_ascii=False, separators=(",", ":"))
+    head += ',"rows":['
     if frame.height and frame.width:
         rows = frame.select(
             pl.concat_str([pl.lit("["), pl.concat_str(_json_values(frame), separator=","), pl.lit("]")])
@@ -90,10 +97,11 @@ def to_json(frame: pl.DataFrame) -> bytes:
     return (head + rows + "]}").encode("utf-8")
 
 
-def render(frame: pl.DataFrame, fmt: str) -> bytes:
-    """The bytes of ``frame`` in format ``fmt``."""
+def render(frame: pl.DataFrame, fmt: str, labels: Any = None) -> bytes:
+    """The bytes of ``frame`` in format ``fmt`` (``labels``: the answer's names in the language
+    asked, :class:`~protab.serve.code_labels.Labelling`; its label columns are in ``frame``)."""
     if fmt == "json":
-        return to_json(frame)
+        return to_json(frame, labels)
     if fmt == "csv":  # text cells spreadsheet-safe, as protab's CSV files (docs/exchange.md)
         from protab.exchange import spreadsheet_safe
 
@@ -101,9 +109,14 @@ def render(frame: pl.DataFrame, fmt: str) -> bytes:
     if fmt in ("sdmx-csv", "json-stat"):
         from protab.errors import ProtabError
         from protab.exchange import json_stat_text, sdmx_csv
+        from protab.serve.code_labels import split_label_columns
 
+        frame, found = split_label_columns(frame)  # labels as JSON-stat's category.label, not as dimensions
+        names = {d: {labels.lang: n} for d, n in labels.names.items() if n != d} if labels is not None else None
+        lang = labels.lang if labels is not None else None
         try:
-            text = sdmx_csv(frame, "ANSWER") if fmt == "sdmx-csv" else json_stat_text(frame, "ANSWER")
+            text = sdmx_csv(frame, "ANSWER") if fmt == "sdmx-csv" else json_stat_text(
+                frame, "ANSWER", labels=found or None, names=names, language=lang)
         except ProtabError as exc:  # e.g. a column alias that is no SDMX id: the analyst's to fix
             raise InputError(f"format {fmt}: {exc}") from None
         return text.encode("utf-8")

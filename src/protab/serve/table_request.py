@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from protab.errors import show_values
+from protab.serve.code_labels import check_language
 from protab.serve.groups import check_groups
 from protab.serve.query import DatasetRights, QueryForbidden, QueryRefused
 
-KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels", "groups")
+KEYS = ("dataset", "dims", "formula", "filters", "measure", "levels", "groups", "lang")
 MAX_FILTER_VALUES = 1000
 MAX_TABLE_DIMS = 12
 
@@ -30,7 +31,8 @@ def dataset_of(name: Any, datasets: Mapping[str, Any], rights: Mapping[str, Any]
 def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[str, DatasetRights]) -> dict[str, Any]:
     """The table request of ``body`` for a user with ``rights``, over the broker's ``datasets``:
     ``dataset``, ``dims``, ``formula``, ``filters`` (dimension: sorted codes), ``measure`` and
-    ``levels`` (dimension: level number) and ``groups`` (one dimension: group name → codes)."""
+    ``levels`` (dimension: level number), ``groups`` (one dimension: group name → codes) and, when
+    given, ``lang`` (a language of the service's labels: the answer gets label columns)."""
     if not isinstance(body, dict):
         raise QueryRefused("the request must be a JSON object with dataset and dims")
     unknown = [k for k in body if k not in KEYS]
@@ -55,8 +57,11 @@ def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[
     if measure is not None and ds.magnitude is None:
         raise QueryRefused(f"measures of dataset {name!r} are not available: the service protects its counts "
                            "only (no magnitude parameters are configured for it)")
-    return {"dataset": name, "dims": dims, "formula": formula, "filters": filters, "measure": measure,
-            "levels": levels, "groups": groups}
+    req = {"dataset": name, "dims": dims, "formula": formula, "filters": filters, "measure": measure,
+           "levels": levels, "groups": groups}
+    if body.get("lang") is not None:  # only when asked: the canonical form (and ETag) of other requests stays
+        req["lang"] = check_language(body["lang"], [d.conf for d in datasets.values()])
+    return req
 
 
 class _Names:

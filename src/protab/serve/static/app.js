@@ -68,7 +68,8 @@ function readCatalog(answer) {
   return answer.datasets.map((ds) => ({
     name: ds.name,
     description: ds.description || "",
-    dims: ds.dims.map((d) => ({ name: d.name, levels: d.levels || [], codes: d.codes || [] })),
+    dims: ds.dims.map((d) => ({ name: d.name, levels: d.levels || [], codes: d.codes || [],
+      names: d.names || {}, labels: d.labels || {}, descriptions: d.descriptions || {} })), // labels.js shows them
     measures: (ds.functions || []).includes("sum") ? ds.measures : [],
   }));
 }
@@ -113,7 +114,8 @@ function renderDims() {
     pick.className = "dim-pick";
     const label = document.createElement("label");
     label.htmlFor = pick.id;
-    label.textContent = dim.name;
+    label.textContent = dimName(dim.name); // labels.js: in the language chosen
+    label.title = dimDescription(dim.name);
     row.insertCell().append(pick, " ", label);
 
     const place = document.createElement("select");
@@ -129,7 +131,7 @@ function renderDims() {
       const level = document.createElement("select");
       level.className = "dim-level";
       level.append(option("", "all levels"));
-      dim.levels.forEach((name) => level.append(option(name, name)));
+      dim.levels.forEach((name) => level.append(option(name, dimName(name))));
       levelCell.append(...labelled(level, "level-" + i, "Level of " + dim.name));
     }
 
@@ -185,6 +187,7 @@ function tableRequest() {
   if ($("measure").value) request.measure = $("measure").value;
   const groups = typeof customGroups === "function" ? customGroups(request.dims) : undefined; // groups.js
   if (groups) request.groups = groups;
+  if (chosenLang()) request.lang = chosenLang(); // labels.js: label columns in the answer (and its CSV)
   return request;
 }
 
@@ -322,12 +325,15 @@ async function signIn(event) {
   if (field.value) sessionStorage.setItem(TOKEN_KEY, field.value.trim());
   field.value = "";
   if (!sessionStorage.getItem(TOKEN_KEY)) return;
+  let answer;
   try {
-    catalog = readCatalog(await (await api("/v1/catalog")).json());
+    answer = await (await api("/v1/catalog")).json();
   } catch (error) {
     refused(error);
     return;
   }
+  catalog = readCatalog(answer);
+  setUpLanguages(answer.languages); // labels.js
   $("dataset").replaceChildren(...catalog.map((ds) => option(ds.name, ds.name)));
   renderDims();
   $("signin").hidden = true;

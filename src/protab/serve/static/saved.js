@@ -31,7 +31,7 @@ async function saveTable() {
 }
 
 // A saved request back on the form: its dataset, ticked dimensions (placed in their order),
-// levels, filters and measure.
+// levels, filters, measure and the language of its labels.
 function applyRequest(request) {
   $("dataset").value = request.dataset;
   renderDims();
@@ -49,6 +49,10 @@ function applyRequest(request) {
     if (rows[dim]) rows[dim].querySelector(".dim-filter").value = [].concat(codes).join(", ");
   }
   $("measure").value = request.measure || "";
+  if (request.lang && languages.includes(request.lang) && request.lang !== chosenLang()) { // labels.js
+    $("lang").value = request.lang;
+    languageChanged();
+  }
   if (typeof applyGroups === "function") applyGroups(request); // groups.js: its custom groups, inline or by name
 }
 

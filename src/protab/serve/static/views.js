@@ -61,7 +61,7 @@ function renderList(table, answer, request) {
 
 // The heading of a crosstab's stub: the row dimensions, named by their chosen level.
 function dimLabel(dim, request) {
-  return (request.levels || {})[dim] || dim;
+  return dimName((request.levels || {})[dim] || dim); // labels.js: in the language chosen
 }
 
 function crosstabHead(table, t, request, valueLabel) {
@@ -83,7 +83,8 @@ function crosstabHead(table, t, request, valueLabel) {
       tr.append(htmlElement("th", { colspan: stubs, class: "corner" }, dimLabel(t.colDims[level], request)));
     }
     for (const { code, span, total } of run) {
-      const th = htmlElement("th", { scope: last ? "col" : "colgroup", class: "num" + (total ? " total" : "") }, code);
+      const th = htmlElement("th", { scope: last ? "col" : "colgroup", class: "num" + (total ? " total" : ""),
+        "data-code": code }, codeText(t.colDims[level], code));
       if (span > 1) th.colSpan = span;
       tr.append(th);
     }
@@ -102,7 +103,8 @@ function crosstabTable(t, request, kind, valueLabel, title) {
     if (rowKey.includes("Total")) tr.className = "total";
     else if (t.subtotals[r]) tr.className = "subtotal";
     if (!rowKey.length) tr.append(htmlElement("th", { scope: "row" }, valueLabel));
-    rowKey.forEach((code) => tr.append(htmlElement("th", { scope: "row", class: code === "Total" ? "total" : "" }, code)));
+    rowKey.forEach((code, i) => tr.append(htmlElement("th", { scope: "row", class: code === "Total" ? "total" : "",
+      "data-code": code }, codeText(t.rowDims[i], code))));
     t.colKeys.forEach((colKey, c) => {
       const td = tr.insertCell();
       const cell = t.cells[r][c];
@@ -119,7 +121,7 @@ function renderCrosstabs(container, tables, request, kind, valueLabel) {
   const marks = new Set();
   const whole = caption(request, tables.reduce((n, t) => n + t.rowKeys.length * t.colKeys.length, 0));
   for (const t of tables) {
-    const wafer = t.wafer.map(([d, code]) => dimLabel(d, request) + ": " + code).join(", ");
+    const wafer = t.wafer.map(([d, code]) => dimLabel(d, request) + ": " + codeText(d, code)).join(", ");
     const built = crosstabTable(t, request, kind, valueLabel, valueLabel + " \u2014 " + (wafer || whole));
     if (wafer) built.table.classList.add("wafer");
     built.marks.forEach((m) => marks.add(m));
@@ -154,8 +156,8 @@ function renderBars(container, bars, request, dim, kind, valueLabel) {
     marks.add(mark);
     const g = svgElement("g", { class: "bar" + (item.level > 0 && item.level < maxLevel(bars) ? " subtotal" : "") + (mark ? " blank" : ""),
       "data-code": item.code });
-    g.append(svgElement("title", {}, item.code + ": " + shown));
-    g.append(svgElement("text", { x: label - 8, y: y + 15, "text-anchor": "end", class: "code" }, item.code));
+    g.append(svgElement("title", {}, codeText(dim, item.code) + ": " + shown));
+    g.append(svgElement("text", { x: label - 8, y: y + 15, "text-anchor": "end", class: "code" }, codeText(dim, item.code)));
     let end = zero;
     if (!mark) {
       const x = item.value >= 0 ? zero : zero + item.value * scale;
