@@ -128,6 +128,44 @@ def test_a_region_labelled_in_serve_toml_is_labelled_in_the_hierarchy_too(tmp_pa
     assert cfg.datasets["persons"].labels["municipality"].labels == {"en": {"R1": "North"}}
 
 
+def test_labels_file_reads_code_files_as_protects_labels_file_does(tmp_path, db):
+    """serve.toml's labels_file = { dim = … } takes the vocabulary's forms: a label_<lang> CSV and a
+    one-language code list (a KLASS export: ``;``, quoted, labels in ``name``), merged with the
+    labels of serve.toml and of the codes file."""
+    from protab.serve.config import load_config
+
+    (tmp_path / "sex.csv").write_text("code,label_en,label_de\nF,Female,Frau\nM,Male,Mann\nTotal,Both sexes,\n",
+                                      encoding="utf-8")
+    (tmp_path / "klass.csv").write_text('"code";"parentCode";"level";"name"\n"R1-0";"R1";"2";"Nordby"\n'
+                                        '"R2-0";"R2";"2";"Sørhavn"\n', encoding="utf-8")
+    cfg = load_config(write_config(tmp_path, db, names="", labels=(
+        'labels = { sex = { nb = { F = "Kvinne" } } }\n'
+        'labels_file = { sex = "sex.csv", municipality = [{ file = "klass.csv", language = "nb" }] }')))
+    labels = cfg.datasets["persons"].labels
+    assert labels["sex"].labels == {"nb": {"F": "Kvinne"}, "en": {"F": "Female", "M": "Male", "Total": "Both sexes"},
+                                    "de": {"F": "Frau", "M": "Mann"}}
+    assert labels["municipality"].labels["nb"]["R1-0"] == "Nordby"  # the file agrees with the codes file
+    assert labels["municipality"].labels["en"]["R1-0"] == "Northtown"
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("code,label_en\nF,Female\nX,Other\n", ["labels_file.sex 'sex.csv'", "'X'", "not a declared code"]),
+    ("code,label_en\nF,Woman\n", ["labels_file.sex 'sex.csv'", "'F'", "otherwise", "'Female'"]),
+    ("code,label_en\nTotal,Everybody\n", ["labels_file.sex 'sex.csv'", "'Total'", "otherwise", "'All'"]),
+    ("id,label_en\nF,Female\n", ["labels_file.sex 'sex.csv'", "code"]),
+], ids=["undeclared", "two-ways", "margin-two-ways", "no-code-column"])
+def test_a_bad_labels_file_stops_the_start_naming_it_and_the_codes(tmp_path, db, text, named):
+    from protab.serve.config import load_config
+
+    (tmp_path / "sex.csv").write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        load_config(write_config(tmp_path, db, names="", labels=(
+            'labels = { sex = { en = { F = "Female", Total = "All" } } }\nlabels_file = { sex = "sex.csv" }')))
+    assert "datasets.persons" in str(err.value)
+    for part in named:
+        assert part in str(err.value), str(err.value)
+
+
 BAD_FILES = [
     ("region,municipality,label_en\nR1,R1-0,Northtown\nR1,R1-1,\nR2,R2-0,S\nR2,R2-1,L\n",
      ["municipalities.csv", "'label_en'", "empty label", "'R1-1'"]),

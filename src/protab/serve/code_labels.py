@@ -9,7 +9,9 @@ Per dataset in serve.toml, with the vocabulary's types (:class:`protab.vocabular
     names = { sex = { en = "Sex", nb = "Kjønn" } }
     descriptions = { sex = { en = "Sex as registered", nb = "Registrert kjønn" } }
 
-and in a ``codes_file`` CSV: a column ``label_<lang>`` labels the row's code of the dimension,
+or read from code files by the vocabulary's reader, ``labels_file = { region = "regions.csv" }``
+(a ``code`` and ``label_<lang>`` columns, a one-language code list, an SDMX code list: as
+protect's ``labels_file``), and in a ``codes_file`` CSV: a column ``label_<lang>`` labels the row's code of the dimension,
 ``<level>_label_<lang>`` the row's code of that level of its hierarchy. Checked at start-up: a
 labelled code must be declared (of any level of the dimension, or its margin ``Total``), a label
 must not be empty, a code may not be labelled two ways, and a column's language must be a tag.
@@ -21,19 +23,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from protab.errors import SpecError, show_values
 from protab.request import schema
-from protab.vocabulary import Labels, Language, Names
+from protab.vocabulary import Labels, LabelsFile, Language, Names, read_labels_file
 
 #: the name protab gives margins (protab.serve.classifications.MARGIN)
 MARGIN = "Total"
 #: serve.toml's datasets.<name>.labels and .names: per dimension, as protect's labels and name
 LABELS = schema.Dict(Labels())
 NAMES = schema.Dict(Names())
+#: serve.toml's datasets.<name>.labels_file: per dimension, as protect's labels_file (a code file)
+LABELS_FILE = schema.Dict(LabelsFile())
 #: serve.toml's datasets.<name>.descriptions: per dimension, a text per language (as names)
 DESCRIPTIONS = schema.Dict(Names())
 #: a label column of a code file: ``label_<lang>`` or ``<level>_label_<lang>``
@@ -115,15 +120,17 @@ def _merge(into: ByLanguage, lang: str, labels: Mapping[str, str], where: str) -
     have.update(labels)
 
 
-def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, Any], where: str
-                   ) -> dict[str, DimensionLabels]:
+def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, Any], where: str,
+                   base: Path | None = None) -> dict[str, DimensionLabels]:
     """Each dimension's :class:`DimensionLabels` of dataset ``name``: its code files' label
     columns (``CodeList.column_labels``) and serve.toml's ``labels`` and ``names``, merged by level
     column (a region's label is the same in the region dimension and in the municipalities'
-    hierarchy). SpecError naming serve.toml, the dataset, the dimension and the codes for a
-    labelled code that is not declared, or a code labelled two ways."""
+    hierarchy), and ``labels_file``'s files (paths relative to ``base``). SpecError naming
+    serve.toml (or the labels file), the dataset, the dimension and the codes for a labelled code
+    that is not declared, or a code labelled two ways."""
     given, names, texts = ds.get("labels", {}), ds.get("names", {}), ds.get("descriptions", {})
-    for key, table in (("labels", given), ("names", names), ("descriptions", texts)):
+    files = ds.get("labels_file", {})
+    for key, table in (("labels", given), ("names", names), ("descriptions", texts), ("labels_file", files)):
         stray = [d for d in table if d not in code_lists]
         if stray:
             raise SpecError(f"{where}: datasets.{name}.{key}.{stray[0]} names {stray[0]!r}, which is not one of "
@@ -135,7 +142,14 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
                 _merge(by_column.setdefault(column, {}), lang, in_file, f"{where}: {cl.source}")
     margins: dict[str, ByLanguage] = {}
     for dim, by_lang in given.items():
-        _declared_labels(name, dim, code_lists[dim], by_lang, by_column, margins.setdefault(dim, {}), where)
+        key = f"{where}: datasets.{name}.labels.{dim}"
+        _declared_labels(dim, code_lists[dim], by_lang, by_column, margins.setdefault(dim, {}), key)
+    for dim, value in files.items():
+        for entry in value if isinstance(value, list) else [value]:
+            shown = entry if isinstance(entry, str) else entry.get("file", entry.get("sdmx"))
+            key = f"{where}: datasets.{name}.labels_file.{dim} {shown!r}"
+            by_lang = read_labels_file(entry, base or Path("."), MARGIN, key)[0]
+            _declared_labels(dim, code_lists[dim], by_lang, by_column, margins.setdefault(dim, {}), key)
     out = {}
     for dim, cl in code_lists.items():
         labels: ByLanguage = {}
@@ -149,10 +163,10 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
     return out
 
 
-def _declared_labels(name: str, dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]],
-                     by_column: dict[str, ByLanguage], margin: ByLanguage, where: str) -> None:
-    """serve.toml's ``labels.<dim>``, each code put under the level column that holds it."""
-    key = f"{where}: datasets.{name}.labels.{dim}"
+def _declared_labels(dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]],
+                     by_column: dict[str, ByLanguage], margin: ByLanguage, key: str) -> None:
+    """Labels of dimension ``dim`` given in serve.toml or a labels file (``key`` names it in
+    messages), each code put under the level column that holds it."""
     level_of = {}
     for column in reversed(cl.levels):
         level_of.update({c: column for c in cl.table[column].to_list() if c not in level_of})
@@ -165,7 +179,7 @@ def _declared_labels(name: str, dim: str, cl: Any, by_lang: Mapping[str, Mapping
                             f"dimension {dim!r} (declared in {cl.source}; its codes: "
                             f"{show_values(sorted(level_of), 10)}, and {MARGIN!r})")
         if MARGIN in labels:
-            margin.setdefault(lang, {})[MARGIN] = labels[MARGIN]
+            _merge(margin, lang, {MARGIN: labels[MARGIN]}, key)
         for column in cl.levels:
             part = {c: t for c, t in labels.items() if level_of.get(c) == column}
             if part:

@@ -22,7 +22,7 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.loaders import check_decimals
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
-from protab.serve.code_labels import DESCRIPTIONS, LABELS, NAMES, DimensionLabels, dataset_labels
+from protab.serve.code_labels import DESCRIPTIONS, LABELS, LABELS_FILE, NAMES, DimensionLabels, dataset_labels
 from protab.serve.rules import RULES, attach
 from protab.vocabulary.include import expand, read_with_includes
 from protab.vocabulary.sections import DATABASE, MAGNITUDE, NULL_CODE, NULL_SUMS, PTABLE, THRESHOLD
@@ -151,6 +151,7 @@ DATASET = schema.Table(
         "codes": CODES,
         "codes_file": CODES_FILE,
         "labels": LABELS,
+        "labels_file": LABELS_FILE,
         "names": NAMES,
         "descriptions": DESCRIPTIONS,
         "null_code": NULL_CODE,
@@ -388,7 +389,7 @@ def _dataset(name: str, ds: Mapping[str, Any], base: Path, where: str) -> Datase
     code_lists = declared(name, ds, hierarchies, base, where)
     return DatasetConfig(
         name=name, table=ds.get("table", name), dims=dims, measures=measures, hierarchies=hierarchies,
-        code_lists=code_lists, labels=dataset_labels(name, ds, code_lists, where), null_code=ds.get("null_code"),
+        code_lists=code_lists, labels=dataset_labels(name, ds, code_lists, where, base), null_code=ds.get("null_code"),
         null_sums=ds.get("null_sums", "error"),
         magnitude=ds.get("magnitude"), sensitivity=ds.get("sensitivity"), description=ds.get("description", ""),
     )
