@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 from protab.errors import InputError
 from protab.programme import classifications as cls
 from protab.programme.cube_run import SUMMARY_COLUMNS, file_names, protect_cube, summary_text, write_cube
-from protab.programme.definition import Hypercube, check_sources, hypercubes, read_programme
+from protab.programme.definition import (
+    Hypercube,
+    check_programme_label_columns,
+    check_sources,
+    hypercubes,
+    read_programme,
+)
 from protab.programme.state import State, cube_digest, records_key, staging_folder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,6 +42,7 @@ class Programme:
         self.path = Path(path)
         self.cfg = read_programme(self.path)
         self.cubes: list[Hypercube] = hypercubes(self.cfg)
+        check_programme_label_columns(self.cfg, self.cubes, self.path)
         self.classified, self.source = check_sources(self.cfg)
 
     @property
@@ -160,6 +167,8 @@ class Programme:
         named = {n: [c.get("labels"), c.get("name")] for n, c in classes.items() if "labels" in c or "name" in c}
         if named:  # they are in the exchange files: a run with other labels redoes its hypercubes
             common["labels"] = named
+        if self.cfg.get("label_columns"):  # so are the label columns (and JSON-stat's language)
+            common["label_columns"] = self.cfg["label_columns"]
         digests = {c.name: cube_digest(key, common, c, depths[c.name], hierarchies) for c in self.cubes}
         state = State(folder)
         state.forget_others(digests)
@@ -172,7 +181,8 @@ class Programme:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}) …")
                 frames, row = protect_cube(s, self.source, cube, depths[cube.name], hierarchies, ptable,
                                            self.cfg.get("threshold"), columns, cut_cache)
-                state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats, classes), row)
+                state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats, classes,
+                                                                       self.cfg.get("label_columns", ())), row)
                 entry = state.cubes[cube.name]
             else:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}): finished by an earlier run, kept")
