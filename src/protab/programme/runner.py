@@ -87,7 +87,7 @@ class Programme:
 
     def _check_outputs(self, db: str, out_dir: Path, formats: list[str]) -> None:
         """The output folder can be written and replaces no input, before any work."""
-        from protab._io import check_output_folder, database_files, protected_form, refuse_replacing
+        from protab._io import check_output_folder, refuse_replacing
 
         if "sdmx-structure" in formats:
             from protab.exchange import sdmx_library
@@ -95,13 +95,25 @@ class Programme:
             sdmx_library()  # the extra it needs is named before any work
         names = [f for c in self.cubes for f in file_names(c, formats)] + ["summary.csv"]
         check_output_folder(out_dir, names)
-        inputs = [(p, f"the microdata database {db!r}") for p in database_files(db)]
-        inputs.append((protected_form(str(self.path)), f"the programme {str(self.path)!r}"))
-        for section in (self.cfg.get("ptable", {}), self.cfg.get("swap", {}), *self.cfg["classifications"].values()):
-            inputs += [(protected_form(str(self.path.parent / v)), f"the file {v!r} of the programme")
-                       for k, v in section.items() if k in _FILE_KEYS]
+        inputs = self.inputs(db)
         for folder, what in ((out_dir, "the output folder"), (staging_folder(out_dir), "its staging folder")):
             refuse_replacing(folder, inputs, f"programme: {what}", "give the outputs a folder of their own")
+
+    def inputs(self, db: str) -> list[tuple[str, str]]:
+        """What no output may replace, as (protected form, label; protab._io.refuse_replacing): the
+        records' database, the programme and every file it names (p-table, swap seed,
+        classifications and their labels files)."""
+        from protab._io import database_files, protected_form
+        from protab.vocabulary.label_files import entries, entry_paths
+
+        found = [(p, f"the microdata database {db!r}") for p in database_files(db)]
+        found.append((protected_form(str(self.path)), f"the programme {str(self.path)!r}"))
+        for section in (self.cfg.get("ptable", {}), self.cfg.get("swap", {}), *self.cfg["classifications"].values()):
+            named = [v for k, v in section.items() if k in _FILE_KEYS]
+            named += [e if m is None else m[k] for e in entries(section.get("labels_file", []))
+                      for m, k in entry_paths(e)]
+            found += [(protected_form(str(self.path.parent / v)), f"the file {v!r} of the programme") for v in named]
+        return found
 
     def _protect(self, db: str, out_dir: Path, formats: list[str],
                  on_hypercube: Callable[[str, dict[str, Any]], None] | None, quiet: bool) -> list[dict[str, Any]]:
