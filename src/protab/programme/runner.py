@@ -104,14 +104,14 @@ class Programme:
         records' database, the programme and every file it names (p-table, swap seed,
         classifications and their labels files)."""
         from protab._io import database_files, protected_form
-        from protab.vocabulary.label_files import entries, entry_paths
 
         found = [(p, f"the microdata database {db!r}") for p in database_files(db)]
         found.append((protected_form(str(self.path)), f"the programme {str(self.path)!r}"))
         for section in (self.cfg.get("ptable", {}), self.cfg.get("swap", {}), *self.cfg["classifications"].values()):
             named = [v for k, v in section.items() if k in _FILE_KEYS]
-            named += [e if m is None else m[k] for e in entries(section.get("labels_file", []))
-                      for m, k in entry_paths(e)]
+            labels = section.get("labels_file", [])  # a name, { file | sdmx = … }, or a list of these
+            for e in labels if isinstance(labels, list) else [labels]:
+                named += [e] if isinstance(e, str) else [e[k] for k in ("file", "sdmx") if k in e]
             found += [(protected_form(str(self.path.parent / v)), f"the file {v!r} of the programme") for v in named]
         return found
 
