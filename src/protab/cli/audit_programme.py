@@ -23,15 +23,9 @@ def tables(prog: Programme) -> dict[str, tuple[str, list[str]]]:
 
 
 def inputs(prog: Programme, db: str) -> list[tuple[str, str]]:
-    """What the report may not replace: the records' database, the programme and its files."""
-    from protab._io import database_files, protected_form
-
-    found = [(p, f"the microdata database {db!r}") for p in database_files(db)]
-    found.append((protected_form(str(prog.path)), f"the programme {str(prog.path)!r}"))
-    for section in (prog.cfg.get("ptable", {}), prog.cfg.get("swap", {}), *prog.cfg["classifications"].values()):
-        found += [(protected_form(str(prog.path.parent / v)), f"the file {v!r} of the programme")
-                  for k, v in section.items() if k in ("file", "hrc", "parent_child", "ssb_frame", "seed_file")]
-    return found
+    """What the report may not replace: the records' database, the programme and its files
+    (labels files included; Programme.inputs, as the run's outputs)."""
+    return prog.inputs(db)
 
 
 def audit_cubes(s: Session, prog: Programme, frames: dict[str, pl.DataFrame], noise: dict[str, Any],

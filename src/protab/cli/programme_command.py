@@ -11,7 +11,10 @@ programme file (TOML; paths in it are relative to the file):
 
   database = "protab.duckdb"          # optional (--db overrides)
   output = "census_output"            # optional (--out overrides)
-  formats = ["csv"]                   # optional, csv and/or parquet
+  formats = ["csv"]                   # optional: csv, parquet (a file per table), sdmx-csv,
+                                      # sdmx-structure, json-stat (a file per hypercube)
+  label_columns = ["en"]              # optional: CSV/Parquet columns <dim>_label_<lang> of the
+                                      # classifications' labels (as protect's; docs/vocabulary.md)
   source = "persons"                  # the records (with [swap]: its source; may be left out)
   threshold = 3                       # optional: perturbed counts below it are published blank
   max_cells = 10000000                # optional: the default cell limit of a hypercube
@@ -27,7 +30,8 @@ programme file (TOML; paths in it are relative to the file):
   [classifications.geo]               # shared by name; as protect's hierarchies (columns,
   columns = ["region", "municipality"]  # code_lengths, hrc, parent_child, ssb_frame, grid), or
   levels = ["nuts2", "lau"]             # codes = [...] / flat = true; levels names levels 1, 2, ...
-                                        # (default: the columns; a flat one: its own name)
+                                        # (default: the columns; a flat one: its own name);
+                                        # labels, labels_file, name as protect's hierarchies
   [[hypercubes]]
   name = "HC01"                       # an SDMX id: [A-Za-z][A-Za-z0-9_]*
   dims = { municipality = "geo:nuts2", sex = "sex" }   # variable = "classification[:level]"

@@ -24,7 +24,7 @@ from protab.cli.protect_checks import (
 )
 from protab.cli.protect_postgres import PG_DSN_ENV, postgres_options, postgres_session
 from protab.cli.protect_sources import spark_options, spark_session, swap
-from protab.cli.protect_tables import protect_tables, summary, table_labels, write_all
+from protab.cli.protect_tables import labelled, protect_tables, summary, table_labels, write_all
 from protab.errors import InputError
 from protab.request.swap_section import keep_swap
 
@@ -46,7 +46,8 @@ include = ["shared.toml"] of shared sections: docs/vocabulary.md):
                                       # 2.0, dataflow PROTAB:<NAME>(1.0)), sdmx-structure
                                       # (<name>.structure.xml, its SDMX-ML 2.1 structure; needs
                                       # protab[sdmx]), json-stat (<name>.stat.json)
-  label_columns = ["en"]              # optional: CSV/Parquet columns <dim>_label_<lang> of the labels
+  label_columns = ["en"]              # optional: CSV/Parquet (and publish's) columns <dim>_label_<lang>
+                                      # of the labels
 
   [ptable]                            # the cell key method's p-table: one of
   maximum_entropy = { D = 5, V = 3, js = 2 }   # optional pstay, mono, optim, infeasible = "warn"
@@ -275,9 +276,11 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
 
     The database holds the protected tables only (one table each, named as in the request, and
     a view ``protab_catalog`` of table names, cells and methods): no records, record keys,
-    p-table, original values or seeds. It is written beside ``to`` and renamed onto it when
-    complete (atomic); an existing file is replaced only with ``replace=True``. The run holds
-    the file's lock (protab._locks) from before the first table, as ``protect`` its folder's.
+    p-table, original values or seeds. A table is protect's Parquet table of the request, its
+    ``label_columns`` included (``<dim>_label_<lang>`` after each labelled dimension). It is
+    written beside ``to`` and renamed onto it when complete (atomic); an existing file is
+    replaced only with ``replace=True``. The run holds the file's lock (protab._locks) from
+    before the first table, as ``protect`` its folder's.
     """
     from protab._io import atomic_path
 
@@ -288,11 +291,12 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
     refuse_replacing(to, request_inputs(path, cfg, database_path(path, cfg, database)), "publish: --to",
                      "publish to a new file")
     methods = {t["name"]: t.get("method", "ckm") for t in cfg["tables"]}
+    labels, languages = table_labels(cfg), cfg.get("label_columns", ())
 
     def write(frames: dict[str, pl.DataFrame]) -> None:
         with atomic_path(target) as tmp:
             os.unlink(tmp)  # DuckDB creates the file itself
-            _write_database(str(tmp), frames, methods)
+            _write_database(str(tmp), {n: labelled(f, labels[n], languages) for n, f in frames.items()}, methods)
 
     with output_lock((target, "publish: the file"), command=f"protab publish {request} --to {to}", wait=wait):
         if target.exists() and not replace:  # under the lock: two runs cannot both find it missing

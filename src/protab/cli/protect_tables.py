@@ -176,11 +176,18 @@ def _writer(name: str, frame: pl.DataFrame, fmt: str, labels: dict[str, Any],
         from protab.exchange import json_stat_writer
 
         return json_stat_writer(frame, name.upper(), label=name, language=next(iter(label_columns), None), **named)
-    if label_columns and named["labels"]:
-        from protab.exchange import with_label_columns
+    return frame_writer(labelled(frame, labels, label_columns), fmt)
 
-        frame = with_label_columns(frame, named["labels"], label_columns)
-    return frame_writer(frame, fmt)
+
+def labelled(frame: pl.DataFrame, labels: dict[str, Any], label_columns: Sequence[str]) -> pl.DataFrame:
+    """A table as protect's CSV and Parquet files and publish's database hold it: with a column
+    ``<dim>_label_<lang>`` right after each labelled dimension per language of ``label_columns``
+    (``labels``: the table's entry of :func:`table_labels`; protab.exchange.with_label_columns)."""
+    if not (label_columns and labels.get("labels")):
+        return frame
+    from protab.exchange import with_label_columns
+
+    return with_label_columns(frame, labels["labels"], label_columns)
 
 
 def summary(rows: list[dict[str, Any]]) -> str:

@@ -4,6 +4,7 @@ programme's records (``Session.cell_key``), cut to the levels asked, with its su
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,7 +12,7 @@ import polars as pl
 
 from protab.hierarchy import Hierarchy
 from protab.measures import hellinger_utility, share_changed
-from protab.programme.dataflows import SUFFIXES, file_name, write_dataflow
+from protab.programme.dataflows import SUFFIXES, file_name, table_labels, write_dataflow
 
 if TYPE_CHECKING:  # pragma: no cover
     from protab.programme.definition import CubeTable, Hypercube
@@ -151,19 +152,25 @@ def file_names(cube: Hypercube, formats: list[str]) -> list[str]:
 
 
 def write_cube(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], formats: list[str],
-               classifications: dict[str, Any] | None = None) -> list[str]:
+               classifications: dict[str, Any] | None = None, label_columns: Sequence[str] = ()) -> list[str]:
     """The frames of a finished hypercube written into the staging folder (each file atomically);
-    the ``labels`` and ``name`` of ``classifications`` name the codes of its exchange files."""
+    the ``labels`` and ``name`` of ``classifications`` name the codes of its exchange files, and
+    its CSV and Parquet tables get a column ``<dim>_label_<lang>`` per language of
+    ``label_columns`` as protect's do (protab.exchange.with_label_columns); JSON-stat's labels
+    are in the first of them."""
     from protab._io import write_frame
+    from protab.exchange import with_label_columns
 
     folder.mkdir(parents=True, exist_ok=True)
+    labels = table_labels(cube, classifications or {})
     for t in cube.tables:
-        for fmt in formats:
-            if fmt not in SUFFIXES:
-                write_frame(frames[t.name], folder / f"{cube.name}.{t.name}.{fmt}")
+        tabular = [fmt for fmt in formats if fmt not in SUFFIXES]
+        frame = with_label_columns(frames[t.name], labels, label_columns) if tabular else frames[t.name]
+        for fmt in tabular:
+            write_frame(frame, folder / f"{cube.name}.{t.name}.{fmt}")
     for fmt in formats:
         if fmt in SUFFIXES:
-            write_dataflow(folder, cube, frames, fmt, classifications)
+            write_dataflow(folder, cube, frames, fmt, classifications, language=next(iter(label_columns), None))
     return file_names(cube, formats)
 
 

@@ -62,10 +62,18 @@ def cube_labels(cube: Hypercube, classifications: Mapping[str, Any]) -> dict[str
             "names": {v: c["name"] for v, c in own.items() if "name" in c} or None}
 
 
+def table_labels(cube: Hypercube, classifications: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``labels`` of the hypercube's variables as its tables code them (their classifications'
+    own, root included, as protect's tables take their hierarchies'): for label columns."""
+    return {d.variable: classifications[d.classification]["labels"] for d in cube.dims
+            if "labels" in classifications.get(d.classification, {})}
+
+
 def write_dataflow(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame], fmt: str,
-                   classifications: Mapping[str, Any] | None = None) -> str:
+                   classifications: Mapping[str, Any] | None = None, language: str | None = None) -> str:
     """Write the hypercube as one dataset of format ``fmt`` into ``folder``; its file name. The
-    ``labels`` and ``name`` of the classifications name the codes and dimensions."""
+    ``labels`` and ``name`` of the classifications name the codes and dimensions (JSON-stat's in
+    ``language``, by default each one's first)."""
     from protab.exchange import write_json_stat, write_sdmx_csv, write_sdmx_structure
 
     frame = cube_frame(cube, frames)
@@ -77,5 +85,5 @@ def write_dataflow(folder: Path, cube: Hypercube, frames: dict[str, pl.DataFrame
     elif fmt == "sdmx-structure":
         write_sdmx_structure(frame, folder / name, cube.name, dims=dims, measures=["n_pert"], **named)
     else:
-        write_json_stat(frame, folder / name, cube.name, dims=dims, measures=["n_pert"], **named)
+        write_json_stat(frame, folder / name, cube.name, dims=dims, measures=["n_pert"], language=language, **named)
     return name

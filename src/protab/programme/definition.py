@@ -14,11 +14,12 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.schema import Dict, Int, List, Str, Table
 from protab.vocabulary.include import read_with_includes
-from protab.vocabulary.label_files import resolve_sections
+from protab.vocabulary.label_files import check_label_columns, resolve_sections
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
     FORMATS,
+    LABEL_COLUMNS,
     OUTPUT,
     SOURCE,
     THRESHOLD,
@@ -46,6 +47,7 @@ PROGRAMME = Table(
         "database": DATABASE,
         "output": OUTPUT,
         "formats": FORMATS,
+        "label_columns": LABEL_COLUMNS,
         "source": SOURCE,
         "threshold": THRESHOLD,
         "max_cells": Int(1),
@@ -126,6 +128,19 @@ def hypercubes(cfg: dict[str, Any]) -> list[Hypercube]:
         tables = _tables(name, entry, [d.variable for d in dims])
         out.append(Hypercube(name, dims, entry.get("max_cells", limit), tables, entry))
     return out
+
+
+def check_programme_label_columns(cfg: dict[str, Any], cubes: list[Hypercube], path: Path) -> None:
+    """``label_columns`` asks only for languages that the labels of the classifications of its
+    hypercubes have: protect's check (protab.vocabulary.label_files.check_label_columns), on the
+    classifications as its hierarchies and the hypercubes' dimensions as its tables."""
+    view = {"label_columns": cfg.get("label_columns"), "hierarchies": cfg["classifications"],
+            "tables": [{"dims": [d.classification for d in c.dims]} for c in cubes]}
+    try:
+        check_label_columns(view, f"programme {str(path)!r}")
+    except SpecError as exc:
+        raise SpecError(str(exc).replace("no hierarchy of its tables", "no classification of its hypercubes", 1)
+                        ) from None
 
 
 def _check_id(name: str, key: str) -> None:

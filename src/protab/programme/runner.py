@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 from protab.errors import InputError
 from protab.programme import classifications as cls
 from protab.programme.cube_run import SUMMARY_COLUMNS, file_names, protect_cube, summary_text, write_cube
-from protab.programme.definition import Hypercube, check_sources, hypercubes, read_programme
+from protab.programme.definition import (
+    Hypercube,
+    check_programme_label_columns,
+    check_sources,
+    hypercubes,
+    read_programme,
+)
 from protab.programme.state import State, cube_digest, records_key, staging_folder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,6 +42,7 @@ class Programme:
         self.path = Path(path)
         self.cfg = read_programme(self.path)
         self.cubes: list[Hypercube] = hypercubes(self.cfg)
+        check_programme_label_columns(self.cfg, self.cubes, self.path)
         self.classified, self.source = check_sources(self.cfg)
 
     @property
@@ -80,7 +87,7 @@ class Programme:
 
     def _check_outputs(self, db: str, out_dir: Path, formats: list[str]) -> None:
         """The output folder can be written and replaces no input, before any work."""
-        from protab._io import check_output_folder, database_files, protected_form, refuse_replacing
+        from protab._io import check_output_folder, refuse_replacing
 
         if "sdmx-structure" in formats:
             from protab.exchange import sdmx_library
@@ -88,13 +95,25 @@ class Programme:
             sdmx_library()  # the extra it needs is named before any work
         names = [f for c in self.cubes for f in file_names(c, formats)] + ["summary.csv"]
         check_output_folder(out_dir, names)
-        inputs = [(p, f"the microdata database {db!r}") for p in database_files(db)]
-        inputs.append((protected_form(str(self.path)), f"the programme {str(self.path)!r}"))
-        for section in (self.cfg.get("ptable", {}), self.cfg.get("swap", {}), *self.cfg["classifications"].values()):
-            inputs += [(protected_form(str(self.path.parent / v)), f"the file {v!r} of the programme")
-                       for k, v in section.items() if k in _FILE_KEYS]
+        inputs = self.inputs(db)
         for folder, what in ((out_dir, "the output folder"), (staging_folder(out_dir), "its staging folder")):
             refuse_replacing(folder, inputs, f"programme: {what}", "give the outputs a folder of their own")
+
+    def inputs(self, db: str) -> list[tuple[str, str]]:
+        """What no output may replace, as (protected form, label; protab._io.refuse_replacing): the
+        records' database, the programme and every file it names (p-table, swap seed,
+        classifications and their labels files)."""
+        from protab._io import database_files, protected_form
+
+        found = [(p, f"the microdata database {db!r}") for p in database_files(db)]
+        found.append((protected_form(str(self.path)), f"the programme {str(self.path)!r}"))
+        for section in (self.cfg.get("ptable", {}), self.cfg.get("swap", {}), *self.cfg["classifications"].values()):
+            named = [v for k, v in section.items() if k in _FILE_KEYS]
+            labels = section.get("labels_file", [])  # a name, { file | sdmx = … }, or a list of these
+            for e in labels if isinstance(labels, list) else [labels]:
+                named += [e] if isinstance(e, str) else [e[k] for k in ("file", "sdmx") if k in e]
+            found += [(protected_form(str(self.path.parent / v)), f"the file {v!r} of the programme") for v in named]
+        return found
 
     def _protect(self, db: str, out_dir: Path, formats: list[str],
                  on_hypercube: Callable[[str, dict[str, Any]], None] | None, quiet: bool) -> list[dict[str, Any]]:
@@ -160,6 +179,8 @@ class Programme:
         named = {n: [c.get("labels"), c.get("name")] for n, c in classes.items() if "labels" in c or "name" in c}
         if named:  # they are in the exchange files: a run with other labels redoes its hypercubes
             common["labels"] = named
+        if self.cfg.get("label_columns"):  # so are the label columns (and JSON-stat's language)
+            common["label_columns"] = self.cfg["label_columns"]
         digests = {c.name: cube_digest(key, common, c, depths[c.name], hierarchies) for c in self.cubes}
         state = State(folder)
         state.forget_others(digests)
@@ -172,7 +193,8 @@ class Programme:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}) …")
                 frames, row = protect_cube(s, self.source, cube, depths[cube.name], hierarchies, ptable,
                                            self.cfg.get("threshold"), columns, cut_cache)
-                state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats, classes), row)
+                state.record(cube.name, digests[cube.name], write_cube(folder, cube, frames, formats, classes,
+                                                                       self.cfg.get("label_columns", ())), row)
                 entry = state.cubes[cube.name]
             else:
                 _say(quiet, f"  hypercube {cube.name} ({k + 1}/{len(self.cubes)}): finished by an earlier run, kept")

@@ -59,7 +59,8 @@ PTABLE = Table(
 
 
 # -- classifications ---------------------------------------------------------------------------
-#: the languages whose label columns protect's CSV and Parquet tables get (``<dim>_label_<lang>``)
+#: the languages whose label columns the CSV and Parquet tables of protect and a programme, and
+#: publish's tables, get (``<dim>_label_<lang>``)
 LABEL_COLUMNS = List(Language(), unique=True)
 HIERARCHY = Table(
     {
@@ -208,7 +209,7 @@ NAMED_SECTIONS = ("hierarchies", "classifications")
 #: the top-level keys only one front reads (they stay in its own file)
 OWN_KEYS: dict[str, tuple[str, ...]] = {
     "protect": ("tables", "label_columns"),
-    "programme": ("hypercubes", "max_cells"),
+    "programme": ("hypercubes", "max_cells", "label_columns"),
     "serve": ("datasets", "users", "audit_log", "tokens_file", "rules_file"),
     "report": ("original", "protected", "measures", "dims", "total", "title"),
 }
