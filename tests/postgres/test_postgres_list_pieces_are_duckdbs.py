@@ -41,6 +41,10 @@ PIECES = {
     "unnest side by side, the shorter padded with NULL, NULL lists as empty ones":
         "SELECT g, a, b FROM (SELECT g, unnest(hi) AS a, unnest(lo) AS b FROM (SELECT g, max(x, 3) AS hi, "
         "min(x, 1) AS lo FROM v GROUP BY g)) ORDER BY g, a DESC NULLS LAST, b",
+    # distinct values of y: DuckDB orders ties in no defined way (protab's own y, a swap's keyed hash, has none)
+    "arg_max(x, y, n) and arg_min(x, y, n): x by y, NULLs of either left out":
+        "SELECT g, arg_max(w, x + w / 100, 2) AS hi, arg_min(w, x + w / 100, 3) AS lo, "
+        "unnest(arg_max(x, w + x / 100, 1)) AS top FROM v GROUP BY g ORDER BY g",
     "the rules' functions over top lists":
         "SELECT g, protab_dominance_ratio(l, 10.0, 1) AS d1, protab_dominance_ratio(l, 0.0, 2) AS d0, "
         "protab_dominance_ratio(l, 3.7, 2) AS d2, [protab_weighted_largest(l, w, 2)] AS wl, "

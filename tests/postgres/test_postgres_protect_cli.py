@@ -1,7 +1,7 @@
 """``protab protect --engine postgres --pg-dsn DSN`` (issue 39, item 4): the request's sources
 are tables of the PostgreSQL database, or Parquet files copied into temporary tables, and the
-output files are byte for byte the DuckDB engine's; what the engine does not support yet is its
-SpecError before any file is written; bad flags, a missing DSN and a DSN that does not connect
+output files are byte for byte the DuckDB engine's (a swap's too); what the engine does not
+support yet is its SpecError before any file is written; bad flags, a missing DSN and a DSN that does not connect
 are one protab error on stderr that never shows the DSN's password."""
 
 from __future__ import annotations
@@ -176,21 +176,29 @@ def test_sums_with_the_cell_key_method_for_magnitudes_are_duckdbs_files(tmp_path
     assert lines[0] == "muni,sex,muni_level,sex_level,n_pert,w_pert,w_mean_pert" and len(lines) > 10
 
 
-def test_the_swap_is_refused_before_any_file(tmp_path, pg_census, capsys, monkeypatch):
-    request = _census(tmp_path, COUNTS.replace("[[tables]]", """[swap]
+def test_the_swap_then_its_tables_are_duckdbs_files(tmp_path, pg_census, monkeypatch):
+    """[swap] writes the swapped records as a table of the PostgreSQL database (with their
+    record keys), and the tables read from it are DuckDB's files byte for byte."""
+    request = _census(tmp_path, COUNTS.replace('source = "census"', 'source = "census_swapped"').replace(
+        "[[tables]]", """[swap]
 source = "census"
 out = "census_swapped"
 household = "pid"
 geography = ["muni"]
 risk_variables = ["age"]
+similar = [[]]
 swap_rate = 0.1
 seed_env = "PROTAB_SWAP_SEED"
 [[tables]]""", 1))
     monkeypatch.setenv("PROTAB_SWAP_SEED", "swap-seed")
-    err = _fails(["protect", str(request), "--engine", "postgres", "--pg-dsn", pg_census,
-                  "--out", str(tmp_path / "pg")], capsys)
-    assert "record swapping is not supported on the PostgreSQL engine yet" in err
-    assert not (tmp_path / "pg").exists() and "census_swapped" not in _tables(pg_census)
+    protect(str(request), out=str(tmp_path / "duck"))
+    assert main(["protect", str(request), "--engine", "postgres", "--pg-dsn", pg_census,
+                 "--out", str(tmp_path / "pg")]) == 0
+    assert len(_same_files(tmp_path / "duck", tmp_path / "pg")) == 8
+    assert "census_swapped" in _tables(pg_census)
+    with pt.Session(str(tmp_path / "micro.duckdb")) as duck, pt.Session.postgres(pg_census) as pg:
+        d, p = (s.sql("SELECT pid, muni FROM census_swapped").sort("pid") for s in (duck, pg))
+    assert d.equals(p) and (d["muni"] != RECORDS.sort("pid")["muni"]).sum() > 0  # swapped, as on DuckDB
 
 
 def test_pg_flags_need_engine_postgres_and_spark_flags_engine_spark(tmp_path, capsys):

@@ -1,5 +1,5 @@
 """The PostgreSQL engine's own behaviour: a DSN that does not connect, a table without record
-keys, options of other engines, and what it does not support yet (holdings, the swap, the
+keys, options of other engines, and what it does not support yet (holdings, the
 ckm() macro, list pieces it does not render) — each one protab error
 that says what to do, before any work (never a psycopg traceback, never another table)."""
 
@@ -76,20 +76,12 @@ def test_holdings_are_refused_up_front(pg):
 
 def test_a_list_piece_postgres_lacks_is_refused_by_name(pg):
     """What the list rewriting does not render is a SpecError, never other SQL."""
-    with pytest.raises(SpecError, match="arg_max.* not supported on the PostgreSQL engine"):
-        pg.engine.rows("SELECT arg_max(pid, v, 2) FROM t")
+    with pytest.raises(SpecError, match="arg_max.* FILTER .* not supported on the PostgreSQL engine"):
+        pg.engine.rows("SELECT arg_max(pid, v, 2) FILTER (WHERE v > 0) FROM t")
     with pytest.raises(SpecError, match="list index below 1"):
         pg.engine.rows("SELECT [1, 2][-1]")
     with pytest.raises(SpecError, match="structs of fields"):
         pg.engine.rows("SELECT {'q': 1}")
-
-
-def test_the_swap_is_refused_up_front(pg):
-    before = pg.tables()
-    with pytest.raises(SpecError, match="record swapping is not supported on the PostgreSQL engine yet"):
-        pg.swap("t", pt.SwapSpec(household="hh", geography=["sex"], risk_variables=["pid"], similar=[[]],
-                                 swap_rate=0.5), seed="s", out="swapped")
-    assert pg.tables() == before
 
 
 def test_a_float_dimension_is_refused(pg):

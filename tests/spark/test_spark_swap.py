@@ -10,33 +10,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 from spark_fixtures import engine_pair, engines_under_test
+from swap_engine_cases import SEED, SPECS, swap_population
 
 import protab as pt
-
-SEED = "spark-swap-tests"
-SPECS = {
-    "risk_and_rate": pt.SwapSpec(household="hid", geography=["region", "muni", "grid"], risk_variables=["sex", "age"],
-                                 similar=[["hsize"], []], swap_rate=0.1, k_anonymity=3),
-    "carry_along_capped": pt.SwapSpec(household="hid", geography=["region", "muni"], risk_variables=["age"],
-                                      similar=[["hsize", "tenure"], ["hsize"]], carry_along=["tenure"],
-                                      swap_rate=0.05, k_anonymity=4, max_swap_rate=0.2),
-}
-
-
-def _population() -> pl.DataFrame:
-    """900 households of 1-4 persons in region > municipality > grid square."""
-    import numpy as np
-
-    rng = np.random.default_rng(5)
-    size = rng.integers(1, 5, 900)
-    hid = np.repeat(np.arange(900) * 13 + 7, size)
-    grid = np.repeat(rng.integers(0, 36, 900), size)
-    return pl.DataFrame({
-        "pid": np.arange(len(hid)), "hid": hid,
-        "region": (grid // 12).astype(str), "muni": (grid // 4).astype(str), "grid": grid.astype(str),
-        "hsize": np.repeat(size, size), "tenure": np.repeat(rng.integers(0, 2, 900), size),
-        "sex": rng.choice(["f", "m"], len(hid)), "age": rng.integers(0, 5, len(hid)),
-    })
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +25,7 @@ def spark(tmp_path_factory):
 @pytest.fixture(scope="module", params=engines_under_test())
 def engines(request, tmp_path_factory):
     def prepare(s: pt.Session) -> None:
-        s.register("persons", _population(), replace=True, materialize=True)
+        s.register("persons", swap_population(), replace=True, materialize=True)
         s.add_record_keys("persons", id_column="pid", seed=SEED, bits=32, name="rk")
 
     yield from engine_pair(request.param, tmp_path_factory, prepare, cores=2)
@@ -73,7 +49,7 @@ def test_spark_swaps_the_same_households_as_duckdb(engines, name):
     assert_frame_equal(s_out, d_out.with_columns(pl.col("rk").cast(s_out.schema["rk"])))
     assert_frame_equal(s_log, d_log)
     # the swap moved geography: some records changed municipality
-    assert (d_out["muni"] != _population().sort("pid")["muni"]).sum() > 0
+    assert (d_out["muni"] != swap_population().sort("pid")["muni"]).sum() > 0
 
 
 def test_cell_key_method_on_spark_swapped_records_matches(engines):
@@ -123,7 +99,7 @@ def test_protect_engine_spark_swaps_then_writes_the_same_files(tmp_path, spark):
     from protab.cli import protect
 
     with pt.Session(str(tmp_path / "micro.duckdb")) as s:
-        s.register("people", _population())
+        s.register("people", swap_population())
         s.add_record_keys("people", id_column="pid", seed=SEED)
         s.con.execute("COPY people TO ? (FORMAT parquet)".replace("?", repr(str(tmp_path / "people.parquet"))))
     (tmp_path / "swap.seed").write_text("request-swap-seed\n", encoding="utf-8")

@@ -5,8 +5,9 @@ connection of a DSN; the catalog is the database's, record keys are remembered b
 (docs/postgres.md). Count tables and magnitude tables with top-k lists (sensitivity rules, the
 cell key method for magnitudes, ``tabulate(top_k=)``, key sums with sums: the lists rendered by
 :mod:`~protab.engines.postgres.postgres_lists`) are answered as DuckDB answers them, and
-``install_ptable`` makes the ``ckm()`` SQL function of DuckDB's macro (postgres_ptable); what is
-not supported yet (holdings, the swap, float, decimal and time dimensions) is refused before any
+``install_ptable`` makes the ``ckm()`` SQL function of DuckDB's macro (postgres_ptable); the record
+swap writes its records and log as tables of the database (TEMP tables until kept); what is
+not supported yet (holdings, float, decimal and time dimensions) is refused before any
 work."""
 
 from __future__ import annotations
@@ -381,15 +382,52 @@ class PostgresEngine(Engine):
     def drop_temp_table(self, name: str) -> None:
         self._run(f"DROP TABLE IF EXISTS pg_temp.{quote_ident(name)}", render=False)
 
-    # -- relations written for the user: the swap, refused by check_swap -------------------------
+    # -- relations written for the user: the swap's records and log -----------------------------
     def write_relations(self, outputs: Sequence[tuple[str, str, Sequence[Any]]], *, temporary: bool) -> None:
-        raise SpecError(_NO_SWAP)
+        """Tables in one transaction, replacing relations of those names; with ``temporary`` TEMP
+        tables of the connection (found before a table of the schema under the same name, which
+        stays until :meth:`keep_relations`), replacing TEMP ones only."""
+        with self.transaction():
+            for name, _, _ in outputs:
+                found = self._relkind(name)
+                if found is not None and (found[2] or not temporary):
+                    self.drop_relation(name)
+            for name, select, params in outputs:
+                self._run(f"CREATE {'TEMP ' if temporary else ''}TABLE {quote_ident(name)} AS {select}", params)
 
     def keep_relations(self, names: Sequence[str], *, replace: bool, what: str) -> None:
-        raise SpecError(f"{what}: {_NO_SWAP}")
+        """The TEMP tables ``names`` copied under the same names into the current schema and
+        dropped, all in one transaction; a relation of that name there is replaced only with
+        ``replace``."""
+        schema = str(self._run("SELECT current_schema()", render=False).fetchall()[0][0])
+        for name in names:
+            found = self._relkind(name)
+            if found is None or not found[2]:
+                raise InputError(f"{what}: this connection has no temporary table named {name!r}; write it first "
+                                 "with swap(..., temporary=True) on the same connection (temporary tables end with it)")
+            if self._in_schema(name, schema) and not replace:
+                raise InputError(f"{what}: a relation named {name!r} exists already; pass replace=True or keep it")
+        with self.transaction():
+            for name in names:
+                target = f"{quote_ident(schema)}.{quote_ident(name)}"
+                kind = self._in_schema(name, schema)
+                if kind is not None:
+                    self._run(f"DROP {'VIEW' if kind == 'v' else 'MATERIALIZED VIEW' if kind == 'm' else 'TABLE'} "
+                              f"{target}", render=False)
+                self._run(f"CREATE TABLE {target} AS SELECT * FROM pg_temp.{quote_ident(name)}", render=False)
+                self._run(f"DROP TABLE pg_temp.{quote_ident(name)}", render=False)
+
+    def _in_schema(self, name: str, schema: str) -> str | None:
+        """The relkind of relation ``name`` in ``schema``, or None."""
+        rows = self._run("SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                         "WHERE c.relname = %s AND n.nspname = %s AND c.relkind IN ('r', 'v', 'm', 'p', 'f')",
+                         [name, schema], render=False).fetchall()
+        return str(rows[0][0]) if rows else None
 
     def discard_relations(self, names: Sequence[str]) -> None:
-        return None  # nothing was written
+        """Drop the TEMP tables ``names``, if any; tables of the schema under those names stay."""
+        for name in names:
+            self._run(f"DROP TABLE IF EXISTS pg_temp.{quote_ident(name)}", render=False)
 
     # -- checks ---------------------------------------------------------------------------------
     def check_request(self, table: str, cols: dict[str, str], columns: Sequence[str], *,
@@ -402,7 +440,8 @@ class PostgresEngine(Engine):
         self._text_alike(table, cols, [column], "id column")
 
     def check_swap(self, table: str, cols: dict[str, str], household: str) -> None:
-        raise SpecError(f"table {table!r}: {_NO_SWAP}")
+        """The household column hashed as DuckDB hashes it (its text): no float, decimal or time."""
+        self._text_alike(table, cols, [household], "household column")
 
     @staticmethod
     def _text_alike(table: str, cols: dict[str, str], columns: Sequence[str], what: str) -> None:
@@ -452,9 +491,6 @@ class PostgresEngine(Engine):
     def close(self) -> None:
         """Close the connection (its TEMP tables and functions go with it). Idempotent."""
         self.con.close()
-
-
-_NO_SWAP = "record swapping is not supported on the PostgreSQL engine yet; swap on DuckDB or Spark"
 
 
 def _doubles(text: str, args: Sequence[Any]) -> str:

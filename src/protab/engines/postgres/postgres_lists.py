@@ -70,10 +70,24 @@ def materialize_ctes(tree: Any, exp: Any) -> None:
 
 
 def _top_lists(tree: Any, exp: Any) -> None:
-    """``max(x, n)`` / ``min(x, n)`` (within any FILTER) → the sliced, ordered array_agg."""
+    """``max(x, n)`` / ``min(x, n)`` (within any FILTER) → the sliced, ordered array_agg;
+    ``arg_max(x, y, n)`` / ``arg_min(x, y, n)`` → the values of ``x`` ordered by ``y`` (rows
+    where either is NULL left out, as DuckDB's; ties in ``y`` are in no defined order on either
+    engine: the swap's ``y`` is a keyed hash, without ties)."""
     for node in list(tree.find_all(exp.ArgMax, exp.ArgMin)):
-        if node.args.get("count") is not None:
-            raise SpecError("arg_max(x, y, n) and arg_min(x, y, n) are not supported on the PostgreSQL engine yet")
+        n = node.args.get("count")
+        if n is None:
+            continue
+        if isinstance(node.parent, exp.Filter):
+            raise SpecError("arg_max(x, y, n) FILTER (…) is not supported on the PostgreSQL engine yet")
+        x, y = node.this, node.expression
+        present = exp.EQ(this=exp.Anonymous(this="num_nulls", expressions=[x.copy(), y.copy()]),
+                         expression=exp.Literal.number(0))
+        order = exp.Ordered(this=y.copy(), desc=isinstance(node, exp.ArgMax), nulls_first=False)
+        agg = exp.Filter(this=exp.ArrayAgg(this=exp.Order(this=x.copy(), expressions=[order])),
+                         expression=exp.Where(this=present))
+        node.replace(exp.Bracket(this=exp.paren(agg), expressions=[
+            exp.Slice(this=exp.Literal.number(1), expression=n.copy())]))
     for node in list(tree.find_all(exp.Max, exp.Min)):
         n = node.args.get("count")
         if n is None:

@@ -115,7 +115,8 @@ def _types(tree: Any, exp: Any) -> None:
 
 
 def _functions(tree: Any, exp: Any) -> None:
-    """protab's own functions from pg_temp (the id of a record key as text); ``isnan``,
+    """protab's own functions from pg_temp (the id of a record key as text); ``sha256`` of the
+    text's UTF-8 bytes (hex, as DuckDB's); ``any_value`` as ``min``; ``isnan``,
     ``isinf``, ``isfinite`` as comparisons; ``round`` of one argument half away from zero;
     ``unnest(range(a, b))`` as the series itself."""
     inf = exp.cast(exp.Literal.string("Infinity"), "DOUBLE")
@@ -140,6 +141,11 @@ def _functions(tree: Any, exp: Any) -> None:
         if node.args.get("decimals") is None:
             node.replace(exp.Dot(this=exp.to_identifier("pg_temp"),
                                  expression=exp.Anonymous(this="protab_round", expressions=[node.this.copy()])))
+    for node in list(tree.find_all(exp.AnyValue)):  # any value of the group: its least (PostgreSQL 15 has none)
+        least = exp.Min(this=node.this.copy())
+        (node.parent if isinstance(node.parent, exp.IgnoreNulls) else node).replace(least)
+    for node in list(tree.find_all(exp.SHA2)):  # DuckDB's sha256 of text: PostgreSQL's of its UTF-8 bytes
+        node.set("this", exp.Anonymous(this="convert_to", expressions=[node.this.copy(), exp.Literal.string("UTF8")]))
     for node in list(tree.find_all(exp.Explode)):  # unnest(range(a, b)): a set already in PostgreSQL
         if isinstance(node.this, exp.GenerateSeries):
             node.replace(node.this.copy())
