@@ -1,5 +1,5 @@
 """The work relations of one swap: temporary tables on the engine, named after the swap, written
-and read through the engine's methods only (so that the same statements run on DuckDB and Spark),
+and read through the engine's methods only (so that the same statements run on DuckDB, Spark and PostgreSQL),
 dropped at the end. The base of the swap's steps (:mod:`protab.swapping.households`,
 :mod:`protab.swapping.matching`, :mod:`protab.swapping.results`)."""
 
