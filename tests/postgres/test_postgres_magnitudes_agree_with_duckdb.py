@@ -2,9 +2,9 @@
 item 4): ``tabulate(top_k=)``, the sensitivity rules (dominance, p%, (p, q), tau-ARGUS's
 weights), the cell key method for magnitudes (weighted and unweighted, flexible and simple
 scaling, small cells, even/odd tables, μ_c, binary and decimal keys), key sums with sums and
-cell suppression by the rules — the same frames, compared exactly (signs of zeros too), on a
-database whose default collation is ICU's en-US; the same errors for values no table holds.
-Holdings stay refused."""
+cell suppression by the rules, holdings (enterprise groups) under the rules and the cell key
+method — the same frames, compared exactly (signs of zeros too), on a database whose default
+collation is ICU's en-US; the same errors for values no table holds."""
 
 from __future__ import annotations
 
@@ -52,6 +52,9 @@ CASES = [
     ("weighted_nonneg", "sha", "sensitivity", "argus_weights"),
     ("uneven", "sha", "sensitivity", "pq"),
     ("two_omit", "sha", "sensitivity", "gauss"),
+    ("tree", "sha", "sensitivity", "holding"),
+    ("nonneg", "sha", "sensitivity", "holding"),
+    ("tree", "ons", "cell_key", ("small", "holding")),
     ("flat", "sha", "cell_key", "flex"),
     ("tree", "decimal", "cell_key", "flex"),
     ("tree", "ons", "cell_key", "small"),
@@ -154,10 +157,11 @@ def test_magnitudes_over_key_sums_with_sums_are_duckdbs(engines):
     _same(pg_ckm, duck_ckm)
 
 
-def test_holdings_are_refused_up_front(engines):
+def test_a_float_holding_column_is_refused_up_front(engines):
+    """A holding is grouped by its text, which PostgreSQL writes otherwise for floats."""
     _, pg = engines
-    rules = SensitivityRules(min_frequency=3, dominance=[(1, 60)], holding="firm")
-    with pytest.raises(SpecError, match="holdings \\(holding=\\) are not supported on the PostgreSQL engine yet"):
+    rules = SensitivityRules(min_frequency=3, dominance=[(1, 60)], holding="w")
+    with pytest.raises(SpecError, match="holding column 'w' of type DOUBLE"):
         pg.sensitivity("persons", SPECS["tree"], rules)
 
 
@@ -189,6 +193,8 @@ ERRORS = {
                                            pt.TableSpec({"muni": None}, sums=["v"]), top_k=2),
     "negative values under tau-ARGUS rules": lambda s: s.sensitivity("persons", SPECS["tree"], RULES["argus"]),
     "top_k out of range": lambda s: s.tabulate("persons", SPECS["flat"], top_k=7),
+    "holding with NULLs": lambda s: s.sensitivity(_odd(s, firm=pl.when(pl.col("pid") < 30).then(None)
+                                                       .otherwise(pl.col("firm"))), SPECS["tree"], RULES["holding"]),
 }
 
 

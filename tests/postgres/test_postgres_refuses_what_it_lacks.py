@@ -1,5 +1,5 @@
 """The PostgreSQL engine's own behaviour: a DSN that does not connect, a table without record
-keys, options of other engines, and what it does not support yet (holdings, the
+keys, options of other engines, and what it does not support yet (the
 ckm() macro, list pieces it does not render) — each one protab error
 that says what to do, before any work (never a psycopg traceback, never another table)."""
 
@@ -12,8 +12,6 @@ import pytest
 
 import protab as pt
 from protab.errors import InputError, SpecError
-from protab.magnitude import MagnitudeCKM, SensitivityRules
-from protab.ptable.magnitude_ptable import MagnitudePTable
 
 RECORDS = pl.DataFrame({"pid": [1, 2, 3, 4, 5, 6], "sex": ["f", "m", "f", "m", "f", "f"],
                         "hh": [1, 1, 2, 2, 3, 3], "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
@@ -61,17 +59,6 @@ def test_a_table_without_record_keys_is_refused(pg):
 def test_record_keys_are_remembered_by_the_engine(pg):
     assert pg.engine.key_tag("t") == ("rkey", 2**32)
     assert "t" in pg.tables() and pg.columns("t")["rkey"] == "BIGINT"
-
-
-def test_holdings_are_refused_up_front(pg):
-    """Top-k lists are answered (test_postgres_magnitudes_agree_with_duckdb.py); holdings not yet."""
-    spec = pt.TableSpec({"sex": None}, sums=["v"])
-    rules = SensitivityRules(dominance=[(1, 60)], holding="hh")
-    with pytest.raises(SpecError, match="holdings \\(holding=\\) are not supported on the PostgreSQL engine yet"):
-        pg.sensitivity("t", spec, rules)
-    ckm = MagnitudeCKM(MagnitudePTable.maximum_entropy(10, 3, step=2, icat=[1, 5, 10], optim=[4, 1, 1]), fp=100)
-    with pytest.raises(SpecError, match="holdings \\(holding=\\) are not supported"):
-        pg.cell_key("t", spec, P, magnitude=ckm, rules=rules)
 
 
 def test_a_list_piece_postgres_lacks_is_refused_by_name(pg):

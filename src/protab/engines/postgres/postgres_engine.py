@@ -7,7 +7,7 @@ cell key method for magnitudes, ``tabulate(top_k=)``, key sums with sums: the li
 :mod:`~protab.engines.postgres.postgres_lists`) are answered as DuckDB answers them, and
 ``install_ptable`` makes the ``ckm()`` SQL function of DuckDB's macro (postgres_ptable); the record
 swap writes its records and log as tables of the database (TEMP tables until kept); what is
-not supported yet (holdings, float, decimal and time dimensions) is refused before any
+not supported yet (float, decimal and time dimensions) is refused before any
 work."""
 
 from __future__ import annotations
@@ -432,9 +432,9 @@ class PostgresEngine(Engine):
     # -- checks ---------------------------------------------------------------------------------
     def check_request(self, table: str, cols: dict[str, str], columns: Sequence[str], *,
                       top_k: int | None, holding: str | None) -> None:
-        if holding is not None:
-            raise SpecError(f"table {table!r}: holdings (holding=) are not supported on the PostgreSQL engine yet")
         self._text_alike(table, cols, columns, "dimension or where column")
+        if holding is not None:  # hashed and grouped by its text, as DuckDB does
+            self._text_alike(table, cols, [holding], "holding column")
 
     def check_id_column(self, table: str, cols: dict[str, str], column: str) -> None:
         self._text_alike(table, cols, [column], "id column")
