@@ -33,7 +33,7 @@ from protab.engines.spark_support import (
     spark_name,
     spark_sql_text,
 )
-from protab.errors import InputError, SpecError, show_values
+from protab.errors import InputError, show_values
 from protab.sqltools import quote_ident
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -564,11 +564,11 @@ class SparkEngine(Engine):
             yield
 
     def install_ptable(self, ptable: PTable, modulus: int) -> None:
-        raise SpecError(
-            "install_ptable: the ckm() SQL function is installed on DuckDB (a macro) and PostgreSQL (a SQL "
-            "function), not yet on Spark; on Spark protect tables with Session.cell_key (the same p-table, "
-            "the same noise)"
-        )
+        """The p-table's temporary views and the temporary SQL functions ``ckm``/``ckm_weighted``
+        of the SparkSession (spark_ptable)."""
+        from protab.engines.spark_ptable import install_ptable
+
+        install_ptable(self.spark, ptable, modulus)
 
     def close(self) -> None:
         """Nothing of the caller's SparkSession is stopped (its views stay until it ends)."""
