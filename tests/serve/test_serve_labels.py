@@ -175,10 +175,15 @@ BAD_FILES = [
      ["municipalities.csv", "'label_English'", "'English' is not a language tag"]),
     ("region,municipality,county_label_en\nR1,R1-0,a\nR1,R1-1,b\nR2,R2-0,c\nR2,R2-1,d\n",
      ["municipalities.csv", "'county_label_en'", "names no level", "region, municipality"]),
+    ("region,municipality,label_EN,label_en\nR1,R1-0,a,A\nR1,R1-1,b,B\nR2,R2-0,c,C\nR2,R2-1,d,D\n",
+     ["municipalities.csv", "'label_en'", "'EN' and 'en' are one language written two ways"]),
+    ("region,municipality,label_en\nR1,R1-0,a\nR1,R1-1,Bell\x07\nR2,R2-0,c\nR2,R2-1,d\n",
+     ["municipalities.csv", "'label_en'", "'R1-1'", "control character '\\x07'"]),
 ]
 
 
-@pytest.mark.parametrize(("munis", "named"), BAD_FILES, ids=["empty", "two-ways", "bad-tag", "no-level"])
+@pytest.mark.parametrize(("munis", "named"), BAD_FILES,
+                         ids=["empty", "two-ways", "bad-tag", "no-level", "one-language-two-ways", "control"])
 def test_a_bad_label_column_stops_the_start_naming_file_column_and_codes(tmp_path, db, munis, named):
     from protab.serve.config import load_config
 
@@ -200,14 +205,22 @@ BAD_TOML = [
     ('labels = { age = { en = { F = "x" } } }', ["datasets.persons.labels.age", "'age'", "not one of the dataset's dims"]),
     ('names = { sex = { en = "" } }', ["datasets.persons.names.sex.en", "must not be empty"]),
     ('descriptions = { sex = { EN_x = "Sex" } }', ["datasets.persons.descriptions.sex", "not a language tag"]),
+    ('labels = { sex = { en = { F = "Fe\\u0007male" } } }', ["datasets.persons.labels.sex.en.F", "control character"]),
+    ('labels = { sex = { EN = { F = "Female" } } }\nnames = { sex = { en = "Sex" } }',
+     ["datasets.persons", "dimension 'sex'", "'EN'", "'en'", "one language written two ways"]),
+    ('labels = { region = { EN = { R1 = "North" } } }',
+     ["datasets.persons", "'EN'", "'en'", "one language written two ways"]),
+    ('labels_file = { sex = "sex.csv" }', ["datasets.persons.labels_file.sex 'sex.csv'", "only a header"]),
 ]
 
 
 @pytest.mark.parametrize(("labels", "named"), BAD_TOML,
-                         ids=["undeclared", "empty", "bad-tag", "two-ways", "no-dim", "empty-name", "description-tag"])
+                         ids=["undeclared", "empty", "bad-tag", "two-ways", "no-dim", "empty-name", "description-tag",
+                              "control", "one-language-two-ways", "two-ways-across-sources", "header-only-file"])
 def test_bad_labels_in_serve_toml_stop_the_start_naming_dataset_dimension_and_codes(tmp_path, db, labels, named):
     from protab.serve.config import load_config
 
+    (tmp_path / "sex.csv").write_text("code,label_en\n", encoding="utf-8")
     with pytest.raises(SpecError) as err:
         load_config(write_config(tmp_path, db, labels=labels, names=""))
     assert "serve.toml" in str(err.value)
@@ -265,6 +278,21 @@ def test_an_unknown_language_is_refused_naming_the_declared_ones(client):
     assert r.status_code == 400
     assert "'fr'" in r.json()["error"] and "'en', 'nb'" in r.json()["error"]
     assert table(client, 7).status_code == 400
+
+
+@pytest.mark.parametrize(("lang", "says"), [
+    (7, "lang must be a language tag (a string such as 'en'), not an integer"),
+    (["en"], "lang must be a language tag (a string such as 'en'), not a list"),
+    ({"en": 1}, "lang must be a language tag (a string such as 'en'), not a table"),
+    (True, "lang must be a language tag (a string such as 'en'), not a boolean"),
+    ("x" * 100_000, "no labels in 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'"),
+    ("en\x00\n<b>", "no labels in 'en\\x00\\n<b>'"),
+], ids=["number", "list", "table", "boolean", "long", "controls"])
+def test_an_odd_lang_is_a_400_saying_what_lang_must_be(client, lang, says):
+    r = table(client, lang)
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/json")
+    error = r.json()["error"]
+    assert says in error and len(error) < 200 and "\x00" not in error, error
 
 
 def test_a_csv_answer_has_the_label_columns(client):

@@ -30,7 +30,7 @@ import polars as pl
 
 from protab.errors import SpecError, show_values
 from protab.request import schema
-from protab.vocabulary import Labels, LabelsFile, Language, Names, read_labels_file
+from protab.vocabulary import Labels, LabelsFile, Language, Names, check_text, read_labels_file, same_language
 
 #: the name protab gives margins (protab.serve.classifications.MARGIN)
 MARGIN = "Total"
@@ -84,12 +84,18 @@ def file_labels(frame: pl.DataFrame, levels: Sequence[str], where: str) -> dict[
         if not _is_language(lang):
             raise SpecError(f"{where}: label column {column!r}: {lang!r} is not a language tag (such as 'en', 'nb' "
                             "or 'en-GB'); name it label_<lang> or <level>_label_<lang>")
+        pair = same_language([*out.get(level, {}), lang])
+        if pair:
+            raise SpecError(f"{where}: label column {column!r}: {pair[0]!r} and {pair[1]!r} are one language written "
+                            "two ways; write it one way")
         pairs = frame.select(pl.col(level).alias("code"), pl.col(column).str.strip_chars().alias("label"))
         empty = pairs.filter(pl.col("label").is_null() | (pl.col("label") == ""))["code"].unique(maintain_order=True)
         if empty.len():
             raise SpecError(f"{where}: label column {column!r} has an empty label for the codes "
                             f"{show_values(empty.to_list())}; give every row a label, or drop the column")
         pairs = pairs.unique(maintain_order=True)
+        for code, text in pairs.rows():
+            check_text(text, f"{where}: label column {column!r}: the label of {code!r}")
         twice = pairs.filter(pl.col("code").is_duplicated())
         if twice.height:
             code = twice["code"][0]
@@ -160,7 +166,21 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
             labels.setdefault(lang, {}).update(found)
         if labels or dim in names or dim in texts:
             out[dim] = DimensionLabels(dict(names.get(dim, {})), labels, dict(texts.get(dim, {})))
+    _one_way(out, f"{where}: datasets.{name}")
     return out
+
+
+def _one_way(dims_labels: Mapping[str, DimensionLabels], where: str) -> None:
+    """A SpecError when the dataset's labels, names and descriptions write one language two ways
+    (``en`` and ``EN``), in one dimension or two."""
+    found: dict[str, tuple[str, str]] = {}  # a language in lower case: as the first dimension writes it, and that one
+    for dim, dl in dims_labels.items():
+        for lang in sorted(dl.languages):
+            tag, first = found.setdefault(lang.lower(), (lang, dim))
+            if tag != lang:
+                raise SpecError(f"{where}: dimension {dim!r} has labels or names in {lang!r}, dimension {first!r} in "
+                                f"{tag!r}: one language written two ways; write it one way (in serve.toml, the code "
+                                "files and the labels files)")
 
 
 def _declared_labels(dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]],
@@ -201,9 +221,13 @@ def check_language(lang: Any, datasets: Iterable[Any]) -> str:
     from protab.serve.query import QueryRefused
 
     known = languages(datasets)
-    if not isinstance(lang, str) or lang not in known:
+    if not isinstance(lang, str):
+        got = {bool: "a boolean", int: "an integer", float: "a number", list: "a list", dict: "a table"}
+        raise QueryRefused(f"lang must be a language tag (a string such as 'en'), not {got.get(type(lang), 'that')}",
+                           rule="validator", advice="give lang as a string, or leave it out (codes only)")
+    if lang not in known:
         shown = show_values(known) if known else "none (the office declares no labels)"
-        raise QueryRefused(f"lang: the service has no labels in {str(lang)[:40]!r}; its languages: {shown}",
+        raise QueryRefused(f"lang: the service has no labels in {lang[:40]!r}; its languages: {shown}",
                            rule="validator", advice=f"use lang one of {shown}, or leave it out (codes only)")
     return lang
 

@@ -16,7 +16,15 @@ from protab.vocabulary.label_files import (
     resolve_labels,
     resolve_sections,
 )
-from protab.vocabulary.labels import LABEL_SOURCES, Labels, Language, Names, check_labels
+from protab.vocabulary.labels import (
+    LABEL_SOURCES,
+    Labels,
+    Language,
+    Names,
+    check_labels,
+    check_text,
+    same_language,
+)
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
@@ -102,6 +110,7 @@ __all__ = [
     "check",
     "check_label_columns",
     "check_labels",
+    "check_text",
     "code_texts",
     "expand",
     "fail",
@@ -111,4 +120,5 @@ __all__ = [
     "read_with_includes",
     "resolve_labels",
     "resolve_sections",
+    "same_language",
 ]
