@@ -244,6 +244,22 @@ def test_the_catalogue_lists_names_labels_and_languages(client):
     assert dims["region"]["labels"] == {"en": {"R1": "North", "R2": "South"}, "nb": {"R1": "Nord", "R2": "Sør"}}
 
 
+def test_a_dimension_of_too_many_codes_to_list_keeps_its_names_in_the_catalogue(tmp_path, db, monkeypatch):
+    from protab.serve import broker
+    from protab.serve.app import create_app
+
+    monkeypatch.setattr(broker, "CATALOG_CODES", 3)  # the municipalities (4) are too many to list, the sexes not
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+        with TestClient(create_app(write_config(tmp_path, db))) as c:
+            dims = {d["name"]: d for d in c.get("/v1/catalog", headers=AUTH).json()["datasets"][0]["dims"]}
+    assert "codes" not in dims["municipality"] and "labels" not in dims["municipality"]
+    assert dims["municipality"]["names"] == {"en": "Municipality"}  # the builder names it in the language chosen
+    assert dims["sex"]["names"] == {"en": "Sex", "nb": "Kjønn"} and dims["sex"]["labels"]["nb"]["F"] == "Kvinne"
+
+
 # -- /v1/table ----------------------------------------------------------------------------------
 def test_a_table_without_lang_is_as_before(client):
     r = table(client)

@@ -284,9 +284,12 @@ class Broker:
                 h = self._hierarchy_for(ds, d, r)
                 levels = list(ds.conf.hierarchies[d]) if h is not None else []
                 entry: dict[str, Any] = {"name": d, "levels": levels, "n_codes": len(ds.codes[d])}
+                shown = catalog_labels(ds.conf.labels.get(d), None if h is not None else ds.codes[d])
                 if len(ds.codes[d]) <= CATALOG_CODES:
                     entry["codes"] = ds.codes[d]
-                    entry.update(catalog_labels(ds.conf.labels.get(d), None if h is not None else ds.codes[d]))
+                else:  # too many codes to list, and so their labels; the dimension's names still
+                    shown.pop("labels", None)
+                entry.update(shown)
                 dims.append(entry)
             measures = [m for m in ds.conf.measures if m in r.measures]
             out.append({
