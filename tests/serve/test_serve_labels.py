@@ -210,7 +210,7 @@ BAD_TOML = [
      ["datasets.persons", "dimension 'sex'", "'EN'", "'en'", "one language written two ways"]),
     ('labels = { region = { EN = { R1 = "North" } } }',
      ["datasets.persons", "'EN'", "'en'", "one language written two ways"]),
-    ('labels_file = { sex = "sex.csv" }', ["datasets.persons.labels_file.sex 'sex.csv'", "only a header"]),
+    ('labels_file = { sex = "sex.csv" }', ["datasets.persons.labels_file.sex 'sex.csv'", "only one line"]),
 ]
 
 

@@ -322,8 +322,8 @@ def test_a_labels_file_that_is_not_utf8_is_refused_naming_it(workdir):
 @pytest.mark.parametrize(("content", "says"), [
     ("code,label_en,label_en\nR1,North,South\n", r"the column 'label_en' is in the header twice"),
     ("code,code,label_en\nR1,R2,North\n", r"the column 'code' is in the header twice"),
-    ("code,label_en\n", r"only a header \('code', 'label_en'.*no codes to label"),
-    ("code;label_en\r\n\r\n", r"only a header"),
+    ("code,label_en\n", r"only one line \(a header\?\), no codes to label"),
+    ("code;label_en\r\n\r\n", r"only one line"),
     ("code,label_EN,label_en\nR1,North,Nord\n", r"'EN' and 'en' are one language written two ways"),
     ("code,label_en\n\n\nR1,North\n,South\n", r"line 5 of the file has labels but no code"),
     ('code,label_en\nR1,"North\nR2,South\nR3,East\n', r"the row starting on line 2.*unexpected end of data"),
@@ -354,3 +354,12 @@ def test_a_language_written_two_ways_by_two_sources_is_refused_naming_both(workd
                                         r"labels\.en in 'en': one language written two ways"):
         read_request(req)
 
+
+
+@pytest.mark.parametrize("entry", ['"swap.seed"', '{ file = "swap.seed", language = "en" }'])
+def test_a_secret_file_named_as_a_labels_file_is_refused_without_showing_it(workdir, entry):
+    """A seed file (one line) named by mistake: the refusal names the file, never its content."""
+    (workdir / "swap.seed").write_text("s3cr3t-swap-seed-4f1a\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"labels_file 'swap\.seed': the file has only one line") as err:
+        read_request(_request(workdir, f"labels_file = {entry}"))
+    assert "s3cr3t" not in str(err.value)

@@ -206,7 +206,8 @@ def read_rows(path: Path, context: str) -> tuple[list[str], list[list[str]], lis
         raise SpecError(f"{context}: the column {twice[0]!r} is in the header twice; keep one")
     kept = [k for k in range(1, len(rows)) if any(rows[k])]
     if not kept:
-        raise SpecError(f"{context}: the file has only a header ({show_values(header, 12)}), no codes to label")
+        # its cells unshown: a file of one line named by mistake may be a seed file
+        raise SpecError(f"{context}: the file has only one line (a header?), no codes to label")
     body = [rows[k] + [""] * (len(header) - len(rows[k])) for k in kept]
     return header, body, [lines[k] for k in kept]
 
