@@ -389,3 +389,14 @@ def test_the_answers_version_changes_with_a_label(tmp_path, db):
                            []) != first
     assert caching.version(load_config(write_config(tmp_path, db, names=NAMES.replace("Kjønn", "Kjonn"))),
                            []) != first
+
+
+def test_a_labels_file_code_that_differs_by_leading_zeros_stops_the_start_saying_so(tmp_path, db):
+    from protab.serve.config import load_config
+
+    munis = "region,municipality\nR1,0301\nR1,0302\nR2,1103\nR2,1104\n"
+    (tmp_path / "kommuner.csv").write_text("code;name\n301;Oslo\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"labels_file\.municipality 'kommuner\.csv'\.nb labels '301', which is not "
+                                        r"a declared code.*'301' and '0301' differ only by leading zeros"):
+        load_config(write_config(tmp_path, db, munis=munis, names="", labels=(
+            'labels_file = { municipality = { file = "kommuner.csv", language = "nb" } }')))

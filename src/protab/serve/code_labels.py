@@ -30,7 +30,16 @@ import polars as pl
 
 from protab.errors import SpecError, show_values
 from protab.request import schema
-from protab.vocabulary import Labels, LabelsFile, Language, Names, check_text, read_labels_file, same_language
+from protab.vocabulary import (
+    Labels,
+    LabelsFile,
+    Language,
+    Names,
+    check_text,
+    read_labels_file,
+    same_language,
+    zeros_hint,
+)
 
 #: the name protab gives margins (protab.serve.classifications.MARGIN)
 MARGIN = "Total"
@@ -197,7 +206,7 @@ def _declared_labels(dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]]
             raise SpecError(f"{key}.{lang} labels {show_values(unknown)}, which "
                             f"{'is not a declared code' if len(unknown) == 1 else 'are not declared codes'} of "
                             f"dimension {dim!r} (declared in {cl.source}; its codes: "
-                            f"{show_values(sorted(level_of), 10)}, and {MARGIN!r})")
+                            f"{show_values(sorted(level_of), 10)}, and {MARGIN!r}){zeros_hint(unknown, level_of)}")
         if MARGIN in labels:
             _merge(margin, lang, {MARGIN: labels[MARGIN]}, key)
         for column in cl.levels:

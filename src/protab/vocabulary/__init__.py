@@ -24,6 +24,7 @@ from protab.vocabulary.labels import (
     check_labels,
     check_text,
     same_language,
+    zeros_hint,
 )
 from protab.vocabulary.sections import (
     CLASSIFICATION,
@@ -121,4 +122,5 @@ __all__ = [
     "resolve_labels",
     "resolve_sections",
     "same_language",
+    "zeros_hint",
 ]

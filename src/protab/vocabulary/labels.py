@@ -123,4 +123,16 @@ def check_labels(section: Mapping[str, Any], codes: Iterable[str], file: str, wh
         if unknown:
             raise SpecError(f"{file}: {where} {source} labels {show_values(unknown)}, which "
                             f"{'is no code' if len(unknown) == 1 else 'are no codes'} of the classification "
-                            f"(its codes: {show_values(sorted(known))})")
+                            f"(its codes: {show_values(sorted(known))}){zeros_hint(unknown, known)}")
+
+
+def zeros_hint(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """``; '0301' and '301' differ only by leading zeros …`` for the first code of ``unknown``
+    that is a code of ``known`` but for its leading zeros, else ``""``."""
+    stripped = {c.lstrip("0"): c for c in known}
+    for c in unknown:
+        other = stripped.get(c.lstrip("0"))
+        if other is not None and c.lstrip("0"):
+            return (f"; {c!r} and {other!r} differ only by leading zeros: codes are text, write them as the "
+                    "classification does (a spreadsheet may have dropped or added the zeros)")
+    return ""
