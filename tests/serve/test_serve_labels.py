@@ -179,11 +179,14 @@ BAD_FILES = [
      ["municipalities.csv", "'label_en'", "'EN' and 'en' are one language written two ways"]),
     ("region,municipality,label_en\nR1,R1-0,a\nR1,R1-1,Bell\x07\nR2,R2-0,c\nR2,R2-1,d\n",
      ["municipalities.csv", "'label_en'", "'R1-1'", "control character '\\x07'"]),
+    ("region,municipality,label_en,label_en\nR1,R1-0,a,A\nR1,R1-1,b,B\nR2,R2-0,c,C\nR2,R2-1,d,D\n",
+     ["municipalities.csv", "the column 'label_en' is in the header twice"]),
 ]
 
 
 @pytest.mark.parametrize(("munis", "named"), BAD_FILES,
-                         ids=["empty", "two-ways", "bad-tag", "no-level", "one-language-two-ways", "control"])
+                         ids=["empty", "two-ways", "bad-tag", "no-level", "one-language-two-ways", "control",
+                              "column-twice"])
 def test_a_bad_label_column_stops_the_start_naming_file_column_and_codes(tmp_path, db, munis, named):
     from protab.serve.config import load_config
 
