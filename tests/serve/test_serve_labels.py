@@ -403,3 +403,16 @@ def test_a_labels_file_code_that_differs_by_leading_zeros_stops_the_start_saying
                                         r"a declared code.*'301' and '0301' differ only by leading zeros"):
         load_config(write_config(tmp_path, db, munis=munis, names="", labels=(
             'labels_file = { municipality = { file = "kommuner.csv", language = "nb" } }')))
+
+
+def test_two_datasets_writing_one_language_two_ways_stop_the_start(tmp_path, db):
+    """The catalogue's languages are the service's: 'en' in one dataset and 'EN' in another would be two."""
+    from protab.serve.config import load_config
+
+    path = write_config(tmp_path, db)
+    other = ('[datasets.people]\ntable = "persons"\ndims = ["sex"]\ncodes = { sex = ["F", "M"] }\n'
+             'labels = { sex = { EN = { F = "Female" } } }\n')
+    path.write_text(path.read_text(encoding="utf-8").replace("[users.ana]", other + "[users.ana]"), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"serve\.toml.*datasets\.people dimension 'sex' has labels or names in 'EN', "
+                                        r"datasets\.persons dimension '\w+' in 'en': one language written two ways"):
+        load_config(path)

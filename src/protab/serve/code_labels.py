@@ -175,21 +175,21 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
             labels.setdefault(lang, {}).update(found)
         if labels or dim in names or dim in texts:
             out[dim] = DimensionLabels(dict(names.get(dim, {})), labels, dict(texts.get(dim, {})))
-    _one_way(out, f"{where}: datasets.{name}")
+    one_way({f"dimension {d!r}": dl for d, dl in out.items()}, f"{where}: datasets.{name}")
     return out
 
 
-def _one_way(dims_labels: Mapping[str, DimensionLabels], where: str) -> None:
-    """A SpecError when the dataset's labels, names and descriptions write one language two ways
-    (``en`` and ``EN``), in one dimension or two."""
-    found: dict[str, tuple[str, str]] = {}  # a language in lower case: as the first dimension writes it, and that one
+def one_way(dims_labels: Mapping[str, DimensionLabels], where: str) -> None:
+    """A SpecError when the labels, names and descriptions of ``dims_labels`` (keyed by how the
+    message names each: ``dimension 'sex'``) write one language two ways (``en`` and ``EN``)."""
+    found: dict[str, tuple[str, str]] = {}  # a language in lower case: as the first one writes it, and that one
     for dim, dl in dims_labels.items():
         for lang in sorted(dl.languages):
             tag, first = found.setdefault(lang.lower(), (lang, dim))
             if tag != lang:
-                raise SpecError(f"{where}: dimension {dim!r} has labels or names in {lang!r}, dimension {first!r} in "
-                                f"{tag!r}: one language written two ways; write it one way (in serve.toml, the code "
-                                "files and the labels files)")
+                raise SpecError(f"{where}: {dim} has labels or names in {lang!r}, {first} in {tag!r}: one language "
+                                "written two ways; write it one way (in serve.toml, the code files and the labels "
+                                "files)")
 
 
 def _declared_labels(dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]],
