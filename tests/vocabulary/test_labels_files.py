@@ -363,3 +363,13 @@ def test_a_secret_file_named_as_a_labels_file_is_refused_without_showing_it(work
     with pytest.raises(SpecError, match=r"labels_file 'swap\.seed': the file has only one line") as err:
         read_request(_request(workdir, f"labels_file = {entry}"))
     assert "s3cr3t" not in str(err.value)
+
+
+def test_a_labels_file_that_is_no_regular_file_is_refused_saying_so(workdir):
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    os.mkfifo(workdir / "pipe.csv")  # read, it would wait for a writer
+    with pytest.raises(SpecError, match=r"labels_file 'pipe\.csv': the file .*pipe\.csv' is not a regular file"):
+        read_request(_request(workdir, 'labels_file = "pipe.csv"'))

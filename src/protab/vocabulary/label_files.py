@@ -172,7 +172,8 @@ def read_labels_file(entry: Any, base: Path, root: str, context: str
 
 def _existing(path: Path, context: str) -> Path:
     if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        what = ("is a folder, not a file" if path.is_dir() else
+                "is not a regular file" if path.exists() else "does not exist")
         raise SpecError(f"{context}: the file {str(path)!r} {what} (paths are relative to the file that names them)")
     return path
 
