@@ -302,7 +302,7 @@ def test_an_unknown_language_is_refused_naming_the_declared_ones(client):
 @pytest.mark.parametrize(("lang", "says"), [
     (7, "lang must be a language tag (a string such as 'en'), not an integer"),
     (["en"], "lang must be a language tag (a string such as 'en'), not a list"),
-    ({"en": 1}, "lang must be a language tag (a string such as 'en'), not a table"),
+    ({"en": 1}, "lang must be a language tag (a string such as 'en'), not an object"),
     (True, "lang must be a language tag (a string such as 'en'), not a boolean"),
     ("x" * 100_000, "no labels in 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'"),
     ("en\x00\n<b>", "no labels in 'en\\x00\\n<b>'"),

@@ -231,7 +231,7 @@ def check_language(lang: Any, datasets: Iterable[Any]) -> str:
 
     known = languages(datasets)
     if not isinstance(lang, str):
-        got = {bool: "a boolean", int: "an integer", float: "a number", list: "a list", dict: "a table"}
+        got = {bool: "a boolean", int: "an integer", float: "a number", list: "a list", dict: "an object"}
         raise QueryRefused(f"lang must be a language tag (a string such as 'en'), not {got.get(type(lang), 'that')}",
                            rule="validator", advice="give lang as a string, or leave it out (codes only)")
     if lang not in known:
