@@ -416,3 +416,21 @@ def test_two_datasets_writing_one_language_two_ways_stop_the_start(tmp_path, db)
     with pytest.raises(SpecError, match=r"serve\.toml.*datasets\.people dimension 'sex' has labels or names in 'EN', "
                                         r"datasets\.persons dimension '\w+' in 'en': one language written two ways"):
         load_config(path)
+
+
+def test_the_languages_shown_are_those_of_the_datasets_the_user_may_use(tmp_path, db):
+    """A dataset the user has no rights to says nothing of itself, its labels' languages neither."""
+    from protab.serve.app import create_app
+
+    path = write_config(tmp_path, db)
+    other = ('[datasets.people]\ntable = "persons"\ndims = ["sex"]\ncodes = { sex = ["F", "M"] }\n'
+             'labels = { sex = { de = { F = "Frau" } } }\n')
+    path.write_text(path.read_text(encoding="utf-8").replace("[users.ana]", other + "[users.ana]"), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+        with TestClient(create_app(path)) as c:
+            assert c.get("/v1/catalog", headers=AUTH).json()["languages"] == ["en", "nb"]
+            r = table(c, "de")
+    assert r.status_code == 400 and "'de'" in r.json()["error"] and "'en', 'nb'" in r.json()["error"]

@@ -297,7 +297,8 @@ class Broker:
                 "functions": ["count", "sum", "avg"] if ds.magnitude is not None and measures else ["count"],
             })
         c = self.config
-        return {"datasets": out, "languages": languages(d.conf for d in self.datasets.values()),
+        mine = (self.datasets[n].conf for n in self.user_rights(user))  # the languages of the user's datasets
+        return {"datasets": out, "languages": languages(mine),
                 "allowed_form": ALLOWED_FORM,
                 "limits": {"max_cells": c.max_cells, "max_limit": c.max_limit, "max_sql_length": c.max_sql_length}}
 

@@ -225,8 +225,8 @@ def languages(datasets: Iterable[Any]) -> list[str]:
 
 
 def check_language(lang: Any, datasets: Iterable[Any]) -> str:
-    """A table request's ``lang``: a language some dataset declares, else a QueryRefused (400)
-    naming it and the declared ones."""
+    """A table request's ``lang``: a language some dataset of ``datasets`` (the user's) declares,
+    else a QueryRefused (400) naming it and the declared ones."""
     from protab.serve.query import QueryRefused
 
     known = languages(datasets)
