@@ -434,3 +434,13 @@ def test_the_languages_shown_are_those_of_the_datasets_the_user_may_use(tmp_path
             assert c.get("/v1/catalog", headers=AUTH).json()["languages"] == ["en", "nb"]
             r = table(c, "de")
     assert r.status_code == 400 and "'de'" in r.json()["error"] and "'en', 'nb'" in r.json()["error"]
+
+
+def test_a_codes_file_of_one_line_stops_the_start_without_showing_it(tmp_path, db):
+    """A seed file named as a codes file by mistake (one line): the error names it, never its content."""
+    from protab.serve.config import load_config
+
+    with pytest.raises(SpecError) as err:
+        load_config(write_config(tmp_path, db, munis="s3cr3t-seed-9d2c\n", labels="", names=""))
+    assert "codes_file.municipality" in str(err.value) and "only one line" in str(err.value)
+    assert "s3cr3t" not in str(err.value)
