@@ -175,10 +175,18 @@ BAD_FILES = [
      ["municipalities.csv", "'label_English'", "'English' is not a language tag"]),
     ("region,municipality,county_label_en\nR1,R1-0,a\nR1,R1-1,b\nR2,R2-0,c\nR2,R2-1,d\n",
      ["municipalities.csv", "'county_label_en'", "names no level", "region, municipality"]),
+    ("region,municipality,label_EN,label_en\nR1,R1-0,a,A\nR1,R1-1,b,B\nR2,R2-0,c,C\nR2,R2-1,d,D\n",
+     ["municipalities.csv", "'label_en'", "'EN' and 'en' are one language written two ways"]),
+    ("region,municipality,label_en\nR1,R1-0,a\nR1,R1-1,Bell\x07\nR2,R2-0,c\nR2,R2-1,d\n",
+     ["municipalities.csv", "'label_en'", "'R1-1'", "control character '\\x07'"]),
+    ("region,municipality,label_en,label_en\nR1,R1-0,a,A\nR1,R1-1,b,B\nR2,R2-0,c,C\nR2,R2-1,d,D\n",
+     ["municipalities.csv", "the column 'label_en' is in the header twice"]),
 ]
 
 
-@pytest.mark.parametrize(("munis", "named"), BAD_FILES, ids=["empty", "two-ways", "bad-tag", "no-level"])
+@pytest.mark.parametrize(("munis", "named"), BAD_FILES,
+                         ids=["empty", "two-ways", "bad-tag", "no-level", "one-language-two-ways", "control",
+                              "column-twice"])
 def test_a_bad_label_column_stops_the_start_naming_file_column_and_codes(tmp_path, db, munis, named):
     from protab.serve.config import load_config
 
@@ -200,14 +208,22 @@ BAD_TOML = [
     ('labels = { age = { en = { F = "x" } } }', ["datasets.persons.labels.age", "'age'", "not one of the dataset's dims"]),
     ('names = { sex = { en = "" } }', ["datasets.persons.names.sex.en", "must not be empty"]),
     ('descriptions = { sex = { EN_x = "Sex" } }', ["datasets.persons.descriptions.sex", "not a language tag"]),
+    ('labels = { sex = { en = { F = "Fe\\u0007male" } } }', ["datasets.persons.labels.sex.en.F", "control character"]),
+    ('labels = { sex = { EN = { F = "Female" } } }\nnames = { sex = { en = "Sex" } }',
+     ["datasets.persons", "dimension 'sex'", "'EN'", "'en'", "one language written two ways"]),
+    ('labels = { region = { EN = { R1 = "North" } } }',
+     ["datasets.persons", "'EN'", "'en'", "one language written two ways"]),
+    ('labels_file = { sex = "sex.csv" }', ["datasets.persons.labels_file.sex 'sex.csv'", "only one line"]),
 ]
 
 
 @pytest.mark.parametrize(("labels", "named"), BAD_TOML,
-                         ids=["undeclared", "empty", "bad-tag", "two-ways", "no-dim", "empty-name", "description-tag"])
+                         ids=["undeclared", "empty", "bad-tag", "two-ways", "no-dim", "empty-name", "description-tag",
+                              "control", "one-language-two-ways", "two-ways-across-sources", "header-only-file"])
 def test_bad_labels_in_serve_toml_stop_the_start_naming_dataset_dimension_and_codes(tmp_path, db, labels, named):
     from protab.serve.config import load_config
 
+    (tmp_path / "sex.csv").write_text("code,label_en\n", encoding="utf-8")
     with pytest.raises(SpecError) as err:
         load_config(write_config(tmp_path, db, labels=labels, names=""))
     assert "serve.toml" in str(err.value)
@@ -229,6 +245,22 @@ def test_the_catalogue_lists_names_labels_and_languages(client):
     assert dims["municipality"]["labels"]["en"]["R1"] == "North"  # a level's codes too
     assert dims["municipality"]["codes"] == ["R1-0", "R1-1", "R2-0", "R2-1"]  # codes stay the identifiers
     assert dims["region"]["labels"] == {"en": {"R1": "North", "R2": "South"}, "nb": {"R1": "Nord", "R2": "Sør"}}
+
+
+def test_a_dimension_of_too_many_codes_to_list_keeps_its_names_in_the_catalogue(tmp_path, db, monkeypatch):
+    from protab.serve import broker
+    from protab.serve.app import create_app
+
+    monkeypatch.setattr(broker, "CATALOG_CODES", 3)  # the municipalities (4) are too many to list, the sexes not
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+        with TestClient(create_app(write_config(tmp_path, db))) as c:
+            dims = {d["name"]: d for d in c.get("/v1/catalog", headers=AUTH).json()["datasets"][0]["dims"]}
+    assert "codes" not in dims["municipality"] and "labels" not in dims["municipality"]
+    assert dims["municipality"]["names"] == {"en": "Municipality"}  # the builder names it in the language chosen
+    assert dims["sex"]["names"] == {"en": "Sex", "nb": "Kjønn"} and dims["sex"]["labels"]["nb"]["F"] == "Kvinne"
 
 
 # -- /v1/table ----------------------------------------------------------------------------------
@@ -265,6 +297,21 @@ def test_an_unknown_language_is_refused_naming_the_declared_ones(client):
     assert r.status_code == 400
     assert "'fr'" in r.json()["error"] and "'en', 'nb'" in r.json()["error"]
     assert table(client, 7).status_code == 400
+
+
+@pytest.mark.parametrize(("lang", "says"), [
+    (7, "lang must be a language tag (a string such as 'en'), not an integer"),
+    (["en"], "lang must be a language tag (a string such as 'en'), not a list"),
+    ({"en": 1}, "lang must be a language tag (a string such as 'en'), not an object"),
+    (True, "lang must be a language tag (a string such as 'en'), not a boolean"),
+    ("x" * 100_000, "no labels in 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'"),
+    ("en\x00\n<b>", "no labels in 'en\\x00\\n<b>'"),
+], ids=["number", "list", "table", "boolean", "long", "controls"])
+def test_an_odd_lang_is_a_400_saying_what_lang_must_be(client, lang, says):
+    r = table(client, lang)
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/json")
+    error = r.json()["error"]
+    assert says in error and len(error) < 200 and "\x00" not in error, error
 
 
 def test_a_csv_answer_has_the_label_columns(client):
@@ -345,3 +392,55 @@ def test_the_answers_version_changes_with_a_label(tmp_path, db):
                            []) != first
     assert caching.version(load_config(write_config(tmp_path, db, names=NAMES.replace("Kjønn", "Kjonn"))),
                            []) != first
+
+
+def test_a_labels_file_code_that_differs_by_leading_zeros_stops_the_start_saying_so(tmp_path, db):
+    from protab.serve.config import load_config
+
+    munis = "region,municipality\nR1,0301\nR1,0302\nR2,1103\nR2,1104\n"
+    (tmp_path / "kommuner.csv").write_text("code;name\n301;Oslo\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"labels_file\.municipality 'kommuner\.csv'\.nb labels '301', which is not "
+                                        r"a declared code.*'301' and '0301' differ only by leading zeros"):
+        load_config(write_config(tmp_path, db, munis=munis, names="", labels=(
+            'labels_file = { municipality = { file = "kommuner.csv", language = "nb" } }')))
+
+
+def test_two_datasets_writing_one_language_two_ways_stop_the_start(tmp_path, db):
+    """The catalogue's languages are the service's: 'en' in one dataset and 'EN' in another would be two."""
+    from protab.serve.config import load_config
+
+    path = write_config(tmp_path, db)
+    other = ('[datasets.people]\ntable = "persons"\ndims = ["sex"]\ncodes = { sex = ["F", "M"] }\n'
+             'labels = { sex = { EN = { F = "Female" } } }\n')
+    path.write_text(path.read_text(encoding="utf-8").replace("[users.ana]", other + "[users.ana]"), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"serve\.toml.*datasets\.people dimension 'sex' has labels or names in 'EN', "
+                                        r"datasets\.persons dimension '\w+' in 'en': one language written two ways"):
+        load_config(path)
+
+
+def test_the_languages_shown_are_those_of_the_datasets_the_user_may_use(tmp_path, db):
+    """A dataset the user has no rights to says nothing of itself, its labels' languages neither."""
+    from protab.serve.app import create_app
+
+    path = write_config(tmp_path, db)
+    other = ('[datasets.people]\ntable = "persons"\ndims = ["sex"]\ncodes = { sex = ["F", "M"] }\n'
+             'labels = { sex = { de = { F = "Frau" } } }\n')
+    path.write_text(path.read_text(encoding="utf-8").replace("[users.ana]", other + "[users.ana]"), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
+        from starlette.testclient import TestClient
+
+        with TestClient(create_app(path)) as c:
+            assert c.get("/v1/catalog", headers=AUTH).json()["languages"] == ["en", "nb"]
+            r = table(c, "de")
+    assert r.status_code == 400 and "'de'" in r.json()["error"] and "'en', 'nb'" in r.json()["error"]
+
+
+def test_a_codes_file_of_one_line_stops_the_start_without_showing_it(tmp_path, db):
+    """A seed file named as a codes file by mistake (one line): the error names it, never its content."""
+    from protab.serve.config import load_config
+
+    with pytest.raises(SpecError) as err:
+        load_config(write_config(tmp_path, db, munis="s3cr3t-seed-9d2c\n", labels="", names=""))
+    assert "codes_file.municipality" in str(err.value) and "only one line" in str(err.value)
+    assert "s3cr3t" not in str(err.value)

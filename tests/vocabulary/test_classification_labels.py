@@ -150,3 +150,15 @@ def test_a_programme_label_of_no_code_is_refused_naming_file_classification_and_
     with pytest.raises(SpecError, match=r"p\.toml.*\[classifications\.sex\].*'X'"):
         pt.Programme(prog).run(out=workdir / "out", quiet=True)
     assert not (workdir / "out" / "SEX.stat.json").exists()
+
+
+@pytest.mark.parametrize(("labelled", "codes", "hint"), [
+    ("0301", ["301", "1103"], r"'0301' and '301' differ only by leading zeros"),
+    ("301", ["0301", "1103"], r"'301' and '0301' differ only by leading zeros"),
+])
+def test_a_labelled_code_that_differs_by_leading_zeros_is_refused_saying_so(labelled, codes, hint):
+    from protab.vocabulary import check_labels
+
+    with pytest.raises(SpecError, match=r"r\.toml: \[hierarchies\.municipality\] labels\.en labels '" + labelled
+                       + r"'.*" + hint):
+        check_labels({"labels": {"en": {labelled: "Oslo"}}}, [*codes, "Total"], "r.toml", "[hierarchies.municipality]")

@@ -316,3 +316,60 @@ def test_a_labels_file_that_is_not_utf8_is_refused_naming_it(workdir):
     (workdir / "latin1.csv").write_bytes("code;name\nR1;Sør\n".encode("latin-1"))
     with pytest.raises(SpecError, match=r"r\.toml.*labels_file 'latin1\.csv': the file is not UTF-8 text"):
         read_request(_request(workdir, 'labels_file = { file = "latin1.csv", language = "nb" }'))
+
+
+# -- odd files and odd labels ---------------------------------------------------------------------
+@pytest.mark.parametrize(("content", "says"), [
+    ("code,label_en,label_en\nR1,North,South\n", r"the column 'label_en' is in the header twice"),
+    ("code,code,label_en\nR1,R2,North\n", r"the column 'code' is in the header twice"),
+    ("code,label_en\n", r"only one line \(a header\?\), no codes to label"),
+    ("code;label_en\r\n\r\n", r"only one line"),
+    ("code,label_EN,label_en\nR1,North,Nord\n", r"'EN' and 'en' are one language written two ways"),
+    ("code,label_en\n\n\nR1,North\n,South\n", r"line 5 of the file has labels but no code"),
+    ('code,label_en\nR1,"North\nR2,South\nR3,East\n', r"the row starting on line 2.*unexpected end of data"),
+    ("code,label_en\nR1,North\nR2,Bell\x07here\n", r"the label of 'R2' in 'en' holds the control character "
+                                                    r"'\\x07'"),
+], ids=["label-twice", "code-twice", "header-only", "header-only-crlf", "case", "line-after-blanks",
+        "open-quote", "control"])
+def test_an_odd_labels_file_is_refused_naming_its_line_column_or_code(workdir, content, says):
+    write(workdir, "f.csv", content)
+    with pytest.raises(SpecError, match=r"r\.toml.*\[hierarchies\.region\] labels_file 'f\.csv'.*" + says):
+        read_request(_request(workdir, 'labels_file = "f.csv"'))
+
+
+@pytest.mark.parametrize(("region", "says"), [
+    ('labels = { en = { R1 = "Bell\\u0007" } }', r"hierarchies\.region\.labels\.en\.R1.*control character '\\x07'"),
+    ('name = { en = "Re\\u001bgion" }', r"hierarchies\.region\.name\.en.*control character '\\x1b'"),
+    ('labels = { en = { R1 = "North" }, EN = { R2 = "South" } }', r"'en' and 'EN' are one language written two ways"),
+], ids=["label-control", "name-control", "case"])
+def test_odd_inline_labels_are_refused_naming_the_key(workdir, region, says):
+    with pytest.raises(SpecError, match=says):
+        read_request(_request(workdir, region))
+
+
+def test_a_language_written_two_ways_by_two_sources_is_refused_naming_both(workdir):
+    write(workdir, "f.csv", "code,label_EN\nR2,South\n")
+    req = _request(workdir, 'labels = { en = { R1 = "North" } }\nlabels_file = "f.csv"')
+    with pytest.raises(SpecError, match=r"r\.toml'?: \[hierarchies\.region\]: labels_file 'f\.csv' labels in 'EN', "
+                                        r"labels\.en in 'en': one language written two ways"):
+        read_request(req)
+
+
+
+@pytest.mark.parametrize("entry", ['"swap.seed"', '{ file = "swap.seed", language = "en" }'])
+def test_a_secret_file_named_as_a_labels_file_is_refused_without_showing_it(workdir, entry):
+    """A seed file (one line) named by mistake: the refusal names the file, never its content."""
+    (workdir / "swap.seed").write_text("s3cr3t-swap-seed-4f1a\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"labels_file 'swap\.seed': the file has only one line") as err:
+        read_request(_request(workdir, f"labels_file = {entry}"))
+    assert "s3cr3t" not in str(err.value)
+
+
+def test_a_labels_file_that_is_no_regular_file_is_refused_saying_so(workdir):
+    import os
+
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    os.mkfifo(workdir / "pipe.csv")  # read, it would wait for a writer
+    with pytest.raises(SpecError, match=r"labels_file 'pipe\.csv': the file .*pipe\.csv' is not a regular file"):
+        read_request(_request(workdir, 'labels_file = "pipe.csv"'))

@@ -284,9 +284,12 @@ class Broker:
                 h = self._hierarchy_for(ds, d, r)
                 levels = list(ds.conf.hierarchies[d]) if h is not None else []
                 entry: dict[str, Any] = {"name": d, "levels": levels, "n_codes": len(ds.codes[d])}
+                shown = catalog_labels(ds.conf.labels.get(d), None if h is not None else ds.codes[d])
                 if len(ds.codes[d]) <= CATALOG_CODES:
                     entry["codes"] = ds.codes[d]
-                    entry.update(catalog_labels(ds.conf.labels.get(d), None if h is not None else ds.codes[d]))
+                else:  # too many codes to list, and so their labels; the dimension's names still
+                    shown.pop("labels", None)
+                entry.update(shown)
                 dims.append(entry)
             measures = [m for m in ds.conf.measures if m in r.measures]
             out.append({
@@ -294,7 +297,8 @@ class Broker:
                 "functions": ["count", "sum", "avg"] if ds.magnitude is not None and measures else ["count"],
             })
         c = self.config
-        return {"datasets": out, "languages": languages(d.conf for d in self.datasets.values()),
+        mine = (self.datasets[n].conf for n in self.user_rights(user))  # the languages of the user's datasets
+        return {"datasets": out, "languages": languages(mine),
                 "allowed_form": ALLOWED_FORM,
                 "limits": {"max_cells": c.max_cells, "max_limit": c.max_limit, "max_sql_length": c.max_sql_length}}
 

@@ -157,6 +157,12 @@ def _from_file(path: Path, levels: tuple[str, ...], where: str) -> pl.DataFrame:
     except pl.exceptions.PolarsError as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise SpecError(f"{where}: cannot read the file as CSV: {first}") from None
+    if frame.height == 0:  # its cells unshown: a file of one line named by mistake may be a seed file
+        raise SpecError(f"{where}: the file has only one line (a header?), no codes")
+    renamed = [c.rsplit("_duplicated_", 1) for c in frame.columns if "_duplicated_" in c]  # polars: a name twice
+    twice = [name for name, n in renamed if n.isdigit() and name in frame.columns]
+    if twice:
+        raise SpecError(f"{where}: the column {twice[0]!r} is in the header twice; keep one")
     missing = [c for c in levels if c not in frame.columns]
     if missing:
         raise SpecError(f"{where}: the CSV has no column {show_values(missing)} (its header: "

@@ -30,7 +30,16 @@ import polars as pl
 
 from protab.errors import SpecError, show_values
 from protab.request import schema
-from protab.vocabulary import Labels, LabelsFile, Language, Names, read_labels_file
+from protab.vocabulary import (
+    Labels,
+    LabelsFile,
+    Language,
+    Names,
+    check_text,
+    read_labels_file,
+    same_language,
+    zeros_hint,
+)
 
 #: the name protab gives margins (protab.serve.classifications.MARGIN)
 MARGIN = "Total"
@@ -84,12 +93,18 @@ def file_labels(frame: pl.DataFrame, levels: Sequence[str], where: str) -> dict[
         if not _is_language(lang):
             raise SpecError(f"{where}: label column {column!r}: {lang!r} is not a language tag (such as 'en', 'nb' "
                             "or 'en-GB'); name it label_<lang> or <level>_label_<lang>")
+        pair = same_language([*out.get(level, {}), lang])
+        if pair:
+            raise SpecError(f"{where}: label column {column!r}: {pair[0]!r} and {pair[1]!r} are one language written "
+                            "two ways; write it one way")
         pairs = frame.select(pl.col(level).alias("code"), pl.col(column).str.strip_chars().alias("label"))
         empty = pairs.filter(pl.col("label").is_null() | (pl.col("label") == ""))["code"].unique(maintain_order=True)
         if empty.len():
             raise SpecError(f"{where}: label column {column!r} has an empty label for the codes "
                             f"{show_values(empty.to_list())}; give every row a label, or drop the column")
         pairs = pairs.unique(maintain_order=True)
+        for code, text in pairs.rows():
+            check_text(text, f"{where}: label column {column!r}: the label of {code!r}")
         twice = pairs.filter(pl.col("code").is_duplicated())
         if twice.height:
             code = twice["code"][0]
@@ -160,7 +175,21 @@ def dataset_labels(name: str, ds: Mapping[str, Any], code_lists: Mapping[str, An
             labels.setdefault(lang, {}).update(found)
         if labels or dim in names or dim in texts:
             out[dim] = DimensionLabels(dict(names.get(dim, {})), labels, dict(texts.get(dim, {})))
+    one_way({f"dimension {d!r}": dl for d, dl in out.items()}, f"{where}: datasets.{name}")
     return out
+
+
+def one_way(dims_labels: Mapping[str, DimensionLabels], where: str) -> None:
+    """A SpecError when the labels, names and descriptions of ``dims_labels`` (keyed by how the
+    message names each: ``dimension 'sex'``) write one language two ways (``en`` and ``EN``)."""
+    found: dict[str, tuple[str, str]] = {}  # a language in lower case: as the first one writes it, and that one
+    for dim, dl in dims_labels.items():
+        for lang in sorted(dl.languages):
+            tag, first = found.setdefault(lang.lower(), (lang, dim))
+            if tag != lang:
+                raise SpecError(f"{where}: {dim} has labels or names in {lang!r}, {first} in {tag!r}: one language "
+                                "written two ways; write it one way (in serve.toml, the code files and the labels "
+                                "files)")
 
 
 def _declared_labels(dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]],
@@ -177,7 +206,7 @@ def _declared_labels(dim: str, cl: Any, by_lang: Mapping[str, Mapping[str, str]]
             raise SpecError(f"{key}.{lang} labels {show_values(unknown)}, which "
                             f"{'is not a declared code' if len(unknown) == 1 else 'are not declared codes'} of "
                             f"dimension {dim!r} (declared in {cl.source}; its codes: "
-                            f"{show_values(sorted(level_of), 10)}, and {MARGIN!r})")
+                            f"{show_values(sorted(level_of), 10)}, and {MARGIN!r}){zeros_hint(unknown, level_of)}")
         if MARGIN in labels:
             _merge(margin, lang, {MARGIN: labels[MARGIN]}, key)
         for column in cl.levels:
@@ -196,14 +225,18 @@ def languages(datasets: Iterable[Any]) -> list[str]:
 
 
 def check_language(lang: Any, datasets: Iterable[Any]) -> str:
-    """A table request's ``lang``: a language some dataset declares, else a QueryRefused (400)
-    naming it and the declared ones."""
+    """A table request's ``lang``: a language some dataset of ``datasets`` (the user's) declares,
+    else a QueryRefused (400) naming it and the declared ones."""
     from protab.serve.query import QueryRefused
 
     known = languages(datasets)
-    if not isinstance(lang, str) or lang not in known:
+    if not isinstance(lang, str):
+        got = {bool: "a boolean", int: "an integer", float: "a number", list: "a list", dict: "an object"}
+        raise QueryRefused(f"lang must be a language tag (a string such as 'en'), not {got.get(type(lang), 'that')}",
+                           rule="validator", advice="give lang as a string, or leave it out (codes only)")
+    if lang not in known:
         shown = show_values(known) if known else "none (the office declares no labels)"
-        raise QueryRefused(f"lang: the service has no labels in {str(lang)[:40]!r}; its languages: {shown}",
+        raise QueryRefused(f"lang: the service has no labels in {lang[:40]!r}; its languages: {shown}",
                            rule="validator", advice=f"use lang one of {shown}, or leave it out (codes only)")
     return lang
 

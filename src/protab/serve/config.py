@@ -22,7 +22,15 @@ from protab.errors import SpecError
 from protab.request import schema
 from protab.request.loaders import check_decimals
 from protab.serve.classifications import CODES, CODES_FILE, CodeList, declared
-from protab.serve.code_labels import DESCRIPTIONS, LABELS, LABELS_FILE, NAMES, DimensionLabels, dataset_labels
+from protab.serve.code_labels import (
+    DESCRIPTIONS,
+    LABELS,
+    LABELS_FILE,
+    NAMES,
+    DimensionLabels,
+    dataset_labels,
+    one_way,
+)
 from protab.serve.rules import RULES, attach
 from protab.vocabulary.include import expand, read_with_includes
 from protab.vocabulary.sections import DATABASE, MAGNITUDE, NULL_CODE, NULL_SUMS, PTABLE, THRESHOLD
@@ -342,6 +350,8 @@ def load_config(source: str | os.PathLike[str] | Mapping[str, Any], *, database:
     datasets = {name: _dataset(name, ds, base, where) for name, ds in cfg["datasets"].items()}
     if not datasets:
         raise SpecError(f"{where}: [datasets] is empty; configure at least one dataset")
+    one_way({f"datasets.{n} dimension {d!r}": dl for n, ds in datasets.items() for d, dl in ds.labels.items()},
+            where)  # the service's languages, as the catalogue lists them
     datasets = attach(datasets, cfg, base, where)
     users = {name: _user(name, u, datasets, where) for name, u in cfg.get("users", {}).items()}
     kw = {k: cfg.get(k, v) for k, v in DEFAULTS.items()}

@@ -60,7 +60,7 @@ def check_table_request(body: Any, datasets: Mapping[str, Any], rights: Mapping[
     req = {"dataset": name, "dims": dims, "formula": formula, "filters": filters, "measure": measure,
            "levels": levels, "groups": groups}
     if body.get("lang") is not None:  # only when asked: the canonical form (and ETag) of other requests stays
-        req["lang"] = check_language(body["lang"], [d.conf for d in datasets.values()])
+        req["lang"] = check_language(body["lang"], [datasets[n].conf for n in rights if n in datasets])
     return req
 
 

@@ -16,7 +16,16 @@ from protab.vocabulary.label_files import (
     resolve_labels,
     resolve_sections,
 )
-from protab.vocabulary.labels import LABEL_SOURCES, Labels, Language, Names, check_labels
+from protab.vocabulary.labels import (
+    LABEL_SOURCES,
+    Labels,
+    Language,
+    Names,
+    check_labels,
+    check_text,
+    same_language,
+    zeros_hint,
+)
 from protab.vocabulary.sections import (
     CLASSIFICATION,
     DATABASE,
@@ -102,6 +111,7 @@ __all__ = [
     "check",
     "check_label_columns",
     "check_labels",
+    "check_text",
     "code_texts",
     "expand",
     "fail",
@@ -111,4 +121,6 @@ __all__ = [
     "read_with_includes",
     "resolve_labels",
     "resolve_sections",
+    "same_language",
+    "zeros_hint",
 ]

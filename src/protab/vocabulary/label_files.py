@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from protab.errors import SpecError, show_values
-from protab.vocabulary.labels import LABEL_SOURCES, LANGUAGE
+from protab.vocabulary.labels import LABEL_SOURCES, LANGUAGE, check_text, same_language
 from protab.vocabulary.types import Str, Type, fail
 
 #: the keys of a labels_file table: a CSV code list (``file``) or an SDMX structure message (``sdmx``)
@@ -134,8 +134,13 @@ def merge_labels(sources: list[tuple[str, dict[str, dict[str, str]], list[str]]]
     differently by two sources in one language is refused, naming both."""
     merged: dict[str, dict[str, str]] = {}
     origin: dict[tuple[str, str], str] = {}
+    tags: dict[str, tuple[str, str]] = {}  # a language in lower case: as its first source writes it, and that source
     for name, labels, _ in sources:
         for lang, by_code in labels.items():
+            tag, first = tags.setdefault(lang.lower(), (lang, name))
+            if tag != lang:
+                raise SpecError(f"{where}: {name} labels in {lang!r}, {first} in {tag!r}: one language written two "
+                                "ways; write it one way")
             into = merged.setdefault(lang, {})
             clash = [c for c, text in by_code.items() if c in into and into[c] != text]
             if clash:
@@ -156,25 +161,27 @@ def read_labels_file(entry: Any, base: Path, root: str, context: str
     if isinstance(entry, dict) and "sdmx" in entry:
         return sdmx_labels(_existing(base / entry["sdmx"], context), entry.get("codelist"), root, context)
     entry = {"file": entry} if isinstance(entry, str) else entry
-    header, rows = read_rows(_existing(base / entry["file"], context), context)
+    header, rows, lines = read_rows(_existing(base / entry["file"], context), context)
     code = _column(header, entry.get("code", "code"), context, "code")
     if "language" in entry:
         columns = {entry["language"]: _column(header, entry.get("label", DEFAULT_LABEL), context, "label")}
     else:
         columns = _language_columns(header, context)
-    return table_labels(rows, code, columns, context)
+    return table_labels(rows, code, columns, context, lines)
 
 
 def _existing(path: Path, context: str) -> Path:
     if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        what = ("is a folder, not a file" if path.is_dir() else
+                "is not a regular file" if path.exists() else "does not exist")
         raise SpecError(f"{context}: the file {str(path)!r} {what} (paths are relative to the file that names them)")
     return path
 
 
-def read_rows(path: Path, context: str) -> tuple[list[str], list[list[str]]]:
+def read_rows(path: Path, context: str) -> tuple[list[str], list[list[str]], list[int]]:
     """The header and the non-empty rows of a UTF-8 CSV file, its delimiter ``,`` or ``;`` (the
-    one its header holds more of); cells stripped, short rows padded."""
+    one its header holds more of); cells stripped, short rows padded; and the line each row starts
+    on. A quote left open, a column twice in the header and a file of only a header are refused."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -182,15 +189,28 @@ def read_rows(path: Path, context: str) -> tuple[list[str], list[list[str]]]:
                         ) from None
     first = text.split("\n", 1)[0]
     delimiter = ";" if first.count(";") > first.count(",") else ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows, lines, start = [], [], 1
     try:
-        rows = [[cell.strip() for cell in row] for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)]
+        for row in reader:
+            rows.append([cell.strip() for cell in row])
+            lines.append(start)
+            start = reader.line_num + 1
     except csv.Error as exc:
-        raise SpecError(f"{context}: cannot read the file as CSV: {exc}") from None
+        raise SpecError(f"{context}: cannot read the file as CSV: in the row starting on line {start}: {exc} "
+                        "(a cell that starts with a quote must end with one)") from None
     if not rows or not any(rows[0]):
         raise SpecError(f"{context}: the file is empty (it needs a header such as code,label_en)")
     header = rows[0]
-    body = [row + [""] * (len(header) - len(row)) for row in rows[1:] if any(row)]
-    return header, body
+    twice = [h for h in dict.fromkeys(header) if h and header.count(h) > 1]
+    if twice:
+        raise SpecError(f"{context}: the column {twice[0]!r} is in the header twice; keep one")
+    kept = [k for k in range(1, len(rows)) if any(rows[k])]
+    if not kept:
+        # its cells unshown: a file of one line named by mistake may be a seed file
+        raise SpecError(f"{context}: the file has only one line (a header?), no codes to label")
+    body = [rows[k] + [""] * (len(header) - len(rows[k])) for k in kept]
+    return header, body, [lines[k] for k in kept]
 
 
 def _column(header: list[str], name: str, context: str, role: str) -> int:
@@ -211,14 +231,19 @@ def _language_columns(header: list[str], context: str) -> dict[str, int]:
     if bad:
         raise SpecError(f"{context}: the column{'s' if len(bad) > 1 else ''} {show_values(bad)} name no language "
                         "(label_<lang> with a language tag such as en, nb or en-GB)")
+    pair = same_language(found)
+    if pair:
+        raise SpecError(f"{context}: the columns label_{pair[0]} and label_{pair[1]}: {pair[0]!r} and {pair[1]!r} are "
+                        "one language written two ways; keep one column")
     return found
 
 
-def table_labels(rows: list[list[str]], code: int, columns: Mapping[str, int], context: str
-                 ) -> tuple[dict[str, dict[str, str]], list[str]]:
-    """Labels by language from the rows of a code file: the code in column ``code``, the labels
-    of each language in ``columns``. A code without any label, a row without a code, and a code
-    labelled twice differently are refused (a code repeated with the same labels is fine)."""
+def table_labels(rows: list[list[str]], code: int, columns: Mapping[str, int], context: str,
+                 lines: list[int] | None = None) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Labels by language from the rows of a code file (``lines``: the line each starts on): the
+    code in column ``code``, the labels of each language in ``columns``. A code without any label,
+    a row without a code, a label no output can carry and a code labelled twice differently are
+    refused (a code repeated with the same labels is fine)."""
     labels: dict[str, dict[str, str]] = {lang: {} for lang in columns}
     codes: list[str] = []
     empty, twice, nameless = [], [], []
@@ -226,17 +251,18 @@ def table_labels(rows: list[list[str]], code: int, columns: Mapping[str, int], c
         c = row[code]
         texts = {lang: row[i] for lang, i in columns.items() if row[i]}
         if not c:
-            nameless.append(k + 2)
+            nameless.append(lines[k] if lines else k + 2)
             continue
         codes.append(c)
         if not texts:
             empty.append(c)
         for lang, text in texts.items():
+            check_text(text, f"{context}: the label of {c!r} in {lang!r}")
             if labels[lang].setdefault(c, text) != text:
                 twice.append(c)
     if nameless:
         raise SpecError(f"{context}: line{'s' if len(nameless) > 1 else ''} {show_values(nameless)} "
-                        "of the file have labels but no code")
+                        f"of the file {'have' if len(nameless) > 1 else 'has'} labels but no code")
     if empty:
         empty = list(dict.fromkeys(empty))
         raise SpecError(f"{context}: the code{'s' if len(empty) > 1 else ''} {show_values(empty)} "

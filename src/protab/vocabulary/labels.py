@@ -30,6 +30,35 @@ LANGUAGE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 #: the key of a section whose labels were merged from files (protab.vocabulary.label_files): the codes
 #: each source lists, by source (``labels`` for the inline ones); not a key of the vocabulary
 LABEL_SOURCES = "_labels_from"
+#: what no label or name may hold: the controls XML 1.0 cannot carry (tab and line breaks it can), so that
+#: the SDMX structure message of every label can be written, and the non-characters U+FFFE, U+FFFF
+_UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def check_text(text: str, where: str) -> None:
+    """A SpecError starting with ``where`` when a label or name holds a character no output can carry."""
+    bad = _UNWRITABLE.search(text)
+    if bad:
+        ch = bad.group()
+        raise SpecError(f"{where} holds the control character {ch!r} (U+{ord(ch):04X}), which the SDMX structure "
+                        "message cannot carry; remove it")
+
+
+def same_language(tags: Iterable[str]) -> tuple[str, str] | None:
+    """Two of ``tags`` that differ only by case (``en`` and ``EN``: one language), else None."""
+    seen: dict[str, str] = {}
+    for tag in tags:
+        first = seen.setdefault(tag.lower(), tag)
+        if first != tag:
+            return first, tag
+    return None
+
+
+def _one_way(tags: Iterable[str], path: str) -> None:
+    pair = same_language(tags)
+    if pair:
+        raise SpecError(f"request: {path}: {pair[0]!r} and {pair[1]!r} are one language written two ways; "
+                        "write it one way")
 
 
 def _language(key: Any, path: str) -> None:
@@ -59,6 +88,8 @@ class Names(Type):
         for lang, text in value.items():
             _language(lang, path)
             Str().check(text, f"{path}.{lang}")
+            check_text(text, f"request: {path}.{lang}")
+        _one_way(value, path)
 
 
 class Labels(Type):
@@ -75,6 +106,8 @@ class Labels(Type):
                 raise fail(f"{path}.{lang}", "a table of code = label", by_code)
             for code, text in by_code.items():
                 Str().check(text, f"{path}.{lang}.{code}")
+                check_text(text, f"request: {path}.{lang}.{code}")
+        _one_way(value, path)
 
 
 def check_labels(section: Mapping[str, Any], codes: Iterable[str], file: str, where: str) -> None:
@@ -90,4 +123,16 @@ def check_labels(section: Mapping[str, Any], codes: Iterable[str], file: str, wh
         if unknown:
             raise SpecError(f"{file}: {where} {source} labels {show_values(unknown)}, which "
                             f"{'is no code' if len(unknown) == 1 else 'are no codes'} of the classification "
-                            f"(its codes: {show_values(sorted(known))})")
+                            f"(its codes: {show_values(sorted(known))}){zeros_hint(unknown, known)}")
+
+
+def zeros_hint(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """``; '0301' and '301' differ only by leading zeros …`` for the first code of ``unknown``
+    that is a code of ``known`` but for its leading zeros, else ``""``."""
+    stripped = {c.lstrip("0"): c for c in known}
+    for c in unknown:
+        other = stripped.get(c.lstrip("0"))
+        if other is not None and c.lstrip("0"):
+            return (f"; {c!r} and {other!r} differ only by leading zeros: codes are text, write them as the "
+                    "classification does (a spreadsheet may have dropped or added the zeros)")
+    return ""
