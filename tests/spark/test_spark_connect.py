@@ -22,7 +22,7 @@ from spark_connect_fixtures import free_port, require_connect
 from spark_fixtures import engine_pair, geo_hierarchy
 
 import protab as pt
-from protab.errors import InputError, SpecError
+from protab.errors import InputError
 from protab.magnitude import MagnitudeCKM, SensitivityRules
 from protab.ptable.magnitude_ptable import MagnitudePTable
 
@@ -122,10 +122,13 @@ def test_swap_is_duckdbs_and_a_temporary_output_gives_back_what_it_hid(engines):
     assert_frame_equal(s_log, d_log)
 
 
-def test_the_ckm_macro_is_refused_as_on_classic_spark(engines):
-    _, sp = engines
-    with pytest.raises(SpecError, match="Session.cell_key"):
-        sp.install_ptable(P, table="persons")
+def test_ckm_in_spark_sql_over_connect_is_duckdbs_macro(engines):
+    """install_ptable over Connect: the temporary views and SQL functions of the session."""
+    for s in engines:
+        s.install_ptable(P, table="persons")
+    query = "SELECT sex, count(*), ckm(count(*), sum(rk)) FROM persons GROUP BY sex ORDER BY sex"
+    duck, sp = engines
+    assert sp.sql(query).rows() == duck.sql(query).rows()
 
 
 REQUEST = """
