@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 import protab as pt
-from protab.cli import main, protect
+from protab.cli import main, protect, publish
 from protab.errors import InputError
 
 SEED = "postgres-protect-cli"
@@ -244,3 +244,25 @@ def test_help_names_the_flag_and_the_environment_variable(capsys):
         main(["protect", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "--engine {duckdb,spark,postgres}" in out and "--pg-dsn DSN" in out and "$PROTAB_PG_DSN" in out
+
+
+def test_publish_on_postgres_writes_duckdbs_protected_tables(tmp_path, pg_census, capsys):
+    """``protab publish --engine postgres``: the tables computed in PostgreSQL, the published
+    DuckDB file holding the same tables and catalogue as a DuckDB run's (the run ids aside)."""
+    request = _census(tmp_path, COUNTS)
+    publish(str(request), str(tmp_path / "duck.duckdb"))
+    assert main(["publish", str(request), "--to", str(tmp_path / "pg.duckdb"), "--engine", "postgres",
+                 "--pg-dsn", pg_census]) == 0
+    assert pg_census not in capsys.readouterr().out
+    with pt.Session(str(tmp_path / "duck.duckdb"), read_only=True) as duck, \
+            pt.Session(str(tmp_path / "pg.duckdb"), read_only=True) as pg:
+        for name in ("muni_sex", "weighted", "protab_catalog"):
+            d, p = (s.sql(f"SELECT * FROM {name}") for s in (duck, pg))
+            assert d.height > 0 and p.sort(p.columns).equals(d.sort(d.columns)), name
+
+
+def test_publish_takes_the_engine_flags_of_its_engine_only(tmp_path, capsys):
+    request = _census(tmp_path, COUNTS)
+    err = _fails(["publish", str(request), "--to", str(tmp_path / "p.duckdb"), "--pg-dsn", "host=x"], capsys)
+    assert "publish: --pg-dsn needs --engine postgres (the engine is duckdb)" in err
+    assert not (tmp_path / "p.duckdb").exists()
