@@ -4,7 +4,13 @@ from one copy of the records, written all at once, resumable after a kill."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from protab.cli.engine_flags import add_engine_options, check_engine_flags, engine_flags, engine_options
+from protab.cli.protect_postgres import postgres_session
+from protab.cli.protect_sources import spark_session
 
 PROGRAMME_FORMAT = """\
 programme file (TOML; paths in it are relative to the file):
@@ -58,6 +64,7 @@ def add_parser(sub: Any) -> None:
     pr.add_argument("programme", help="the TOML programme file")
     pr.add_argument("--db", help="DuckDB file (overrides the programme's database)")
     pr.add_argument("--out", help="output folder (overrides the programme's output)")
+    add_engine_options(pr)
     pr.add_argument("--wait", action="store_true",
                     help="wait for another run writing the same output folder (default: refuse at once)")
     pr.set_defaults(run=_run)
@@ -66,4 +73,14 @@ def add_parser(sub: Any) -> None:
 def _run(args: argparse.Namespace) -> None:
     from protab.programme import Programme
 
-    Programme(args.programme).run(args.db, args.out, wait=args.wait)
+    flags = engine_flags(args)
+    engine = flags.pop("engine")
+    check_engine_flags("programme", engine, flags)
+    spark, pg = engine_options(engine, flags)
+    base = Path(args.programme).parent
+    opener: Callable[[dict[str, Any], str], Any] | None = None
+    if spark is not None:
+        opener = lambda sources, db: spark_session(spark, sources, db, base)  # noqa: E731
+    elif pg is not None:
+        opener = lambda sources, db: postgres_session(pg, sources, db, base)  # noqa: E731
+    Programme(args.programme).run(args.db, args.out, wait=args.wait, engine=opener)

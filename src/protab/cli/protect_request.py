@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from protab._io import check_output_file, check_output_folder, refuse_replacing
 from protab._locks import output_lock
+from protab.cli.engine_flags import ENGINE_OPTIONS, add_engine_options, check_engine_flags, engine_flags, engine_options
 from protab.cli.options import DEFAULT_OUTPUT, FORMATS, output_file
 from protab.cli.protect_checks import (
     OWN_FOLDER,
@@ -22,8 +23,8 @@ from protab.cli.protect_checks import (
     read_request,
     request_inputs,
 )
-from protab.cli.protect_postgres import PG_DSN_ENV, postgres_options, postgres_session
-from protab.cli.protect_sources import spark_options, spark_session, swap
+from protab.cli.protect_postgres import postgres_session
+from protab.cli.protect_sources import spark_session, swap
 from protab.cli.protect_tables import labelled, protect_tables, summary, table_labels, write_all
 from protab.errors import InputError
 from protab.request.swap_section import keep_swap
@@ -32,7 +33,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
 #: the engines of ``protect --engine``
-ENGINES = ("duckdb", "spark", "postgres")
 
 PROTECT_FORMAT = """\
 request file (TOML; paths in it are relative to the file; the keys every front shares and
@@ -132,7 +132,7 @@ def add_parsers(sub: Any) -> None:
     pr.add_argument("request", help="the TOML request file")
     pr.add_argument("--db", help="DuckDB file (overrides the request's database)")
     pr.add_argument("--out", help="output folder (overrides the request's output)")
-    _add_engine_options(pr)
+    add_engine_options(pr)
     pr.add_argument("--wait", action="store_true",
                     help="wait for another run writing the same output folder (default: refuse at once)")
     pr.set_defaults(run=_run_protect)
@@ -147,52 +147,18 @@ def add_parsers(sub: Any) -> None:
     pb.add_argument("--to", required=True, help="the DuckDB file to write (e.g. protected.duckdb)")
     pb.add_argument("--db", help="DuckDB file of the microdata (overrides the request's database)")
     pb.add_argument("--replace", action="store_true", help="replace the file if it exists")
-    _add_engine_options(pb)
+    add_engine_options(pb)
     pb.add_argument("--wait", action="store_true",
                     help="wait for another run writing the same file (default: refuse at once)")
     pb.set_defaults(run=_run_publish)
 
 
-def _add_engine_options(parser: Any) -> None:
-    """``--engine`` and the options of the Spark and PostgreSQL engines (protect and publish)."""
-    parser.add_argument("--engine", choices=ENGINES, default="duckdb",
-                        help="where the tables are computed (spark: docs/spark.md; postgres: docs/postgres.md; same "
-                         "output files)")
-    parser.add_argument("--spark-master", help="Spark master URL for --engine spark (default local[*])")
-    parser.add_argument("--spark-remote", help="Spark Connect server for --engine spark, sc://host:port (default: "
-                                           "$SPARK_REMOTE; not with --spark-master)")
-    parser.add_argument("--spark-data", help="folder or URI (s3a://, abfss://, hdfs://, file://, ...) of "
-                                         "<source>.parquet files for --engine spark (default: the request's "
-                                         "folder; Spark tables are used first)")
-    parser.add_argument("--spark-keys", help="COLUMN:MODULUS of the record keys in the Parquet files "
-                                         "(default: as keyed in the request's DuckDB database)")
-    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for --engine spark, e.g. spark.sql.shuffle.partitions=8 (repeatable; "
-                         "yours win over protab's, which are named on stderr)")
-    parser.add_argument("--pg-dsn", metavar="DSN",
-                        help=f"the PostgreSQL database of --engine postgres: a libpq connection string or postgresql:// "
-                         f"URI (default: ${PG_DSN_ENV}, which keeps it off the command line; never printed)")
-    parser.add_argument("--pg-keys", metavar="COLUMN:MODULUS",
-                        help="record keys of the sources for --engine postgres (default: as keyed in the request's "
-                         "DuckDB database)")
-    parser.add_argument("--pg-data", metavar="FOLDER",
-                        help="folder of <source>.parquet files for --engine postgres, copied into temporary tables "
-                         "(default: the request's folder; tables of the database are used first)")
-
-
-def _engine_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The engine options of ``protect``/``publish`` from their parsed arguments."""
-    return {"engine": args.engine, "spark_master": args.spark_master, "spark_remote": args.spark_remote,
-            "spark_data": args.spark_data, "spark_keys": args.spark_keys, "spark_conf": args.spark_conf,
-            "pg_dsn": args.pg_dsn, "pg_keys": args.pg_keys, "pg_data": args.pg_data}
-
-
 def _run_protect(args: argparse.Namespace) -> None:
-    protect(args.request, args.db, args.out, wait=args.wait, **_engine_flags(args))
+    protect(args.request, args.db, args.out, wait=args.wait, **engine_flags(args))
 
 
 def _run_publish(args: argparse.Namespace) -> None:
-    publish(args.request, args.to, args.db, replace=args.replace, wait=args.wait, **_engine_flags(args))
+    publish(args.request, args.to, args.db, replace=args.replace, wait=args.wait, **engine_flags(args))
 
 
 def protect(
@@ -227,7 +193,7 @@ def protect(
     options = {"spark_master": spark_master, "spark_remote": spark_remote, "spark_data": spark_data,
                "spark_keys": spark_keys, "spark_conf": spark_conf, "pg_dsn": pg_dsn, "pg_keys": pg_keys,
                "pg_data": pg_data}
-    _check_engine_flags("protect", engine, options)
+    check_engine_flags("protect", engine, options)
     path = Path(request)
     cfg = read_request(path)
     out_dir = Path(out) if out else path.parent / cfg.get("output", DEFAULT_OUTPUT)
@@ -238,7 +204,7 @@ def protect(
     check_output_folder(out_dir, [output_file(n, f) for n in names for f in formats])
     refuse_replacing(out_dir, request_inputs(path, cfg, database_path(path, cfg, database)),
                      "protect: the output folder", OWN_FOLDER)
-    spark, pg = _engine_options(engine, options)
+    spark, pg = engine_options(engine, options)
     labels, languages = table_labels(cfg), cfg.get("label_columns", ())
 
     def write(frames: dict[str, pl.DataFrame]) -> None:
@@ -249,29 +215,6 @@ def protect(
     print(summary(rows))
     print(f"protected tables written to {out_dir}/")
     return rows
-
-
-def _check_engine_flags(command: str, engine: str, options: dict[str, Any]) -> None:
-    """``--engine`` is a known engine and every engine flag given is one of its own (named)."""
-    given = ["--" + k.replace("_", "-") for k, v in options.items() if v]
-    if engine not in ENGINES:
-        raise InputError(f"{command}: --engine must be duckdb, spark or postgres, not {engine!r}")
-    if engine != "spark" and any(f.startswith("--spark-") for f in given):
-        raise InputError(f"{command}: --spark-master, --spark-remote, --spark-data, --spark-keys and --spark-conf "
-                         f"need --engine spark (given: {', '.join(f for f in given if f.startswith('--spark-'))}; "
-                         f"the engine is {engine})")
-    pg_flags = [f for f in given if f.startswith("--pg-")]
-    if engine != "postgres" and pg_flags:
-        raise InputError(f"{command}: {', '.join(pg_flags)} need{'s' if len(pg_flags) == 1 else ''} --engine "
-                         f"postgres (the engine is {engine})")
-
-
-def _engine_options(engine: str, o: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The Spark and PostgreSQL options of a run on ``engine`` (None for the others)."""
-    spark = (spark_options(o["spark_master"], o["spark_remote"], o["spark_data"], o["spark_keys"], o["spark_conf"])
-             if engine == "spark" else None)
-    pg = postgres_options(o["pg_dsn"], o["pg_keys"], o["pg_data"]) if engine == "postgres" else None
-    return spark, pg
 
 
 def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
@@ -289,7 +232,7 @@ def _check_exchange_ids(names: list[str], formats: list[str]) -> None:
 
 
 def publish(request: str, to: str, database: str | None = None, *, replace: bool = False,
-            wait: bool = False, engine: str = "duckdb", **engine_options: Any) -> list[dict[str, Any]]:
+            wait: bool = False, engine: str = "duckdb", **flags: Any) -> list[dict[str, Any]]:
     """Protect the tables of a request (as ``protect``) into a new DuckDB database ``to``.
 
     The database holds the protected tables only (one table each, named as in the request, and
@@ -298,17 +241,17 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
     ``label_columns`` included (``<dim>_label_<lang>`` after each labelled dimension). It is
     written beside ``to`` and renamed onto it when complete (atomic); an existing file is
     replaced only with ``replace=True``. The run holds the file's lock (protab._locks) from
-    before the first table, as ``protect`` its folder's. ``engine`` and ``engine_options``
+    before the first table, as ``protect`` its folder's. ``engine`` and the engine ``flags``
     (``spark_master``, ``pg_dsn``, …) are protect's: the tables computed on Spark or PostgreSQL,
     the file the same.
     """
     from protab._io import atomic_path
 
-    options = {k: engine_options.get(k) for k in _ENGINE_OPTIONS}
-    unknown = sorted(set(engine_options) - set(_ENGINE_OPTIONS))
+    options = {k: flags.get(k) for k in ENGINE_OPTIONS}
+    unknown = sorted(set(flags) - set(ENGINE_OPTIONS))
     if unknown:
-        raise InputError(f"publish: unknown option {unknown[0]!r} (the engine options: {', '.join(_ENGINE_OPTIONS)})")
-    _check_engine_flags("publish", engine, options)
+        raise InputError(f"publish: unknown option {unknown[0]!r} (the engine options: {', '.join(ENGINE_OPTIONS)})")
+    check_engine_flags("publish", engine, options)
     path = Path(request)
     cfg = read_request(path)
     check_publish_names([t["name"] for t in cfg["tables"]])
@@ -326,15 +269,10 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
     with output_lock((target, "publish: the file"), command=f"protab publish {request} --to {to}", wait=wait):
         if target.exists() and not replace:  # under the lock: two runs cannot both find it missing
             raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
-        rows = _protect_request(path, cfg, database, write, *_engine_options(engine, options))
+        rows = _protect_request(path, cfg, database, write, *engine_options(engine, options))
     print(summary(rows))
     print(f"protected tables published to {target} (open it with duckdb; it holds protected tables only)")
     return rows
-
-
-#: the engine options of protect and publish (their keyword arguments; --spark-…, --pg-… flags)
-_ENGINE_OPTIONS = ("spark_master", "spark_remote", "spark_data", "spark_keys", "spark_conf", "pg_dsn", "pg_keys",
-                   "pg_data")
 
 
 def _write_database(path: str, frames: dict[str, pl.DataFrame], methods: dict[str, str]) -> None:

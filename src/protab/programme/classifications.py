@@ -180,7 +180,8 @@ def _declared(variables: list[str], classification: dict[str, str], hierarchies:
 def _scan_sql(variables: list[str], types: dict[str, str], source: str, declared: str) -> str:
     """The one pass: per variable k, the number of its distinct codes that are not declared at the
     finest level, their records, the first six of them, how many are coarser codes, its NULL
-    records, and the watched (null) codes it holds."""
+    records, and the watched (null) codes it holds (sorted lists: the same statement on every
+    engine)."""
     from protab.sqltools import code_sql, quote_ident
 
     cols = [f"c{k}" for k in range(len(variables))]
@@ -192,10 +193,10 @@ def _scan_sql(variables: list[str], types: dict[str, str], source: str, declared
         f"WITH u AS (SELECT {which} AS k, coalesce({text}) AS code, count(*) AS n "
         f"FROM (SELECT {read} FROM {quote_ident(source)}) GROUP BY GROUPING SETS ({', '.join(f'({c})' for c in cols)})) "
         f"SELECT u.k, count(*) FILTER (WHERE {bad}), coalesce(sum(u.n) FILTER (WHERE {bad}), 0), "
-        f"coalesce((list(u.code ORDER BY u.code) FILTER (WHERE {bad}))[1:6], []), "
+        f"coalesce(list_slice(list_sort(list(u.code) FILTER (WHERE {bad})), 1, 6), []), "
         "count(*) FILTER (WHERE u.code IS NOT NULL AND d.leaf = false), "
         "coalesce(sum(u.n) FILTER (WHERE u.code IS NULL), 0), "
-        "coalesce(list(u.code ORDER BY u.code) FILTER (WHERE d.watched), []) "
+        "coalesce(list_sort(list(u.code) FILTER (WHERE d.watched)), []) "
         f"FROM u LEFT JOIN {quote_ident(declared)} d ON d.k = u.k AND d.code = u.code GROUP BY u.k"
     )
 

@@ -56,7 +56,7 @@ class Programme:
     def run(
         self, database: str | None = None, out: str | os.PathLike[str] | None = None, *,
         on_hypercube: Callable[[str, dict[str, Any]], None] | None = None, quiet: bool = False,
-        wait: bool = False,
+        wait: bool = False, engine: Callable[[dict[str, Any], str], Session] | None = None,
     ) -> pl.DataFrame:
         """Protect every hypercube, then write all files into ``out`` at once (``<hypercube>.
         <table>.<format>`` and ``summary.csv``) and return the summary. A hypercube finished by
@@ -65,7 +65,12 @@ class Programme:
 
         The run holds the locks of ``out`` and of its staging folder (protab._locks) from before
         it opens the records until the outputs are in place: another run into the same folder
-        refuses at once, naming this one, or waits for it with ``wait=True``."""
+        refuses at once, naming this one, or waits for it with ``wait=True``.
+
+        ``engine(sources, database)`` opens the session on another engine (``protab programme
+        --engine spark|postgres``; ``sources`` names the records' table and the [swap] section as
+        a protect request does, ``database`` the DuckDB file that may declare their record keys);
+        by default the records are the DuckDB database's."""
         import polars as pl
 
         from protab._locks import output_lock
@@ -77,7 +82,7 @@ class Programme:
         self._check_outputs(db, out_dir, formats)
         with output_lock((out_dir, "programme: the output folder"), (staging_folder(out_dir), "programme: its staging "
                          "folder"), command=f"protab programme {self.path}", wait=wait):
-            rows = self._protect(db, out_dir, formats, on_hypercube, quiet)
+            rows = self._protect(db, out_dir, formats, on_hypercube, quiet, engine)
         summary = pl.DataFrame(rows, schema_overrides={"blanked": pl.Float64, "changed": pl.Float64,
                                                        "hellinger_utility": pl.Float64}).select(SUMMARY_COLUMNS)
         if not quiet:
@@ -116,17 +121,14 @@ class Programme:
         return found
 
     def _protect(self, db: str, out_dir: Path, formats: list[str],
-                 on_hypercube: Callable[[str, dict[str, Any]], None] | None, quiet: bool) -> list[dict[str, Any]]:
+                 on_hypercube: Callable[[str, dict[str, Any]], None] | None, quiet: bool,
+                 engine: Callable[[dict[str, Any], str], Session] | None) -> list[dict[str, Any]]:
         """Open the session, check against the records, swap, protect each hypercube, write."""
         from protab.request.loaders import load_ptable
-        from protab.session import Session
 
-        if not os.path.exists(db):
-            raise InputError(f"programme: the database {db!r} does not exist (paths in a programme are relative "
-                             "to its file; --db chooses another)")
         ptable = load_ptable(self.cfg["ptable"], self.path.parent)
         swap = self.cfg.get("swap")
-        with (Session(db) if swap else Session(db, read_only=True)) as s:
+        with self._session(db, engine) as s:
             prepared = self._prepare(s)
             if swap:
                 _swap(s, swap, self.path.parent, quiet)
@@ -138,6 +140,20 @@ class Programme:
                 keep_swap(s, swap)
         State(staging_folder(out_dir)).remove()
         return [r["summary"] for r in rows]
+
+    def _session(self, db: str, engine: Callable[[dict[str, Any], str], Session] | None) -> Session:
+        """The session of the run: on the DuckDB database ``db`` (written only to keep a swap), or
+        opened by ``engine`` with the records' table and the [swap] section as its sources."""
+        from protab.session import Session
+
+        swap = self.cfg.get("swap")
+        if engine is not None:
+            sources = {"tables": [{"source": self.source}], **({"swap": swap} if swap else {})}
+            return engine(sources, db)
+        if not os.path.exists(db):
+            raise InputError(f"programme: the database {db!r} does not exist (paths in a programme are relative "
+                             "to its file; --db chooses another)")
+        return Session(db) if swap else Session(db, read_only=True)
 
     def _prepare(self, s: Session) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
         """Every check that needs the records, before anything is computed: columns, classifications,

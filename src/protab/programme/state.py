@@ -42,12 +42,16 @@ def staging_folder(out: Path) -> Path:
 
 
 def records_key(s: Session, table: str, columns: list[str]) -> bytes:
-    """The HMAC key: SHA-256 of the record count and the sum of a hash of each row's ``columns``
-    and record key (DuckDB's ``hash``), computed in one scan; never stored."""
+    """The HMAC key: SHA-256 of the record count and two sums of a keyed hash of each row's
+    ``columns`` and record key (``protab_record_key``, the SHA-256 function every engine has:
+    the same statement on DuckDB, Spark and PostgreSQL), computed in one scan; never stored."""
     key_column, modulus = s.record_key(table)
-    cols = ", ".join(quote_ident(c) for c in [*columns, key_column])
-    n, total = s.engine.rows(f"SELECT count(*), sum(hash({cols})::HUGEINT) FROM {quote_ident(table)}")[0]
-    return hashlib.sha256(f"{n}\x1f{total}\x1f{modulus}".encode()).digest()
+    text = " || chr(31) || ".join(f"coalesce(CAST({quote_ident(c)} AS VARCHAR), chr(30))"
+                                  for c in [*columns, key_column])
+    n, a, b = s.engine.rows(
+        f"SELECT count(*), sum(CAST(protab_record_key('a', {text}, 32) AS BIGINT)), "
+        f"sum(CAST(protab_record_key('b', {text}, 32) AS BIGINT)) FROM {quote_ident(table)}")[0]
+    return hashlib.sha256(f"{n}\x1f{a}\x1f{b}\x1f{modulus}".encode()).digest()
 
 
 def cube_digest(key: bytes, common: dict[str, Any], cube: Hypercube, depth: dict[str, int],
