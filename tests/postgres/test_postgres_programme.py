@@ -55,6 +55,9 @@ def test_a_programme_on_postgres_writes_duckdbs_files(census, pg_dsn, monkeypatc
         assert "persons_swapped" in s.tables()  # the swapped copy kept in PostgreSQL, as DuckDB keeps it
 
 
-def test_programme_engine_flags_belong_to_their_engine(census, capsys):
+def test_programme_engine_flags_belong_to_their_engine(census, capsys, monkeypatch):
     assert main(["programme", str(census / "programme.toml"), "--pg-dsn", "host=x"]) == 2
     assert "programme: --pg-dsn needs --engine postgres (the engine is duckdb)" in capsys.readouterr().err
+    monkeypatch.delenv("PROTAB_PG_DSN", raising=False)
+    assert main(["programme", str(census / "programme.toml"), "--engine", "postgres"]) == 2
+    assert "programme --engine postgres needs the database: pass --pg-dsn DSN" in capsys.readouterr().err

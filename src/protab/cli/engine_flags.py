@@ -64,11 +64,12 @@ def check_engine_flags(command: str, engine: str, options: dict[str, Any]) -> No
                          f"postgres (the engine is {engine})")
 
 
-def engine_options(engine: str, o: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The Spark and PostgreSQL options of a run on ``engine`` (None for the others)."""
-    spark = (spark_options(o["spark_master"], o["spark_remote"], o["spark_data"], o["spark_keys"], o["spark_conf"])
-             if engine == "spark" else None)
-    pg = postgres_options(o["pg_dsn"], o["pg_keys"], o["pg_data"]) if engine == "postgres" else None
+def engine_options(engine: str, o: dict[str, Any], command: str = "protect"
+                   ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The Spark and PostgreSQL options of a run of ``command`` on ``engine`` (None for the others)."""
+    spark = (spark_options(o["spark_master"], o["spark_remote"], o["spark_data"], o["spark_keys"], o["spark_conf"],
+                           command) if engine == "spark" else None)
+    pg = postgres_options(o["pg_dsn"], o["pg_keys"], o["pg_data"], command) if engine == "postgres" else None
     return spark, pg
 
 

@@ -76,7 +76,7 @@ def _run(args: argparse.Namespace) -> None:
     flags = engine_flags(args)
     engine = flags.pop("engine")
     check_engine_flags("programme", engine, flags)
-    spark, pg = engine_options(engine, flags)
+    spark, pg = engine_options(engine, flags, "programme")
     base = Path(args.programme).parent
     opener: Callable[[dict[str, Any], str], Any] | None = None
     if spark is not None:

@@ -20,16 +20,16 @@ if TYPE_CHECKING:  # pragma: no cover
 PG_DSN_ENV = "PROTAB_PG_DSN"
 
 
-def postgres_options(dsn: str | None, keys: str | None, data: str | None) -> dict[str, Any]:
+def postgres_options(dsn: str | None, keys: str | None, data: str | None, command: str = "protect") -> dict[str, Any]:
     """The PostgreSQL options of ``protect --engine postgres``: the DSN of ``--pg-dsn``, else of
     ``$PROTAB_PG_DSN`` (one of them is needed), ``--pg-keys`` and ``--pg-data``."""
     dsn = dsn or os.environ.get(PG_DSN_ENV) or None
     if dsn is None or not dsn.strip():
-        raise InputError(f"protect --engine postgres needs the database: pass --pg-dsn DSN or set {PG_DSN_ENV} "
+        raise InputError(f"{command} --engine postgres needs the database: pass --pg-dsn DSN or set {PG_DSN_ENV} "
                          "(a libpq connection string, e.g. 'host=db.example port=5432 dbname=census user=protab', "
                          "or a postgresql:// URI; the password best from PGPASSWORD or ~/.pgpass)")
     key_option(keys, "--pg-keys")  # checked before any connection
-    return {"dsn": dsn, "keys": keys, "data": data}
+    return {"dsn": dsn, "keys": keys, "data": data, "command": command}
 
 
 def postgres_session(pg: dict[str, Any], cfg: dict[str, Any], db: str, base: Path) -> Session:
@@ -48,8 +48,9 @@ def postgres_session(pg: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
         sources += [t["source"] for t in cfg["tables"] if t["source"] != swapped]
         for source in dict.fromkeys(sources):
             if not s.exists(source):
-                _copy_parquet(s, source, data)
-            column, modulus = keys_in_database(db, source, "postgres") if keys is None else keys
+                _copy_parquet(s, source, data, pg.get("command", "protect"))
+            column, modulus = (keys_in_database(db, source, "postgres", pg.get("command", "protect")) if keys is None
+                               else keys)
             s.use_record_keys(source, column, modulus)
     except BaseException:
         s.close()
@@ -57,7 +58,7 @@ def postgres_session(pg: dict[str, Any], cfg: dict[str, Any], db: str, base: Pat
     return s
 
 
-def _copy_parquet(s: Session, source: str, data: Path) -> None:
+def _copy_parquet(s: Session, source: str, data: Path, command: str) -> None:
     """``<data>/<source>.parquet`` read by an in-process DuckDB (DuckDB's types, as
     ``Session.register`` reads a file) and copied into the TEMP table ``source`` of the
     session: gone when it closes, nothing written to the database."""
@@ -67,11 +68,11 @@ def _copy_parquet(s: Session, source: str, data: Path) -> None:
 
     path = data / f"{source}.parquet"
     if not path.is_file():
-        raise InputError(f"protect --engine postgres: source {source!r} is neither a table of {s.database} nor the "
+        raise InputError(f"{command} --engine postgres: source {source!r} is neither a table of {s.database} nor the "
                          f"Parquet file {str(path)!r} (pass --pg-data FOLDER holding {source}.parquet)")
     try:
         with duckdb.connect() as reader:
             rows = reader.read_parquet(str(path)).to_arrow_table()
     except duckdb.Error as exc:
-        raise InputError(f"protect --engine postgres: cannot read {str(path)!r}: {exc}") from None
+        raise InputError(f"{command} --engine postgres: cannot read {str(path)!r}: {exc}") from None
     s.engine.register(quote_ident(source), rows)

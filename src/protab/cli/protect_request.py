@@ -269,7 +269,7 @@ def publish(request: str, to: str, database: str | None = None, *, replace: bool
     with output_lock((target, "publish: the file"), command=f"protab publish {request} --to {to}", wait=wait):
         if target.exists() and not replace:  # under the lock: two runs cannot both find it missing
             raise InputError(f"publish: {to!r} exists; pass --replace to replace it")
-        rows = _protect_request(path, cfg, database, write, *engine_options(engine, options))
+        rows = _protect_request(path, cfg, database, write, *engine_options(engine, options, "publish"))
     print(summary(rows))
     print(f"protected tables published to {target} (open it with duckdb; it holds protected tables only)")
     return rows
