@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import psycopg
 import pytest
+from ckm_function_cases import CROWDED_MODULUS, crowded_ptable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from postgres_fixtures import duckdb_and_postgres
@@ -330,18 +331,8 @@ def test_keys_at_and_beside_every_interval_start_of_a_crowded_ptable(engines, ps
     """Intervals one p-table unit wide beside wide ones at a 40-bit modulus (over 150 segment
     starts): ckm(n, k) equals PTable.lookup on keys at, before and after every start, and DuckDB's."""
     duck, pg = engines
-    rng = np.random.default_rng(13)
-    rows = []
-    for i in range(6):
-        cuts = np.unique(np.concatenate([rng.integers(1, 400, 25), rng.integers(1, 10**8, 15), [5 * 10**7]]))
-        bounds = np.concatenate([[0], cuts, [10**8]])
-        rows += [(i, int(rng.integers(-min(i, 2), 3)), int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
-    p = pt.PTable(pl.DataFrame(rows, schema=["i", "v", "lb_n", "ub_n"], orient="row"), den=10**8, period=2)
-    M = 2**40
-    starts = p.keyspace(M)["klo"].unique().to_numpy()
-    keys = np.unique(np.concatenate([starts, starts - 1, starts + 1, rng.integers(0, M, 300), [M - 1]]))
-    keys = keys[(keys >= 0) & (keys < M)]
-    n = rng.integers(0, 12, keys.size)
+    p, n, keys, starts = crowded_ptable()
+    M = CROWDED_MODULUS
     _installed.clear()
     for s in engines:
         s.install_ptable(p, modulus=M)
