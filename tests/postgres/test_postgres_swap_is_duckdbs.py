@@ -93,3 +93,17 @@ def test_a_float_household_column_is_refused_before_any_table(engines):
     with pytest.raises(SpecError, match="household column 'hid' of type"):
         pg.swap("floats", SPECS["risk_and_rate"], seed="s", out="f_out")
     assert pg.tables() == before
+
+
+def test_a_kept_swap_under_the_name_of_a_pending_temporary_one_replaces_the_schemas_table(engines):
+    """A swap written while a temporary one of the same name is pending replaces the schema's
+    table, not the temporary one; discarding the temporary one shows it, as on DuckDB."""
+    results = []
+    for s in engines:
+        _swap(s, "risk_and_rate", "pending", temporary=False)
+        _swap(s, "carry_along_capped", "pending", temporary=True)
+        _swap(s, "risk_and_rate", "pending", temporary=False)  # over the kept one, beside the pending one
+        discard_swap(s.engine, "pending", "pending_log")
+        results.append(_read(s, "pending"))
+    duck, pg = results
+    assert_frame_equal(pg, duck.with_columns(pl.col("rk").cast(pl.Int64)))

@@ -126,3 +126,19 @@ def test_persist_is_one_transaction(db):
 def test_temporary_must_be_a_bool(db):
     with duckdb.connect(db) as con, pytest.raises(InputError, match="temporary must be True or False"):
         swap(con, "persons", SPEC, seed=SEED, out="persons_swapped", temporary="yes")
+
+
+def test_a_swap_kept_beside_a_pending_temporary_one_replaces_the_databases_table(db, tmp_path):
+    """A permanent swap written while a temporary one of the same name is pending replaces the
+    database's table (it used to drop the pending one and then fail: "already exists"); the
+    pending one stays until discarded."""
+    want = reference(db, tmp_path)
+    with duckdb.connect(db) as con:
+        name = con.execute("SELECT current_database()").fetchall()[0][0]
+        swap(con, "persons", SPEC, seed=SEED, out="persons_swapped", log="swap_log")
+        swap(con, "persons", SPEC, seed=SEED + "-other", out="persons_swapped", log="swap_log", temporary=True,
+             replace=True)
+        swap(con, "persons", SPEC, seed=SEED, out="persons_swapped", log="swap_log", replace=True)
+        assert ("temp", "persons_swapped") in kept(con) and (name, "persons_swapped") in kept(con)
+        discard_swap(con, "persons_swapped", "swap_log")
+        assert (con.execute("FROM persons_swapped").fetchall(), con.execute("FROM swap_log").fetchall()) == want

@@ -52,17 +52,20 @@ def transaction(con: duckdb.DuckDBPyConnection, what: str = "swap") -> Iterator[
 def write_relations(con: duckdb.DuckDBPyConnection, outputs: Sequence[tuple[str, str, Sequence[Any]]], *,
                     temporary: bool) -> None:
     """Create the tables ``(name, select, params)`` in one transaction, replacing relations of
-    those names (with ``temporary``: temporary tables of the connection, replacing temporary ones
-    only; a permanent table of the name stays until ``persist_swap``)."""
+    those names in the current schema (with ``temporary``: temporary tables of the connection,
+    replacing temporary ones only; a permanent table of the name stays until ``persist_swap``)."""
+    db, schema = con.execute("SELECT current_database(), current_schema()").fetchall()[0]
+    here = f"{q(db)}.{q(schema)}."  # a temporary table of the name (a pending swap) stays as it is
     with transaction(con):
         for name, _, _ in outputs:
-            kind = relation_kind(con, name, "temp" if temporary else "")
+            kind = relation_kind(con, name, "temp" if temporary else "here")
             if kind is not None:
-                where = _TEMP if temporary else ""
+                where = _TEMP if temporary else here
                 con.execute(f"DROP {'VIEW' if kind == 'view' else 'TABLE'} {where}{q(name)}")
         create = "CREATE TEMP TABLE" if temporary else "CREATE TABLE"
         for name, select, params in outputs:
-            con.execute(f"{create} {q(name)} AS {select}", list(params) if params else None)
+            target = q(name) if temporary else f"{here}{q(name)}"
+            con.execute(f"{create} {target} AS {select}", list(params) if params else None)
 
 
 def _literal(text: str) -> str:

@@ -384,22 +384,25 @@ class PostgresEngine(Engine):
 
     # -- relations written for the user: the swap's records and log -----------------------------
     def write_relations(self, outputs: Sequence[tuple[str, str, Sequence[Any]]], *, temporary: bool) -> None:
-        """Tables in one transaction, replacing relations of those names; with ``temporary`` TEMP
-        tables of the connection (found before a table of the schema under the same name, which
-        stays until :meth:`keep_relations`), replacing TEMP ones only."""
+        """Tables of the current schema in one transaction, replacing relations of those names
+        there; with ``temporary`` TEMP tables of the connection (found before a table of the schema
+        under the same name, which stays until :meth:`keep_relations`), replacing TEMP ones only."""
+        schema = self._schema()
         with self.transaction():
             for name, _, _ in outputs:
-                found = self._relkind(name)
-                if found is not None and (found[2] or not temporary):
-                    self.drop_relation(name)
+                if temporary:
+                    self._run(f"DROP TABLE IF EXISTS pg_temp.{quote_ident(name)}", render=False)
+                else:
+                    self._drop_in_schema(name, schema)
             for name, select, params in outputs:
-                self._run(f"CREATE {'TEMP ' if temporary else ''}TABLE {quote_ident(name)} AS {select}", params)
+                target = quote_ident(name) if temporary else f"{quote_ident(schema)}.{quote_ident(name)}"
+                self._run(f"CREATE {'TEMP ' if temporary else ''}TABLE {target} AS {select}", params)
 
     def keep_relations(self, names: Sequence[str], *, replace: bool, what: str) -> None:
         """The TEMP tables ``names`` copied under the same names into the current schema and
         dropped, all in one transaction; a relation of that name there is replaced only with
         ``replace``."""
-        schema = str(self._run("SELECT current_schema()", render=False).fetchall()[0][0])
+        schema = self._schema()
         for name in names:
             found = self._relkind(name)
             if found is None or not found[2]:
@@ -409,13 +412,25 @@ class PostgresEngine(Engine):
                 raise InputError(f"{what}: a relation named {name!r} exists already; pass replace=True or keep it")
         with self.transaction():
             for name in names:
+                self._drop_in_schema(name, schema)
                 target = f"{quote_ident(schema)}.{quote_ident(name)}"
-                kind = self._in_schema(name, schema)
-                if kind is not None:
-                    self._run(f"DROP {'VIEW' if kind == 'v' else 'MATERIALIZED VIEW' if kind == 'm' else 'TABLE'} "
-                              f"{target}", render=False)
                 self._run(f"CREATE TABLE {target} AS SELECT * FROM pg_temp.{quote_ident(name)}", render=False)
                 self._run(f"DROP TABLE pg_temp.{quote_ident(name)}", render=False)
+
+    def _schema(self) -> str:
+        """The schema the session creates its tables in (``current_schema()``)."""
+        found = self._run("SELECT current_schema()", render=False).fetchall()[0][0]
+        if found is None:
+            raise InputError(f"PostgreSQL at {self._where}: no schema of the search_path exists to write the swap's "
+                             "tables in; create one or set search_path")
+        return str(found)
+
+    def _drop_in_schema(self, name: str, schema: str) -> None:
+        """Drop the relation ``name`` of ``schema``, if any (a TEMP one of that name stays)."""
+        kind = self._in_schema(name, schema)
+        if kind is not None:
+            what = "VIEW" if kind == "v" else "MATERIALIZED VIEW" if kind == "m" else "TABLE"
+            self._run(f"DROP {what} {quote_ident(schema)}.{quote_ident(name)}", render=False)
 
     def _in_schema(self, name: str, schema: str) -> str | None:
         """The relkind of relation ``name`` in ``schema``, or None."""
