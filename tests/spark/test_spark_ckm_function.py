@@ -132,3 +132,21 @@ def test_the_ptable_is_published_as_views(engines):
     assert _rows(other, query) == _rows(duck, query)
     count = "SELECT count(*), sum(protab_khi - protab_klo + 1) FROM protab_ptable"
     assert _rows(other, count) == _rows(duck, count)
+
+
+def test_install_without_record_keys_or_with_bad_arguments_is_refused_as_on_duckdb(engines):
+    from protab.errors import InputError
+
+    messages = []
+    for s in engines:
+        s.register("nokeys", RECORDS.select("sex"), replace=True)
+        with pytest.raises(InputError) as info:
+            s.install_ptable(MAXENT, table="nokeys")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "nokeys" in messages[0]
+    other = engines[1]
+    for bad in (1, 2**63):
+        with pytest.raises(InputError, match="modulus"):
+            other.install_ptable(MAXENT, modulus=bad)
+    with pytest.raises(InputError, match="count p-table"):
+        other.install_ptable(MAXENT.frame, modulus=256)

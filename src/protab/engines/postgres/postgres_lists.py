@@ -56,8 +56,8 @@ def materialize_ctes(tree: Any, exp: Any) -> None:
     again at every use, and a chain of steps (the cell key method's) whose expressions grow
     exponentially. One read once is ``NOT MATERIALIZED`` with ``OFFSET 0`` (a subquery that the
     planner does not pull up: its rows stream to the reader), one read more than once (or not a
-    plain SELECT) ``MATERIALIZED``; streaming the cell key method's chain of sixteen steps took
-    its statement from 13.6 s to 5.1 s at 458,898 cells (benchmarks/postgres_scale.py)."""
+    plain SELECT) ``MATERIALIZED`` (benchmarks/postgres_scale.py --magnitudes times the cell key
+    method's chain of sixteen steps, docs/postgres.md)."""
     reads: dict[str, int] = {}
     for table in tree.find_all(exp.Table):
         reads[table.name] = reads.get(table.name, 0) + 1
