@@ -42,15 +42,21 @@ def staging_folder(out: Path) -> Path:
 
 
 def records_key(s: Session, table: str, columns: list[str]) -> bytes:
-    """The HMAC key: SHA-256 of the record count and two sums of a keyed hash of each row's
-    ``columns`` and record key (``protab_record_key``, the SHA-256 function every engine has:
-    the same statement on DuckDB, Spark and PostgreSQL), computed in one scan; never stored."""
+    """The HMAC key: SHA-256 of the record count and two sums of a keyed hash of each group of
+    records with the same ``columns`` — its codes, record count and record-key sum — computed
+    in one scan and a hash per group, not per record (``protab_record_key``, the SHA-256 function
+    every engine has: the same statements on DuckDB, Spark and PostgreSQL); never stored. A
+    record whose codes change moves its key from one group's sum to another's."""
     key_column, modulus = s.record_key(table)
-    text = " || chr(31) || ".join(f"coalesce(CAST({quote_ident(c)} AS VARCHAR), chr(30))"
-                                  for c in [*columns, key_column])
+    cols = [f"{quote_ident(c)} AS c{k}" for k, c in enumerate(columns)]
+    group = f" GROUP BY {', '.join(str(k + 1) for k in range(len(cols)))}" if cols else ""
+    parts = [f"coalesce(CAST(c{k} AS VARCHAR), chr(30))" for k in range(len(cols))]
+    text = " || chr(31) || ".join([*parts, "CAST(n AS VARCHAR)", "CAST(k AS VARCHAR)"])
+    groups = (f"SELECT {''.join(c + ', ' for c in cols)}count(*) AS n, sum({quote_ident(key_column)}) AS k "
+              f"FROM {quote_ident(table)}{group}")
     n, a, b = s.engine.rows(
-        f"SELECT count(*), sum(CAST(protab_record_key('a', {text}, 32) AS BIGINT)), "
-        f"sum(CAST(protab_record_key('b', {text}, 32) AS BIGINT)) FROM {quote_ident(table)}")[0]
+        f"SELECT sum(n), sum(CAST(protab_record_key('a', {text}, 32) AS BIGINT)), "
+        f"sum(CAST(protab_record_key('b', {text}, 32) AS BIGINT)) FROM ({groups}) AS g")[0]
     return hashlib.sha256(f"{n}\x1f{a}\x1f{b}\x1f{modulus}".encode()).digest()
 
 
