@@ -4,7 +4,6 @@ from one copy of the records, written all at once, resumable after a kill."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +77,14 @@ def _run(args: argparse.Namespace) -> None:
     check_engine_flags("programme", engine, flags)
     spark, pg = engine_options(engine, flags, "programme")
     base = Path(args.programme).parent
-    opener: Callable[[dict[str, Any], str], Any] | None = None
-    if spark is not None:
-        opener = lambda sources, db: spark_session(spark, sources, db, base)  # noqa: E731
-    elif pg is not None:
-        opener = lambda sources, db: postgres_session(pg, sources, db, base)  # noqa: E731
-    Programme(args.programme).run(args.db, args.out, wait=args.wait, engine=opener)
+
+    def opener(sources: dict[str, Any], db: str) -> Any:
+        """The session on the engine of the flags: its sources as protect's (Spark tables or
+        PostgreSQL tables, else their Parquet files)."""
+        if spark is not None:
+            return spark_session(spark, sources, db, base)
+        assert pg is not None  # the opener is used only with one of them
+        return postgres_session(pg, sources, db, base)
+
+    engine_session = opener if spark is not None or pg is not None else None
+    Programme(args.programme).run(args.db, args.out, wait=args.wait, engine=engine_session)
